@@ -1,0 +1,90 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+)
+
+func init() {
+	register(&command{name: "client", arity: -2, run: (*Handler).cmdClient})
+}
+
+// cmdClient: the CLIENT subcommands that clients send on connect.
+func (h *Handler) cmdClient(c *call) {
+	sub := strings.ToUpper(c.arg(0))
+	n := len(c.args)
+	switch {
+	case sub == "SETNAME" && n == 2:
+		if !validClientName(c.arg(1)) {
+			c.w.WriteError(msgBadName)
+			return
+		}
+		c.s.setName(c.arg(1))
+		c.w.WriteSimple("OK")
+	case sub == "GETNAME" && n == 1:
+		if name := c.s.Name(); name != "" {
+			c.w.WriteBulkString(name)
+		} else {
+			c.w.WriteNull()
+		}
+	case sub == "SETINFO" && n == 3:
+		h.clientSetInfo(c)
+	case sub == "ID" && n == 1:
+		c.w.WriteInt(c.s.ID)
+	case sub == "INFO" && n == 1:
+		c.w.WriteVerbatim("txt", h.clientLine(c.s)+"\n")
+	case sub == "LIST":
+		c.w.WriteVerbatim("txt", h.clientList())
+	case (sub == "NO-EVICT" || sub == "NO-TOUCH") && n == 2:
+		c.w.WriteSimple("OK")
+	case isClientSub(sub):
+		c.w.WriteError(errArity("client|" + strings.ToLower(sub)))
+	default:
+		c.w.WriteError(errUnknownSub(c.arg(0), "CLIENT"))
+	}
+}
+
+func isClientSub(sub string) bool {
+	switch sub {
+	case "SETNAME", "GETNAME", "SETINFO", "ID", "INFO", "NO-EVICT", "NO-TOUCH":
+		return true
+	}
+	return false
+}
+
+func (h *Handler) clientSetInfo(c *call) {
+	attr, val := strings.ToUpper(c.arg(1)), c.arg(2)
+	if !validClientName(val) {
+		c.w.WriteError("ERR " + strings.ToLower(attr) + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	switch attr {
+	case "LIB-NAME":
+		c.s.libName = val
+	case "LIB-VER":
+		c.s.libVer = val
+	default:
+		c.w.WriteError("ERR Unrecognized option '" + c.arg(1) + "'")
+		return
+	}
+	c.w.WriteSimple("OK")
+}
+
+func (h *Handler) clientLine(s *Session) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("id=%d addr=%s name=%s db=0 resp=%d lib-name=%s lib-ver=%s",
+		s.ID, s.Addr, s.name, s.proto, s.libName, s.libVer)
+}
+
+func (h *Handler) clientList() string {
+	var b strings.Builder
+	h.sessions.Range(func(_, v any) bool {
+		b.WriteString(h.clientLine(v.(*Session)))
+		b.WriteByte('\n')
+		return true
+	})
+	return b.String()
+}

@@ -1,0 +1,183 @@
+package commands
+
+import (
+	"crypto/subtle"
+	"strings"
+)
+
+func init() {
+	register(
+		&command{name: "ping", arity: -1, run: (*Handler).cmdPing},
+		&command{name: "echo", arity: 2, run: (*Handler).cmdEcho},
+		&command{name: "quit", arity: -1, noAuth: true, run: (*Handler).cmdQuit},
+		&command{name: "reset", arity: 1, noAuth: true, run: (*Handler).cmdReset},
+		&command{name: "select", arity: 2, run: (*Handler).cmdSelect},
+		&command{name: "auth", arity: -2, noAuth: true, run: (*Handler).cmdAuth},
+		&command{name: "hello", arity: -1, noAuth: true, run: (*Handler).cmdHello},
+	)
+}
+
+func (h *Handler) cmdPing(c *call) {
+	switch len(c.args) {
+	case 0:
+		c.w.WriteSimple("PONG")
+	case 1:
+		c.w.WriteBulk(c.args[0])
+	default:
+		c.w.WriteError(errArity(c.name))
+	}
+}
+
+func (h *Handler) cmdEcho(c *call) { c.w.WriteBulk(c.args[0]) }
+
+func (h *Handler) cmdQuit(c *call) {
+	c.s.mu.Lock()
+	c.s.quit = true
+	c.s.mu.Unlock()
+	c.w.WriteSimple("OK")
+}
+
+// cmdReset returns the connection to its state right after connecting.
+func (h *Handler) cmdReset(c *call) {
+	c.s.mu.Lock()
+	c.s.proto = 2
+	c.s.name = ""
+	c.s.authed = h.opts.Password == ""
+	c.s.mu.Unlock()
+	c.w.WriteSimple("RESET")
+}
+
+func (h *Handler) cmdSelect(c *call) {
+	n, ok := parseInt(c.arg(0))
+	switch {
+	case !ok:
+		c.w.WriteError(msgNotInt)
+	case n != 0:
+		c.w.WriteError(msgDBIndex)
+	default:
+		c.w.WriteSimple("OK")
+	}
+}
+
+// cmdAuth: AUTH [user] password. The only user is "default".
+func (h *Handler) cmdAuth(c *call) {
+	if len(c.args) > 2 {
+		c.w.WriteError(msgSyntax)
+		return
+	}
+	user, pass := "default", c.arg(0)
+	if len(c.args) == 2 {
+		user, pass = c.arg(0), c.arg(1)
+	}
+	if msg, ok := h.authenticate(c.s, user, pass); !ok {
+		c.w.WriteError(msg)
+		return
+	}
+	c.w.WriteSimple("OK")
+}
+
+// authenticate checks a user and password in constant time.
+func (h *Handler) authenticate(s *Session, user, pass string) (string, bool) {
+	if h.opts.Password == "" {
+		if len(user) > 0 && user != "default" {
+			return msgWrongPass, false
+		}
+		return msgNoPassword, false
+	}
+	okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(h.opts.Password)) == 1
+	if !okPass || user != "default" {
+		return msgWrongPass, false
+	}
+	s.setAuthenticated(true)
+	return "", true
+}
+
+// cmdHello: HELLO [protover [AUTH user pass] [SETNAME name]].
+func (h *Handler) cmdHello(c *call) {
+	proto := c.s.Proto()
+	if len(c.args) > 0 {
+		v, ok := parseInt(c.arg(0))
+		if !ok {
+			c.w.WriteError("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			c.w.WriteError(msgNoProto)
+			return
+		}
+		proto = int(v)
+	}
+	name, setName, ok := h.helloOptions(c)
+	if !ok {
+		return
+	}
+	if !c.s.Authenticated() {
+		c.w.WriteError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		c.s.setName(name)
+	}
+	c.s.setProto(proto)
+	h.writeHello(c, proto)
+}
+
+// helloOptions parses and applies HELLO's AUTH, and validates SETNAME.
+func (h *Handler) helloOptions(c *call) (name string, setName, ok bool) {
+	for i := 1; i < len(c.args); i++ {
+		opt := strings.ToUpper(c.arg(i))
+		switch {
+		case opt == "AUTH" && i+2 < len(c.args):
+			if msg, good := h.authenticate(c.s, c.arg(i+1), c.arg(i+2)); !good {
+				c.w.WriteError(msg)
+				return "", false, false
+			}
+			i += 2
+		case opt == "SETNAME" && i+1 < len(c.args):
+			name, setName = c.arg(i+1), true
+			if !validClientName(name) {
+				c.w.WriteError(msgBadName)
+				return "", false, false
+			}
+			i++
+		default:
+			c.w.WriteError("ERR Syntax error in HELLO option '" + c.arg(i) + "'")
+			return "", false, false
+		}
+	}
+	return name, setName, true
+}
+
+// writeHello writes the server's description, a map in RESP3 and a flat
+// array in RESP2, as Redis does.
+func (h *Handler) writeHello(c *call, proto int) {
+	w := c.w
+	w.WriteMap(7)
+	w.WriteBulkString("server")
+	w.WriteBulkString("redis")
+	w.WriteBulkString("version")
+	w.WriteBulkString(RedisVersion)
+	w.WriteBulkString("proto")
+	w.WriteInt(int64(proto))
+	w.WriteBulkString("id")
+	w.WriteInt(c.s.ID)
+	w.WriteBulkString("mode")
+	w.WriteBulkString("standalone")
+	w.WriteBulkString("role")
+	w.WriteBulkString("master")
+	w.WriteBulkString("modules")
+	w.WriteArray(0)
+}
+
+// RedisVersion is the Redis version redlockd answers like, reported by
+// HELLO and INFO so that clients enable the commands it supports.
+const RedisVersion = "7.2.0"
+
+func validClientName(n string) bool {
+	for i := 0; i < len(n); i++ {
+		if n[i] < '!' || n[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,69 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// infoSections are INFO's sections in output order.
+var infoSections = []struct {
+	name  string
+	write func(h *Handler, b *strings.Builder)
+}{
+	{"server", (*Handler).infoServer},
+	{"clients", (*Handler).infoClients},
+	{"stats", (*Handler).infoStats},
+	{"backends", (*Handler).infoBackends},
+}
+
+// cmdInfo: INFO [section …] as a bulk string in Redis's "# Section" format.
+func (h *Handler) cmdInfo(c *call) {
+	want := map[string]bool{}
+	for _, a := range c.args {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !all && !want[sec.name] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		fmt.Fprintf(&b, "# %s%s\r\n", strings.ToUpper(sec.name[:1]), sec.name[1:])
+		sec.write(h, &b)
+	}
+	c.w.WriteVerbatim("txt", b.String())
+}
+
+func (h *Handler) infoServer(b *strings.Builder) {
+	up := time.Since(h.started)
+	fmt.Fprintf(b, "redis_version:%s\r\nredlockd_version:%s\r\nredis_mode:standalone\r\n", RedisVersion, h.opts.Version)
+	fmt.Fprintf(b, "os:%s %s\r\narch_bits:64\r\ngo_version:%s\r\nprocess_id:%d\r\n", runtime.GOOS, runtime.GOARCH, runtime.Version(), os.Getpid())
+	fmt.Fprintf(b, "uptime_in_seconds:%d\r\nuptime_in_days:%d\r\n", int64(up.Seconds()), int64(up.Hours()/24))
+}
+
+func (h *Handler) infoClients(b *strings.Builder) {
+	fmt.Fprintf(b, "connected_clients:%d\r\n", h.nconns.Load())
+}
+
+func (h *Handler) infoStats(b *strings.Builder) {
+	st := &h.stats
+	fmt.Fprintf(b, "total_commands_processed:%d\r\n", st.commands.Load())
+	fmt.Fprintf(b, "locks_acquired:%d\r\nlocks_contended:%d\r\nlocks_noquorum:%d\r\nlocks_released:%d\r\n",
+		st.acquired.Load(), st.contended.Load(), st.noQuorum.Load(), st.released.Load())
+}
+
+func (h *Handler) infoBackends(b *strings.Builder) {
+	cfg := h.cluster.Config()
+	nodes := h.cluster.Nodes()
+	fmt.Fprintf(b, "backends:%d\r\nquorum:%d\r\nnode_timeout_ms:%d\r\ndrift_factor:%g\r\n",
+		len(nodes), h.cluster.Quorum(), cfg.NodeTimeout.Milliseconds(), cfg.DriftFactor)
+	for i, n := range nodes {
+		fmt.Fprintf(b, "backend%d:addr=%s\r\n", i, n.Name())
+	}
+}

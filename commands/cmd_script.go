@@ -1,0 +1,93 @@
+package commands
+
+import (
+	"strings"
+)
+
+func init() {
+	register(
+		&command{name: "eval", arity: -3, write: true, run: (*Handler).cmdEval},
+		&command{name: "evalsha", arity: -3, write: true, run: (*Handler).cmdEvalSHA},
+		&command{name: "eval_ro", arity: -3, run: (*Handler).cmdEval},
+		&command{name: "evalsha_ro", arity: -3, run: (*Handler).cmdEvalSHA},
+		&command{name: "script", arity: -2, run: (*Handler).cmdScript},
+	)
+}
+
+func (h *Handler) cmdEval(c *call) {
+	s, ok := scripts[sha1Hex(c.arg(0))]
+	if !ok {
+		c.w.WriteError(msgOnlyLocks)
+		return
+	}
+	h.runScript(c, s)
+}
+
+func (h *Handler) cmdEvalSHA(c *call) {
+	s, ok := scripts[strings.ToLower(c.arg(0))]
+	if !ok {
+		c.w.WriteError(msgNoScript)
+		return
+	}
+	h.runScript(c, s)
+}
+
+// runScript splits EVAL's numkeys, keys and args as Redis does.
+func (h *Handler) runScript(c *call, s *lockScript) {
+	n, ok := parseInt(c.arg(1))
+	switch {
+	case !ok:
+		c.w.WriteError(msgNotInt)
+		return
+	case n < 0:
+		c.w.WriteError(msgNegKeys)
+		return
+	case n > int64(len(c.args)-2):
+		c.w.WriteError(msgTooManyKeys)
+		return
+	}
+	rest := strs(c.args[2:])
+	s.run(h, c, rest[:n], rest[n:])
+}
+
+func strs(b [][]byte) []string {
+	out := make([]string, len(b))
+	for i, x := range b {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// cmdScript: SCRIPT LOAD|EXISTS|FLUSH. Only recognised lock scripts load.
+func (h *Handler) cmdScript(c *call) {
+	sub := strings.ToUpper(c.arg(0))
+	switch {
+	case sub == "LOAD" && len(c.args) == 2:
+		sha := sha1Hex(c.arg(1))
+		if _, ok := scripts[sha]; !ok {
+			c.w.WriteError(msgOnlyLocks)
+			return
+		}
+		c.w.WriteBulkString(sha)
+	case sub == "EXISTS" && len(c.args) >= 2:
+		c.w.WriteArray(len(c.args) - 1)
+		for _, a := range c.args[1:] {
+			_, ok := scripts[strings.ToLower(string(a))]
+			c.w.WriteInt(b2i(ok))
+		}
+	case sub == "FLUSH" && len(c.args) <= 2:
+		// The recognised scripts are built in: there is nothing to forget.
+		c.w.WriteSimple("OK")
+	case sub == "LOAD" || sub == "EXISTS" || sub == "FLUSH":
+		c.w.WriteError(errArity("script|" + strings.ToLower(sub)))
+	default:
+		c.w.WriteError(errUnknownSub(c.arg(0), "SCRIPT"))
+	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,78 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// Redis's own error texts, so that clients and tools recognise them.
+const (
+	msgSyntax       = "ERR syntax error"
+	msgNotInt       = "ERR value is not an integer or out of range"
+	msgNoAuth       = "NOAUTH Authentication required."
+	msgWrongPass    = "WRONGPASS invalid username-password pair or user is disabled."
+	msgNoPassword   = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	msgNoScript     = "NOSCRIPT No matching script. Please use EVAL."
+	msgNoProto      = "NOPROTO unsupported protocol version"
+	msgDBIndex      = "ERR DB index is out of range"
+	msgTTLTooLarge  = "ERR ttl exceeds max-ttl"
+	msgNegKeys      = "ERR Number of keys can't be negative"
+	msgTooManyKeys  = "ERR Number of keys can't be greater than number of args"
+	msgBadName      = "ERR Client names cannot contain spaces, newlines or special characters."
+	msgOnlyLocks    = "ERR redlockd runs only lock scripts; this script is not one it recognises"
+	msgClosed       = "ERR connection closed"
+	msgNotSupported = "ERR redlockd does not support this form of '%s': %s"
+)
+
+func errArity(name string) string {
+	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", name)
+}
+
+func errExpire(name string) string {
+	return fmt.Sprintf("ERR invalid expire time in '%s' command", name)
+}
+
+func errUnknownSub(sub, cmd string) string {
+	return fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, cmd)
+}
+
+// errUnknownCommand formats Redis's reply to a command it does not know.
+func errUnknownCommand(name string, args [][]byte) string {
+	s := fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: ", name)
+	for _, a := range args {
+		if len(s) > 256 {
+			break
+		}
+		s += fmt.Sprintf("'%.128s' ", a)
+	}
+	return s
+}
+
+// errNoQuorum formats the NOQUORUM error of SPEC §3.
+func errNoQuorum(e *quorum.NoQuorumError) string {
+	return fmt.Sprintf("NOQUORUM %d of %d backends answered: %s", e.Answered, e.Total, e.Reasons())
+}
+
+// writeLockError maps an error of the lock cluster to its reply. Contention
+// is a null reply, never an error: redis-benchmark and lock libraries treat
+// an error as fatal.
+func writeLockError(w Writer, cmd string, err error) {
+	var nq *quorum.NoQuorumError
+	switch {
+	case errors.As(err, &nq):
+		w.WriteError(errNoQuorum(nq))
+	case errors.Is(err, quorum.ErrNotAcquired), errors.Is(err, quorum.ErrNotHeld):
+		w.WriteNull()
+	case errors.Is(err, quorum.ErrInvalidTTL):
+		w.WriteError(errExpire(cmd))
+	case errors.Is(err, context.Canceled):
+		w.WriteError(msgClosed)
+	default:
+		w.WriteError("ERR " + err.Error())
+	}
+}
+
+func isNoQuorum(err error) bool { return errors.Is(err, quorum.ErrNoQuorum) }

@@ -1,0 +1,87 @@
+package commands
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// Options configure a Handler. Zero values take the documented defaults.
+type Options struct {
+	// Password, when set, must be given with AUTH (or HELLO … AUTH) before
+	// any other command. Default: none.
+	Password string
+	// MaxTTL is the largest ttl a command may ask for. Default 60s.
+	MaxTTL time.Duration
+	// SessionTTL is the backend ttl of session locks (SET … NX without
+	// expiry), renewed every third of it. Default 30s.
+	SessionTTL time.Duration
+	// Version is reported by INFO and HELLO. Default "dev".
+	Version string
+	// Logger receives state changes, never one line per command. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxTTL <= 0 {
+		o.MaxTTL = 60 * time.Second
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = 30 * time.Second
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Handler is the command table bound to one lock cluster. It is safe for
+// concurrent use by many sessions.
+type Handler struct {
+	cluster *quorum.Cluster
+	opts    Options
+	started time.Time
+
+	nextID   atomic.Int64
+	sessions sync.Map // int64 -> *Session
+	nconns   atomic.Int64
+	stats    stats
+}
+
+// New returns the command table over cluster.
+func New(cluster *quorum.Cluster, opts Options) *Handler {
+	opts.setDefaults()
+	return &Handler{cluster: cluster, opts: opts, started: time.Now()}
+}
+
+// NewSession starts the state of one client connection from addr.
+func (h *Handler) NewSession(addr string) *Session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{
+		ID:     h.nextID.Add(1),
+		Addr:   addr,
+		ctx:    ctx,
+		cancel: cancel,
+		proto:  2,
+		authed: h.opts.Password == "",
+	}
+	h.sessions.Store(s.ID, s)
+	h.nconns.Add(1)
+	return s
+}
+
+// CloseSession ends a connection's state: its blocking commands stop and
+// the locks bound to it are released.
+func (h *Handler) CloseSession(s *Session) {
+	if _, loaded := h.sessions.LoadAndDelete(s.ID); !loaded {
+		return
+	}
+	s.cancel()
+	h.nconns.Add(-1)
+}

@@ -1,0 +1,48 @@
+package commands
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// lockScript is a client library's Lua script that redlockd recognises by
+// the SHA1 of its exact body and runs as a quorum operation. It is never
+// forwarded to a single backend.
+type lockScript struct {
+	// origin says which library (and version) sends this body.
+	origin string
+	body   string
+	// run executes the script's meaning over the quorum and writes the
+	// reply the library expects.
+	run func(h *Handler, c *call, keys, args []string)
+}
+
+var scripts = map[string]*lockScript{}
+
+func registerScript(s *lockScript) {
+	sum := sha1.Sum([]byte(s.body))
+	scripts[hex.EncodeToString(sum[:])] = s
+}
+
+// sha1Hex is the name Redis gives a script body.
+func sha1Hex(body string) string {
+	sum := sha1.Sum([]byte(body))
+	return hex.EncodeToString(sum[:])
+}
+
+func init() {
+	registerScript(&lockScript{
+		origin: "redlockd SPEC §3 compare-and-delete (also the Redis docs' release script)",
+		body:   `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`,
+		run:    scriptCompareAndDelete,
+	})
+}
+
+// scriptCompareAndDelete runs as UNLOCK: 1 when released, else 0.
+func scriptCompareAndDelete(h *Handler, c *call, keys, args []string) {
+	if len(keys) != 1 || len(args) != 1 {
+		c.w.WriteError("ERR the compare-and-delete script takes 1 key and 1 argument")
+		return
+	}
+	h.writeRelease(c, keys[0], args[0])
+}

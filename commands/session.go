@@ -1,0 +1,78 @@
+package commands
+
+import (
+	"context"
+	"sync"
+)
+
+// Session is the per-connection state that commands read and change:
+// protocol version, authentication, names, and the locks bound to the
+// connection. The proxy creates one per connection with Handler.NewSession
+// and ends it with Handler.CloseSession.
+type Session struct {
+	ID   int64
+	Addr string
+
+	// ctx is cancelled when the connection closes, so a blocking command
+	// (LOCK … WAIT) stops waiting for a client that is gone.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	proto   int
+	authed  bool
+	name    string
+	libName string
+	libVer  string
+	quit    bool
+}
+
+// Context is cancelled when the connection closes.
+func (s *Session) Context() context.Context { return s.ctx }
+
+// Proto is the connection's protocol version, 2 or 3.
+func (s *Session) Proto() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proto
+}
+
+func (s *Session) setProto(p int) {
+	s.mu.Lock()
+	s.proto = p
+	s.mu.Unlock()
+}
+
+// Authenticated reports whether the connection may run commands.
+func (s *Session) Authenticated() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.authed
+}
+
+func (s *Session) setAuthenticated(v bool) {
+	s.mu.Lock()
+	s.authed = v
+	s.mu.Unlock()
+}
+
+// Name is the name set with CLIENT SETNAME or HELLO … SETNAME.
+func (s *Session) Name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.name
+}
+
+func (s *Session) setName(n string) {
+	s.mu.Lock()
+	s.name = n
+	s.mu.Unlock()
+}
+
+// Quit reports whether the client asked to close the connection (QUIT):
+// the proxy closes it once the reply is written.
+func (s *Session) Quit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quit
+}

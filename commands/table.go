@@ -1,0 +1,66 @@
+package commands
+
+import (
+	"strings"
+)
+
+// command is one entry of the command table.
+type command struct {
+	name string
+	// arity follows Redis: n > 0 means exactly n arguments including the
+	// name; n < 0 means at least -n.
+	arity int
+	// noAuth marks commands allowed before AUTH.
+	noAuth bool
+	// write marks commands that change backend state (for COMMAND's flags).
+	write bool
+	run   func(h *Handler, c *call)
+}
+
+// call is one command being run.
+type call struct {
+	s    *Session
+	w    Writer
+	name string   // lower-case command name
+	args [][]byte // arguments after the name
+}
+
+func (c *call) arg(i int) string { return string(c.args[i]) }
+
+var table = map[string]*command{}
+
+func register(cmds ...*command) {
+	for _, c := range cmds {
+		table[c.name] = c
+	}
+}
+
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}
+
+// Exec runs one command of session s and writes its reply to w.
+func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
+	if len(args) == 0 {
+		return
+	}
+	name := strings.ToLower(string(args[0]))
+	cmd, ok := table[name]
+	if !ok {
+		w.WriteError(errUnknownCommand(string(args[0]), args[1:]))
+		return
+	}
+	if !cmd.noAuth && !s.Authenticated() {
+		w.WriteError(msgNoAuth)
+		return
+	}
+	if !arityOK(cmd.arity, len(args)) {
+		w.WriteError(errArity(name))
+		return
+	}
+	h.stats.commands.Add(1)
+	cmd.run(h, &call{s: s, w: w, name: name, args: args[1:]})
+}

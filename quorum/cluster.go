@@ -1,0 +1,106 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// Cluster runs Redlock operations over a fixed set of independent nodes.
+// It is safe for concurrent use.
+type Cluster struct {
+	nodes []Node
+	cfg   Config
+}
+
+// New returns a Cluster over nodes. It does not contact them.
+func New(nodes []Node, cfg Config) (*Cluster, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("quorum: no nodes")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg}, nil
+}
+
+// Nodes returns the cluster's nodes, in configuration order.
+func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.nodes...) }
+
+// Quorum is the number of nodes that must agree.
+func (c *Cluster) Quorum() int { return Quorum(len(c.nodes)) }
+
+// Config returns the cluster's configuration.
+func (c *Cluster) Config() Config { return c.cfg }
+
+// result is one node's answer within a fan-out.
+type result[T any] struct {
+	node int
+	val  T
+	err  error
+}
+
+// fanout calls op on every node concurrently, each under its own per-node
+// deadline, and returns a channel that receives exactly one result per node.
+// The channel is buffered to N, so a caller that stops reading early never
+// strands a sender; every goroutine ends within the node timeout.
+func fanout[T any](ctx context.Context, c *Cluster, op func(context.Context, Node) (T, error)) <-chan result[T] {
+	out := make(chan result[T], len(c.nodes))
+	for i, n := range c.nodes {
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout)
+			defer cancel()
+			v, err := op(nctx, n)
+			if err != nil {
+				err = &NodeError{Node: n.Name(), Err: err}
+			}
+			out <- result[T]{node: i, val: v, err: err}
+		}()
+	}
+	return out
+}
+
+// tally is the outcome of a yes/no vote over all nodes.
+type tally struct {
+	yes, no int
+	errs    *multierror.Error
+}
+
+func (t *tally) add(yes bool, err error) {
+	switch {
+	case err != nil:
+		t.errs = multierror.Append(t.errs, err)
+	case yes:
+		t.yes++
+	default:
+		t.no++
+	}
+}
+
+func (t *tally) answered() int { return t.yes + t.no }
+
+func (c *Cluster) noQuorum(t *tally) error {
+	return &NoQuorumError{Answered: t.answered(), Total: len(c.nodes), Errs: t.errs}
+}
+
+// vote runs a boolean op on all nodes and waits for every answer (each is
+// bounded by the node timeout).
+func (c *Cluster) vote(ctx context.Context, op func(context.Context, Node) (bool, error)) tally {
+	var t tally
+	ch := fanout(ctx, c, op)
+	for range c.nodes {
+		r := <-ch
+		t.add(r.val, r.err)
+	}
+	return t
+}
+
+// cleanupCtx detaches from the caller's cancellation, so that a release
+// after a failed or cancelled operation still reaches every node; each node
+// call keeps its own timeout.
+func cleanupCtx(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

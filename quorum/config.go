@@ -1,0 +1,59 @@
+package quorum
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config tunes a Cluster. Start from DefaultConfig.
+type Config struct {
+	// NodeTimeout bounds every call to one node (acquire, extend, release
+	// and reads alike). It must be much smaller than any lock ttl.
+	// Default 50ms.
+	NodeTimeout time.Duration
+	// DriftFactor is the clock drift allowance as a fraction of the ttl;
+	// 2ms are always added on top. Default 0.01.
+	DriftFactor float64
+	// RetryDelayMin and RetryDelayMax bound the random pause between two
+	// rounds of a blocking acquire. Defaults 5ms and 50ms.
+	RetryDelayMin time.Duration
+	RetryDelayMax time.Duration
+	// Now reads the clock; validity is computed from differences of its
+	// readings, so it must carry Go's monotonic reading. Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		NodeTimeout:   50 * time.Millisecond,
+		DriftFactor:   0.01,
+		RetryDelayMin: 5 * time.Millisecond,
+		RetryDelayMax: 50 * time.Millisecond,
+		Now:           time.Now,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeTimeout <= 0:
+		return errors.New("quorum: NodeTimeout must be positive")
+	case c.DriftFactor < 0 || c.DriftFactor >= 1:
+		return fmt.Errorf("quorum: DriftFactor %v out of range [0,1)", c.DriftFactor)
+	case c.RetryDelayMin < 0 || c.RetryDelayMax < c.RetryDelayMin:
+		return errors.New("quorum: need 0 <= RetryDelayMin <= RetryDelayMax")
+	}
+	return nil
+}
+
+// Quorum is the majority of n nodes.
+func Quorum(n int) int { return n/2 + 1 }
+
+// Validity is the time a lock acquired with ttl can be trusted for, after
+// elapsed was spent acquiring it: ttl - elapsed - (ttl*driftFactor + 2ms).
+func Validity(ttl, elapsed time.Duration, driftFactor float64) time.Duration {
+	drift := time.Duration(float64(ttl)*driftFactor) + 2*time.Millisecond
+	return ttl - elapsed - drift
+}

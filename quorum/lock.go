@@ -1,0 +1,124 @@
+package quorum
+
+import (
+	"context"
+	"time"
+)
+
+// Lock is a lock held on a majority of nodes.
+type Lock struct {
+	Key   string
+	Token string
+	// Validity is how long, from the moment Acquire returned, the lock can
+	// be trusted: ttl minus the time spent acquiring minus the drift.
+	Validity time.Duration
+}
+
+// Acquire makes one Redlock round: SET key token NX PX ttl on every node at
+// once. It returns the lock when a majority granted it within its validity.
+// Otherwise it releases the token on every node (under a context that ctx's
+// cancellation cannot cut short) and returns ErrNotAcquired (contention) or
+// a *NoQuorumError (too few nodes answered).
+func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lock, error) {
+	if ttl <= 0 {
+		return Lock{}, ErrInvalidTTL
+	}
+	t0 := c.cfg.Now()
+	ch := fanout(ctx, c, func(ctx context.Context, n Node) (bool, error) {
+		return n.SetNX(ctx, key, token, ttl)
+	})
+	var t tally
+	q := c.Quorum()
+	for range c.nodes {
+		r := <-ch
+		t.add(r.val, r.err)
+		if t.yes >= q {
+			break // later answers are not needed; their goroutines end on their own
+		}
+	}
+	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
+	if t.yes >= q && validity > 0 {
+		return Lock{Key: key, Token: token, Validity: validity}, nil
+	}
+	c.releaseAll(ctx, key, token)
+	if t.answered() < q {
+		return Lock{}, c.noQuorum(&t)
+	}
+	return Lock{}, ErrNotAcquired
+}
+
+// AcquireWait retries Acquire until it succeeds, wait has passed, or ctx is
+// done, pausing a random delay between rounds so that competing clients do
+// not split the votes forever. A NoQuorumError is retried like contention
+// while time remains; the last round's error is returned.
+func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
+	deadline := c.cfg.Now().Add(wait)
+	for {
+		l, err := c.Acquire(ctx, key, token, ttl)
+		if err == nil || err == ErrInvalidTTL {
+			return l, err
+		}
+		pause := c.jitter()
+		if c.cfg.Now().Add(pause).After(deadline) {
+			return Lock{}, err
+		}
+		if !sleepCtx(ctx, pause) {
+			return Lock{}, err
+		}
+	}
+}
+
+// Extend resets the lock's ttl on every node that still holds token. It
+// succeeds when a majority did so and the new validity is positive. A failed
+// extend releases the token everywhere, so a lock is never left looking
+// held by a caller who was told it is not.
+func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
+	if ttl <= 0 {
+		return 0, ErrInvalidTTL
+	}
+	t0 := c.cfg.Now()
+	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
+		return n.CompareAndExtend(ctx, key, token, ttl)
+	})
+	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
+	if t.yes >= c.Quorum() && validity > 0 {
+		return validity, nil
+	}
+	c.releaseAll(ctx, key, token)
+	if t.answered() < c.Quorum() {
+		return 0, c.noQuorum(&t)
+	}
+	return 0, ErrNotHeld
+}
+
+// Release deletes key on every node where it still holds token. It reports
+// true when a majority held it; a *NoQuorumError when too few answered.
+func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
+	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
+		return n.CompareAndDelete(ctx, key, token)
+	})
+	if t.yes >= c.Quorum() {
+		return true, nil
+	}
+	if t.answered() < c.Quorum() {
+		return false, c.noQuorum(&t)
+	}
+	return false, nil
+}
+
+func (c *Cluster) releaseAll(ctx context.Context, key, token string) {
+	c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
+		return n.CompareAndDelete(ctx, key, token)
+	})
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

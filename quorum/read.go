@@ -1,0 +1,145 @@
+package quorum
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Holder is the majority's view of a key.
+type Holder struct {
+	// Held is true when a majority of nodes store the same token.
+	Held  bool
+	Token string
+	// PTTL is the remaining ttl that a majority agrees on (the smallest
+	// among the best-placed majority), less the time the read took. It is
+	// negative (-1ns) when that majority stores the key without expiry.
+	PTTL time.Duration
+}
+
+type view struct {
+	token string
+	pttl  time.Duration
+	ok    bool
+}
+
+// Get reads key on every node and returns the token that a majority holds.
+func (c *Cluster) Get(ctx context.Context, key string) (Holder, error) {
+	t0 := c.cfg.Now()
+	ch := fanout(ctx, c, func(ctx context.Context, n Node) (view, error) {
+		tok, pttl, ok, err := n.Get(ctx, key)
+		return view{tok, pttl, ok}, err
+	})
+	var t tally
+	views := make([]view, 0, len(c.nodes))
+	for range c.nodes {
+		r := <-ch
+		t.add(r.val.ok, r.err)
+		if r.err == nil && r.val.ok {
+			views = append(views, r.val)
+		}
+	}
+	if t.answered() < c.Quorum() {
+		return Holder{}, c.noQuorum(&t)
+	}
+	return majorityHolder(views, c.Quorum(), c.cfg.Now().Sub(t0)), nil
+}
+
+// majorityHolder finds the token stored on at least q nodes and the ttl
+// that q of them still guarantee.
+func majorityHolder(views []view, q int, elapsed time.Duration) Holder {
+	counts := make(map[string]int, len(views))
+	for _, v := range views {
+		counts[v.token]++
+	}
+	for tok, n := range counts {
+		if n < q {
+			continue
+		}
+		var pttls []time.Duration
+		for _, v := range views {
+			if v.token == tok {
+				pttls = append(pttls, v.pttl)
+			}
+		}
+		return Holder{Held: true, Token: tok, PTTL: agreedTTL(pttls, q, elapsed)}
+	}
+	return Holder{}
+}
+
+// agreedTTL is the q-th largest remaining ttl: q nodes hold the key at least
+// that long. A negative ttl (no expiry) sorts as the largest.
+func agreedTTL(pttls []time.Duration, q int, elapsed time.Duration) time.Duration {
+	slices.SortFunc(pttls, func(a, b time.Duration) int {
+		return cmpTTL(b, a)
+	})
+	d := pttls[q-1]
+	if d < 0 {
+		return -1
+	}
+	if d -= elapsed; d < time.Millisecond {
+		d = time.Millisecond
+	}
+	return d
+}
+
+func cmpTTL(a, b time.Duration) int {
+	switch {
+	case a == b:
+		return 0
+	case a < 0:
+		return 1
+	case b < 0:
+		return -1
+	case a < b:
+		return -1
+	}
+	return 1
+}
+
+// Delete removes key on every node unconditionally (a forced release). It
+// reports whether a majority held the key.
+func (c *Cluster) Delete(ctx context.Context, key string) (bool, error) {
+	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
+		return n.Delete(ctx, key)
+	})
+	if t.answered() < c.Quorum() {
+		return false, c.noQuorum(&t)
+	}
+	return t.yes >= c.Quorum(), nil
+}
+
+// Expire sets key's ttl on every node unconditionally. It reports whether a
+// majority held the key.
+func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
+		return n.Expire(ctx, key, ttl)
+	})
+	if t.answered() < c.Quorum() {
+		return false, c.noQuorum(&t)
+	}
+	return t.yes >= c.Quorum(), nil
+}
+
+// ForceSet stores key=token with ttl on every node unconditionally (a
+// takeover). It succeeds when a majority stored it within the validity.
+func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Duration) (Lock, error) {
+	if ttl <= 0 {
+		return Lock{}, ErrInvalidTTL
+	}
+	t0 := c.cfg.Now()
+	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
+		return true, n.Set(ctx, key, token, ttl)
+	})
+	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
+	if t.yes < c.Quorum() {
+		return Lock{}, c.noQuorum(&t)
+	}
+	if validity <= 0 {
+		return Lock{}, ErrNotAcquired
+	}
+	return Lock{Key: key, Token: token, Validity: validity}, nil
+}

@@ -40,7 +40,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.NodeTimeout <= 0:
 		return errors.New("quorum: NodeTimeout must be positive")
-	case c.DriftFactor < 0 || c.DriftFactor >= 1:
+	case !(c.DriftFactor >= 0 && c.DriftFactor < 1): // also rejects NaN
 		return fmt.Errorf("quorum: DriftFactor %v out of range [0,1)", c.DriftFactor)
 	case c.RetryDelayMin < 0 || c.RetryDelayMax < c.RetryDelayMin:
 		return errors.New("quorum: need 0 <= RetryDelayMin <= RetryDelayMax")

@@ -29,8 +29,10 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	})
 	var t tally
 	q := c.Quorum()
-	for range c.nodes {
+	got := 0
+	for got < len(c.nodes) {
 		r := <-ch
+		got++
 		t.add(r.val, r.err)
 		if t.yes >= q {
 			break // later answers are not needed; their goroutines end on their own
@@ -39,6 +41,11 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
 	if t.yes >= q && validity > 0 {
 		return Lock{Key: key, Token: token, Validity: validity}, nil
+	}
+	// Let straggling SETs land (each is bounded by the node timeout) before
+	// the release, or a late one would store the token after its delete.
+	for ; got < len(c.nodes); got++ {
+		<-ch
 	}
 	c.releaseAll(ctx, key, token)
 	if t.answered() < q {

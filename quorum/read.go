@@ -135,6 +135,10 @@ func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Dura
 		return true, n.Set(ctx, key, token, ttl)
 	})
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
+	if t.yes < c.Quorum() || validity <= 0 {
+		// Like a failed Acquire: never leave the token behind a failure.
+		c.releaseAll(ctx, key, token)
+	}
 	if t.yes < c.Quorum() {
 		return Lock{}, c.noQuorum(&t)
 	}

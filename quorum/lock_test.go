@@ -1,0 +1,586 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const (
+	key   = "lock:k"
+	mine  = "token-mine"
+	other = "token-other"
+	ttl   = 10 * time.Second
+)
+
+// nodeSetup prepares one fake node: what it stores at key and how it behaves.
+type nodeSetup struct {
+	tok string        // stored at key before the call; "" = absent
+	ttl time.Duration // ttl of tok; 0 = the package's ttl
+	b   behavior
+}
+
+var (
+	okN    = nodeSetup{}
+	mineN  = nodeSetup{tok: mine}
+	otherN = nodeSetup{tok: other}
+	errN   = nodeSetup{b: behaveErr}
+	stallN = nodeSetup{b: behaveStall}
+	noN    = nodeSetup{b: behaveNo}
+	lostN  = nodeSetup{b: behaveLostReply}
+)
+
+func setupNodes(setups []nodeSetup) ([]*fakeNode, []Node) {
+	fs, nodes := newFakes(len(setups))
+	for i, s := range setups {
+		if s.tok != "" {
+			d := s.ttl
+			if d == 0 {
+				d = ttl
+			}
+			fs[i].put(key, s.tok, d)
+		}
+		fs[i].setBehavior(s.b)
+	}
+	return fs, nodes
+}
+
+// waitAll waits until op has completed n times on every node, so that the
+// goroutines an early-returning Acquire left behind have done their work.
+func waitAll(t *testing.T, fs []*fakeNode, op string, n int) {
+	t.Helper()
+	for _, f := range fs {
+		f.waitCalls(t, op, n)
+	}
+}
+
+func names(fs []*fakeNode) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.name
+	}
+	return out
+}
+
+// TestAcquireVotes runs Acquire with k of N nodes granting, for N = 1..7 and
+// k = 0..N, the other N-k refusing in three ways.
+func TestAcquireVotes(t *testing.T) {
+	modes := []struct {
+		name   string
+		refuse nodeSetup
+		// answered reports whether a refusing node counts as having answered.
+		answered bool
+	}{
+		{"errors", errN, false},
+		{"no", noN, true},
+		{"held", otherN, true},
+	}
+	for n := 1; n <= 7; n++ {
+		for k := 0; k <= n; k++ {
+			for _, m := range modes {
+				t.Run(fmt.Sprintf("N%d/k%d/%s", n, k, m.name), func(t *testing.T) {
+					setups := make([]nodeSetup, n)
+					for i := k; i < n; i++ {
+						setups[i] = m.refuse
+					}
+					fs, nodes := setupNodes(setups)
+					c := newCluster(t, nodes, testConfig())
+					l, err := c.Acquire(context.Background(), key, mine, ttl)
+					q := Quorum(n)
+					switch {
+					case k >= q:
+						if err != nil {
+							t.Fatalf("Acquire = %v, want success", err)
+						}
+						if l.Key != key || l.Token != mine || l.Validity <= 0 || l.Validity > ttl {
+							t.Errorf("Acquire = %+v", l)
+						}
+						waitAll(t, fs, opSetNX, 1)
+						if got, want := holders(fs, key, mine), names(fs[:k]); !slices.Equal(got, want) {
+							t.Errorf("holders = %v, want %v", got, want)
+						}
+						for _, f := range fs {
+							if f.callCount(opCAD) != 0 {
+								t.Errorf("%s: released after a successful acquire", f.name)
+							}
+						}
+						return
+					case m.answered:
+						if !errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNoQuorum) {
+							t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
+						}
+					default:
+						assertNoQuorum(t, err, k, n, names(fs[k:])...)
+						if !errors.Is(err, errBoom) {
+							t.Errorf("errors.Is(err, node error) = false for %v", err)
+						}
+					}
+					if l != (Lock{}) {
+						t.Errorf("failed Acquire returned %+v", l)
+					}
+					assertNowhere(t, fs, key, mine)
+					for _, f := range fs {
+						if f.callCount(opCAD) != 1 {
+							t.Errorf("%s: %d releases after a failed acquire, want 1", f.name, f.callCount(opCAD))
+						}
+					}
+					if m.name == "held" {
+						if got := holders(fs, key, other); len(got) != n-k {
+							t.Errorf("other token now on %v, want on all %d refusing nodes", got, n-k)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestAcquireMixedAnswers(t *testing.T) {
+	tests := []struct {
+		name     string
+		nodes    []nodeSetup
+		wantOK   bool
+		wantNoQ  bool
+		answered int
+		failed   []string
+	}{
+		{name: "2 yes 1 no 2 errors of 5 is contention", nodes: []nodeSetup{okN, okN, otherN, errN, errN}},
+		{name: "2 yes 3 errors of 5 is no quorum", nodes: []nodeSetup{okN, okN, errN, errN, stallN},
+			wantNoQ: true, answered: 2, failed: []string{"n2", "n3", "n4"}},
+		{name: "split vote 2-2 of 4", nodes: []nodeSetup{okN, okN, otherN, otherN}},
+		{name: "lost reply is released too", nodes: []nodeSetup{okN, lostN, otherN}},
+		{name: "lost replies on a majority", nodes: []nodeSetup{lostN, lostN, lostN, okN, okN},
+			wantNoQ: true, answered: 2, failed: []string{"n0", "n1", "n2"}},
+		{name: "stalled minority", nodes: []nodeSetup{okN, okN, stallN}, wantOK: true},
+		{name: "errors on a minority of 5", nodes: []nodeSetup{errN, okN, lostN, okN, okN}, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			c := newCluster(t, nodes, testConfig())
+			_, err := c.Acquire(context.Background(), key, mine, ttl)
+			switch {
+			case tt.wantOK:
+				if err != nil {
+					t.Fatalf("Acquire = %v, want success", err)
+				}
+				return
+			case tt.wantNoQ:
+				assertNoQuorum(t, err, tt.answered, len(tt.nodes), tt.failed...)
+			default:
+				if !errors.Is(err, ErrNotAcquired) {
+					t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
+				}
+			}
+			// A lost-reply node stored the token but its CompareAndDelete
+			// fails the same way after deleting: either way it is gone.
+			assertNowhere(t, fs, key, mine)
+		})
+	}
+}
+
+func TestAcquireInvalidTTL(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	for _, d := range []time.Duration{0, -time.Second} {
+		if _, err := c.Acquire(context.Background(), key, mine, d); !errors.Is(err, ErrInvalidTTL) {
+			t.Errorf("Acquire(ttl %v) = %v, want ErrInvalidTTL", d, err)
+		}
+	}
+	for _, f := range fs {
+		if n := f.callCount(opSetNX); n != 0 {
+			t.Errorf("%s: %d SetNX calls for an invalid ttl", f.name, n)
+		}
+	}
+}
+
+// TestAcquireValidityClock drives Acquire's validity with a clock that
+// advances by step per reading: Acquire reads it before and after the fan-out.
+func TestAcquireValidityClock(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		step  time.Duration
+		drift float64
+		want  time.Duration // 0: not acquired
+	}{
+		{"fast", 100 * ms, 0.01, 888 * ms},
+		{"just in time", 987 * ms, 0.01, ms},
+		{"validity exactly zero", 988 * ms, 0.01, 0},
+		{"slower than ttl", 5 * time.Second, 0.01, 0},
+		{"no drift factor", 100 * ms, 0, 898 * ms},
+		{"no drift factor, zero validity", 998 * ms, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := newFakes(3)
+			cfg := testConfig()
+			cfg.DriftFactor = tt.drift
+			cfg.Now = newFakeClock(tt.step).Now
+			c := newCluster(t, nodes, cfg)
+			l, err := c.Acquire(context.Background(), key, mine, time.Second)
+			if tt.want > 0 {
+				if err != nil || l.Validity != tt.want {
+					t.Fatalf("Acquire = %+v, %v; want validity %v", l, err, tt.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotAcquired) {
+				t.Fatalf("Acquire = %+v, %v; want ErrNotAcquired", l, err)
+			}
+			// Every node granted, yet the lock is worthless: it must be
+			// released on every one of them.
+			assertNowhere(t, fs, key, mine)
+			for _, f := range fs {
+				if f.callCount(opSetNX) != 1 || f.callCount(opCAD) != 1 {
+					t.Errorf("%s: SetNX %d, CompareAndDelete %d; want 1 and 1",
+						f.name, f.callCount(opSetNX), f.callCount(opCAD))
+				}
+			}
+		})
+	}
+}
+
+// TestAcquireReleaseSurvivesCancel cancels the caller's ctx once every node
+// has answered the SetNX round, before Acquire's release: the release must
+// still reach every node.
+func TestAcquireReleaseSurvivesCancel(t *testing.T) {
+	fs, nodes := setupNodes([]nodeSetup{okN, okN, otherN, otherN, otherN})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var answered atomic.Int32
+	for _, f := range fs {
+		f.setHook(func(op, _, _ string, _ bool, _ error) {
+			if op == opSetNX && answered.Add(1) == int32(len(fs)) {
+				cancel()
+			}
+		})
+	}
+	c := newCluster(t, nodes, testConfig())
+	_, err := c.Acquire(ctx, key, mine, ttl)
+	if !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("test bug: ctx was not cancelled during Acquire")
+	}
+	assertNowhere(t, fs, key, mine)
+	for _, f := range fs {
+		if f.callCount(opCAD) != 1 {
+			t.Errorf("%s: %d releases, want 1", f.name, f.callCount(opCAD))
+		}
+	}
+	if got := holders(fs, key, other); len(got) != 3 {
+		t.Errorf("other token on %v, want untouched on 3 nodes", got)
+	}
+}
+
+// TestAcquireCancelledCtx: a ctx cancelled before the call reaches no node
+// for the SetNX, which is a NoQuorum; the cleanup still runs everywhere.
+func TestAcquireCancelledCtx(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Acquire(ctx, key, mine, ttl)
+	assertNoQuorum(t, err, 0, 3, "n0", "n1", "n2")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("errors.Is(err, context.Canceled) = false: %v", err)
+	}
+	for _, f := range fs {
+		if f.callCount(opCAD) != 1 {
+			t.Errorf("%s: %d releases, want 1 (cleanup ignores cancellation)", f.name, f.callCount(opCAD))
+		}
+	}
+}
+
+// TestAcquireStalledNodes: a node that never answers costs at most about
+// one NodeTimeout. The bound asserted is 20 times that, to stay clear of
+// scheduler noise: it catches a missing per-node deadline, not slowness.
+func TestAcquireStalledNodes(t *testing.T) {
+	const nodeTimeout = 20 * time.Millisecond
+	const bound = 20 * nodeTimeout
+	tests := []struct {
+		name   string
+		nodes  []nodeSetup
+		wantOK bool
+		failed []string
+	}{
+		{"one of 3 stalled", []nodeSetup{okN, stallN, okN}, true, nil},
+		{"two of 5 stalled", []nodeSetup{stallN, okN, stallN, okN, okN}, true, nil},
+		{"two of 3 stalled", []nodeSetup{stallN, okN, stallN}, false, []string{"n0", "n2"}},
+		{"all stalled", []nodeSetup{stallN, stallN, stallN}, false, []string{"n0", "n1", "n2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			cfg := testConfig()
+			cfg.NodeTimeout = nodeTimeout
+			c := newCluster(t, nodes, cfg)
+			start := time.Now()
+			_, err := c.Acquire(context.Background(), key, mine, ttl)
+			took := time.Since(start)
+			if took > bound {
+				t.Errorf("Acquire took %v with NodeTimeout %v", took, nodeTimeout)
+			}
+			if tt.wantOK {
+				if err != nil {
+					t.Fatalf("Acquire = %v, want success", err)
+				}
+				if got := holders(fs, key, mine); len(got) < Quorum(len(fs)) {
+					t.Errorf("holders = %v, want a majority", got)
+				}
+				return
+			}
+			answered := len(tt.nodes) - len(tt.failed)
+			assertNoQuorum(t, err, answered, len(tt.nodes), tt.failed...)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("errors.Is(err, DeadlineExceeded) = false: %v", err)
+			}
+			assertNowhere(t, fs, key, mine)
+		})
+	}
+}
+
+func TestAcquireSlowNodes(t *testing.T) {
+	t.Run("slow but within the node timeout counts", func(t *testing.T) {
+		fs, nodes := newFakes(3)
+		for _, f := range fs[1:] {
+			f.setBehavior(behaveDelay)
+			f.setDelay(2 * time.Millisecond)
+		}
+		fs[0].setBehavior(behaveErr)
+		cfg := testConfig()
+		cfg.NodeTimeout = time.Second // generous: the delay must never reach it
+		c := newCluster(t, nodes, cfg)
+		if _, err := c.Acquire(context.Background(), key, mine, ttl); err != nil {
+			t.Fatalf("Acquire = %v, want success from the two slow nodes", err)
+		}
+	})
+	t.Run("slower than the node timeout fails", func(t *testing.T) {
+		fs, nodes := newFakes(3)
+		for _, f := range fs[1:] {
+			f.setBehavior(behaveDelay)
+			f.setDelay(time.Hour)
+		}
+		c := newCluster(t, nodes, testConfig())
+		_, err := c.Acquire(context.Background(), key, mine, ttl)
+		assertNoQuorum(t, err, 1, 3, "n1", "n2")
+		assertNowhere(t, fs, key, mine)
+	})
+}
+
+// TestAcquireMutualExclusion: concurrent acquirers with distinct tokens; at
+// most one of them may win each round.
+func TestAcquireMutualExclusion(t *testing.T) {
+	fs, nodes := newFakes(5)
+	for i, f := range fs {
+		f.setBehavior(behaveDelay)
+		f.setDelay(time.Duration(i) * 100 * time.Microsecond)
+	}
+	cfg := testConfig()
+	cfg.NodeTimeout = time.Second
+	c := newCluster(t, nodes, cfg)
+	for round := range 10 {
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := c.Acquire(context.Background(), key, fmt.Sprintf("r%d-g%d", round, g), ttl); err == nil {
+					wins.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if w := wins.Load(); w > 1 {
+			t.Fatalf("round %d: %d acquirers hold the lock at once", round, w)
+		}
+		if _, err := c.Delete(context.Background(), key); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		waitAll(t, fs, opDelete, round+1)
+	}
+}
+
+func TestExtend(t *testing.T) {
+	ms := time.Millisecond
+	step := 10 * ms
+	const newTTL = time.Second
+	tests := []struct {
+		name     string
+		nodes    []nodeSetup
+		step     time.Duration
+		want     time.Duration // validity on success
+		wantErr  error         // ErrNotHeld or ErrNoQuorum
+		answered int
+	}{
+		{name: "held everywhere", nodes: []nodeSetup{mineN, mineN, mineN}, want: newTTL - step - 12*ms},
+		{name: "held on a majority", nodes: []nodeSetup{mineN, mineN, otherN}, want: newTTL - step - 12*ms},
+		{name: "majority with an error", nodes: []nodeSetup{mineN, errN, mineN}, want: newTTL - step - 12*ms},
+		{name: "minority", nodes: []nodeSetup{mineN, otherN, okN}, wantErr: ErrNotHeld},
+		{name: "held nowhere", nodes: []nodeSetup{okN, okN, okN}, wantErr: ErrNotHeld},
+		{name: "too few answered", nodes: []nodeSetup{mineN, errN, stallN}, wantErr: ErrNoQuorum, answered: 1},
+		{name: "validity ran out", nodes: []nodeSetup{mineN, mineN, mineN}, step: 988 * ms, wantErr: ErrNotHeld},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			cfg := testConfig()
+			s := tt.step
+			if s == 0 {
+				s = step
+			}
+			cfg.Now = newFakeClock(s).Now
+			c := newCluster(t, nodes, cfg)
+			v, err := c.Extend(context.Background(), key, mine, newTTL)
+			if tt.wantErr == nil {
+				if err != nil || v != tt.want {
+					t.Fatalf("Extend = %v, %v; want %v", v, err, tt.want)
+				}
+				for i, f := range fs {
+					e, _ := f.peek(key)
+					if tt.nodes[i] == mineN && e.ttl != newTTL {
+						t.Errorf("%s: ttl %v, want extended to %v", f.name, e.ttl, newTTL)
+					}
+					if tt.nodes[i] == otherN && (e.token != other || e.ttl != ttl) {
+						t.Errorf("%s: other's lock touched: %+v", f.name, e)
+					}
+				}
+				return
+			}
+			if !errors.Is(err, tt.wantErr) || v != 0 {
+				t.Fatalf("Extend = %v, %v; want %v", v, err, tt.wantErr)
+			}
+			if tt.wantErr == ErrNoQuorum {
+				assertNoQuorum(t, err, tt.answered, len(fs))
+			}
+			// A failed extend never leaves the lock looking held by us.
+			assertNowhere(t, fs, key, mine)
+			for i, f := range fs {
+				if tt.nodes[i] == otherN {
+					if e, _ := f.peek(key); e.token != other {
+						t.Errorf("%s: other's lock removed", f.name)
+					}
+				}
+			}
+		})
+	}
+	t.Run("invalid ttl", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		c := newCluster(t, nodes, testConfig())
+		if _, err := c.Extend(context.Background(), key, mine, 0); !errors.Is(err, ErrInvalidTTL) {
+			t.Errorf("Extend(0) = %v, want ErrInvalidTTL", err)
+		}
+		if h := holders(fs, key, mine); len(h) != 3 {
+			t.Errorf("invalid Extend changed the lock: holders %v", h)
+		}
+	})
+}
+
+func TestRelease(t *testing.T) {
+	tests := []struct {
+		name     string
+		nodes    []nodeSetup
+		want     bool
+		noQuorum bool
+		answered int
+		failed   []string
+	}{
+		{name: "held everywhere", nodes: []nodeSetup{mineN, mineN, mineN}, want: true},
+		{name: "held on a majority", nodes: []nodeSetup{mineN, otherN, mineN}, want: true},
+		{name: "majority incl. a lost reply", nodes: []nodeSetup{mineN, mineN, {tok: mine, b: behaveLostReply}}, want: true},
+		{name: "minority", nodes: []nodeSetup{mineN, otherN, okN}, want: false},
+		{name: "held nowhere", nodes: []nodeSetup{okN, okN, okN}, want: false},
+		{name: "held by another token", nodes: []nodeSetup{otherN, otherN, otherN}, want: false},
+		{name: "too few answered", nodes: []nodeSetup{mineN, errN, stallN}, noQuorum: true, answered: 1, failed: []string{"n1", "n2"}},
+		{name: "one of five answered", nodes: []nodeSetup{mineN, errN, errN, errN, mineN},
+			noQuorum: true, answered: 2, failed: []string{"n1", "n2", "n3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			c := newCluster(t, nodes, testConfig())
+			got, err := c.Release(context.Background(), key, mine)
+			if tt.noQuorum {
+				assertNoQuorum(t, err, tt.answered, len(fs), tt.failed...)
+			} else if err != nil {
+				t.Fatalf("Release = %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("Release = %v, want %v", got, tt.want)
+			}
+			assertNowhere(t, fs, key, mine)
+			for i, f := range fs {
+				if tt.nodes[i] == otherN {
+					if e, ok := f.peek(key); !ok || e.token != other {
+						t.Errorf("%s: Release deleted another token's key", f.name)
+					}
+				}
+			}
+		})
+	}
+	t.Run("cancelled ctx still releases", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		c := newCluster(t, nodes, testConfig())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if got, err := c.Release(ctx, key, mine); !got || err != nil {
+			t.Errorf("Release(cancelled) = %v, %v; want true, nil", got, err)
+		}
+		assertNowhere(t, fs, key, mine)
+	})
+}
+
+func TestAcquireThenReleaseRoundTrip(t *testing.T) {
+	fs, nodes := newFakes(5)
+	c := newCluster(t, nodes, testConfig())
+	tok := NewToken()
+	l, err := c.Acquire(context.Background(), key, tok, ttl)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if _, err := c.Acquire(context.Background(), key, NewToken(), ttl); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("second Acquire = %v, want ErrNotAcquired", err)
+	}
+	waitAll(t, fs, opSetNX, 2)
+	h, err := c.Get(context.Background(), key)
+	if err != nil || !h.Held || h.Token != l.Token {
+		t.Fatalf("Get = %+v, %v; want held by %s", h, err, l.Token)
+	}
+	if ok, err := c.Release(context.Background(), key, tok); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	if ok, err := c.Release(context.Background(), key, tok); ok || err != nil {
+		t.Fatalf("second Release = %v, %v; want false, nil", ok, err)
+	}
+	if _, err := c.Acquire(context.Background(), key, NewToken(), ttl); err != nil {
+		t.Fatalf("Acquire after release: %v", err)
+	}
+}
+
+// TestAcquireExpiredValidityReleasesStragglers: Acquire stops reading
+// answers once a majority granted. When the validity then turns out to be
+// spent, the release must not overtake a node whose SetNX is still on its
+// way, or that node keeps the token for the whole ttl after the caller was
+// told it did not get the lock.
+func TestAcquireExpiredValidityReleasesStragglers(t *testing.T) {
+	fs, nodes := newFakes(3)
+	fs[2].setOpBehavior(opSetNX, behaveDelay) // grants, but late
+	fs[2].setDelay(30 * time.Millisecond)
+	cfg := testConfig()
+	cfg.NodeTimeout = time.Second                      // the late answer is well within it
+	cfg.Now = newFakeClock(988 * time.Millisecond).Now // validity = 1s - 988ms - 12ms = 0
+	c := newCluster(t, nodes, cfg)
+	if _, err := c.Acquire(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
+	}
+	fs[2].waitCalls(t, opSetNX, 1)
+	assertNowhere(t, fs, key, mine)
+}

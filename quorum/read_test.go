@@ -1,0 +1,299 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestGet(t *testing.T) {
+	s := time.Second
+	ms := time.Millisecond
+	a := func(d time.Duration) nodeSetup { return nodeSetup{tok: "A", ttl: d} }
+	b := nodeSetup{tok: "B"}
+	c := nodeSetup{tok: "C"}
+	tests := []struct {
+		name     string
+		nodes    []nodeSetup
+		step     time.Duration // clock step; elapsed of the read. Default 1ms
+		want     Holder
+		noQuorum bool
+		answered int
+		failed   []string
+	}{
+		{name: "3 of 3, q-th largest", nodes: []nodeSetup{a(10 * s), a(8 * s), a(9 * s)},
+			want: Holder{true, "A", 9*s - ms}},
+		{name: "2 of 3", nodes: []nodeSetup{a(10 * s), a(8 * s), okN},
+			want: Holder{true, "A", 8*s - ms}},
+		{name: "3 of 5", nodes: []nodeSetup{a(5 * s), b, a(4 * s), okN, a(3 * s)},
+			want: Holder{true, "A", 3*s - ms}},
+		{name: "4 of 5 takes the 3rd largest", nodes: []nodeSetup{a(5 * s), a(2 * s), a(4 * s), okN, a(3 * s)},
+			want: Holder{true, "A", 3*s - ms}},
+		{name: "1 of 1", nodes: []nodeSetup{a(7 * s)}, want: Holder{true, "A", 7*s - ms}},
+		{name: "majority with an error", nodes: []nodeSetup{a(10 * s), errN, a(8 * s)},
+			want: Holder{true, "A", 8*s - ms}},
+		{name: "majority with a stalled node", nodes: []nodeSetup{a(10 * s), stallN, a(8 * s)},
+			want: Holder{true, "A", 8*s - ms}},
+		{name: "split A B absent", nodes: []nodeSetup{a(s), b, okN}},
+		{name: "split A B C", nodes: []nodeSetup{a(s), b, c}},
+		{name: "split 2-2 of 4", nodes: []nodeSetup{a(s), a(s), b, b}},
+		{name: "absent everywhere", nodes: []nodeSetup{okN, okN, okN}},
+		{name: "no expiry sorts largest", nodes: []nodeSetup{a(-1), a(5 * s), a(4 * s)},
+			want: Holder{true, "A", 5*s - ms}},
+		{name: "no expiry on a majority", nodes: []nodeSetup{a(-1), a(-1), a(4 * s)},
+			want: Holder{true, "A", -1}},
+		{name: "floor of 1ms", nodes: []nodeSetup{a(ms), a(ms), okN}, step: 5 * ms,
+			want: Holder{true, "A", ms}},
+		{name: "too few answered", nodes: []nodeSetup{a(s), errN, stallN},
+			noQuorum: true, answered: 1, failed: []string{"n1", "n2"}},
+		{name: "nobody answered", nodes: []nodeSetup{errN, errN, errN},
+			noQuorum: true, answered: 0, failed: []string{"n0", "n1", "n2"}},
+		{name: "absent counts as an answer", nodes: []nodeSetup{okN, errN, okN}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, nodes := setupNodes(tt.nodes)
+			cfg := testConfig()
+			step := tt.step
+			if step == 0 {
+				step = ms
+			}
+			cfg.Now = newFakeClock(step).Now
+			cl := newCluster(t, nodes, cfg)
+			h, err := cl.Get(context.Background(), key)
+			if tt.noQuorum {
+				assertNoQuorum(t, err, tt.answered, len(nodes), tt.failed...)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Get = %v", err)
+			}
+			if h != tt.want {
+				t.Errorf("Get = %+v, want %+v", h, tt.want)
+			}
+		})
+	}
+}
+
+func TestAgreedTTL(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name    string
+		pttls   []time.Duration
+		q       int
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{"q=1", []time.Duration{3 * s}, 1, 0, 3 * s},
+		{"q-th largest", []time.Duration{1 * s, 5 * s, 3 * s, 4 * s, 2 * s}, 3, 0, 3 * s},
+		{"elapsed subtracted", []time.Duration{5 * s, 4 * s}, 2, s, 3 * s},
+		{"floor", []time.Duration{5 * s, 10 * time.Millisecond}, 2, s, time.Millisecond},
+		{"no expiry largest", []time.Duration{-1, 2 * s, 1 * s}, 2, 0, 2 * s},
+		{"no expiry q-th", []time.Duration{-1, -1, 1 * s}, 2, 0, -1},
+		{"ties", []time.Duration{2 * s, 2 * s, 2 * s}, 2, 0, 2 * s},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := agreedTTL(tt.pttls, tt.q, tt.elapsed); got != tt.want {
+				t.Errorf("agreedTTL(%v, %d, %v) = %v, want %v", tt.pttls, tt.q, tt.elapsed, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDelete(t *testing.T) {
+	tests := []struct {
+		name     string
+		nodes    []nodeSetup
+		want     bool
+		noQuorum bool
+		answered int
+	}{
+		{name: "held everywhere", nodes: []nodeSetup{mineN, mineN, mineN}, want: true},
+		{name: "held on a majority", nodes: []nodeSetup{mineN, okN, mineN}, want: true},
+		{name: "minority", nodes: []nodeSetup{mineN, okN, okN}, want: false},
+		{name: "absent", nodes: []nodeSetup{okN, okN, okN}, want: false},
+		{name: "too few answered", nodes: []nodeSetup{mineN, errN, stallN}, noQuorum: true, answered: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			c := newCluster(t, nodes, testConfig())
+			got, err := c.Delete(context.Background(), key)
+			if tt.noQuorum {
+				assertNoQuorum(t, err, tt.answered, len(fs))
+			} else if err != nil {
+				t.Fatalf("Delete = %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("Delete = %v, want %v", got, tt.want)
+			}
+			for _, f := range fs {
+				if _, ok := f.peek(key); ok {
+					t.Errorf("%s: key survived Delete", f.name)
+				}
+			}
+		})
+	}
+	t.Run("unconditional, any token", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{otherN, otherN, mineN})
+		c := newCluster(t, nodes, testConfig())
+		if got, err := c.Delete(context.Background(), key); !got || err != nil {
+			t.Errorf("Delete = %v, %v; want true, nil", got, err)
+		}
+		assertNowhere(t, fs, key, other)
+		assertNowhere(t, fs, key, mine)
+	})
+	t.Run("cancelled ctx still deletes", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		c := newCluster(t, nodes, testConfig())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if got, err := c.Delete(ctx, key); !got || err != nil {
+			t.Errorf("Delete(cancelled) = %v, %v; want true, nil", got, err)
+		}
+		assertNowhere(t, fs, key, mine)
+	})
+}
+
+func TestExpire(t *testing.T) {
+	const newTTL = 3 * time.Second
+	tests := []struct {
+		name     string
+		nodes    []nodeSetup
+		want     bool
+		noQuorum bool
+		answered int
+	}{
+		{name: "held everywhere", nodes: []nodeSetup{mineN, mineN, mineN}, want: true},
+		{name: "majority, any token", nodes: []nodeSetup{mineN, otherN, okN}, want: true},
+		{name: "minority", nodes: []nodeSetup{okN, otherN, okN}, want: false},
+		{name: "absent", nodes: []nodeSetup{okN, okN, okN}, want: false},
+		{name: "too few answered", nodes: []nodeSetup{mineN, errN, errN}, noQuorum: true, answered: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			c := newCluster(t, nodes, testConfig())
+			got, err := c.Expire(context.Background(), key, newTTL)
+			if tt.noQuorum {
+				assertNoQuorum(t, err, tt.answered, len(fs))
+			} else if err != nil {
+				t.Fatalf("Expire = %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("Expire = %v, want %v", got, tt.want)
+			}
+			for i, f := range fs {
+				e, ok := f.peek(key)
+				if tt.nodes[i].tok == "" {
+					if ok {
+						t.Errorf("%s: Expire created the key", f.name)
+					}
+					continue
+				}
+				if tt.nodes[i].b == behaveOK && e.ttl != newTTL {
+					t.Errorf("%s: ttl %v, want %v (unconditional)", f.name, e.ttl, newTTL)
+				}
+				if e.token != tt.nodes[i].tok {
+					t.Errorf("%s: Expire changed the token to %q", f.name, e.token)
+				}
+			}
+		})
+	}
+	t.Run("invalid ttl", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		c := newCluster(t, nodes, testConfig())
+		for _, d := range []time.Duration{0, -time.Millisecond} {
+			if _, err := c.Expire(context.Background(), key, d); !errors.Is(err, ErrInvalidTTL) {
+				t.Errorf("Expire(%v) = %v, want ErrInvalidTTL", d, err)
+			}
+		}
+		if fs[0].callCount(opExpire) != 0 {
+			t.Error("Expire with an invalid ttl reached a node")
+		}
+	})
+}
+
+func TestForceSet(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name     string
+		nodes    []nodeSetup
+		want     time.Duration
+		noQuorum bool
+		answered int
+	}{
+		{name: "takes over everywhere", nodes: []nodeSetup{otherN, otherN, okN}, want: time.Second - 10*ms - 12*ms},
+		{name: "majority stored", nodes: []nodeSetup{otherN, errN, okN}, want: time.Second - 10*ms - 12*ms},
+		{name: "too few stored", nodes: []nodeSetup{otherN, errN, stallN}, noQuorum: true, answered: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			cfg := testConfig()
+			cfg.Now = newFakeClock(10 * ms).Now
+			c := newCluster(t, nodes, cfg)
+			l, err := c.ForceSet(context.Background(), key, mine, time.Second)
+			if tt.noQuorum {
+				assertNoQuorum(t, err, tt.answered, len(fs))
+				return
+			}
+			if err != nil || l != (Lock{Key: key, Token: mine, Validity: tt.want}) {
+				t.Fatalf("ForceSet = %+v, %v; want validity %v", l, err, tt.want)
+			}
+			for i, f := range fs {
+				e, ok := f.peek(key)
+				if tt.nodes[i].b == behaveOK && (!ok || e.token != mine || e.ttl != time.Second) {
+					t.Errorf("%s: stores %+v, want %s for 1s", f.name, e, mine)
+				}
+			}
+		})
+	}
+	t.Run("invalid ttl", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+		c := newCluster(t, nodes, testConfig())
+		if _, err := c.ForceSet(context.Background(), key, mine, 0); !errors.Is(err, ErrInvalidTTL) {
+			t.Errorf("ForceSet(0) = %v, want ErrInvalidTTL", err)
+		}
+		if h := holders(fs, key, other); len(h) != 3 {
+			t.Errorf("invalid ForceSet touched the nodes: other on %v", h)
+		}
+	})
+	t.Run("validity ran out", func(t *testing.T) {
+		_, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+		cfg := testConfig()
+		cfg.Now = newFakeClock(time.Second).Now
+		c := newCluster(t, nodes, cfg)
+		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNotAcquired) {
+			t.Errorf("ForceSet = %v, want ErrNotAcquired", err)
+		}
+	})
+}
+
+// TestForceSetFailureReleases: like a failed Acquire (SPEC §1 step 5) and a
+// failed Extend, a failed forced takeover must not leave the caller's token
+// stored: the caller was told it does not hold the lock, yet a majority
+// (validity ran out) or a minority (too few answered) would keep the token
+// for the whole ttl, and Get would name it as the holder.
+func TestForceSetFailureReleases(t *testing.T) {
+	t.Run("validity ran out", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+		cfg := testConfig()
+		cfg.Now = newFakeClock(time.Second).Now
+		c := newCluster(t, nodes, cfg)
+		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("ForceSet = %v, want ErrNotAcquired", err)
+		}
+		assertNowhere(t, fs, key, mine)
+	})
+	t.Run("too few stored", func(t *testing.T) {
+		fs, nodes := setupNodes([]nodeSetup{otherN, errN, errN})
+		c := newCluster(t, nodes, testConfig())
+		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNoQuorum) {
+			t.Fatalf("ForceSet = %v, want ErrNoQuorum", err)
+		}
+		assertNowhere(t, fs, key, mine)
+	})
+}

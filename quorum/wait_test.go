@@ -1,0 +1,210 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// signalRefused makes node f send on a channel each time it refuses token's
+// SetNX (without blocking: the channel is buffered and extra signals drop).
+func signalRefused(f *fakeNode, token string) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	f.setHook(func(op, _, tok string, yes bool, _ error) {
+		if op == opSetNX && tok == token && !yes {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	})
+	return ch
+}
+
+type waitResult struct {
+	l   Lock
+	err error
+}
+
+func acquireWaitAsync(c *Cluster, ctx context.Context, wait time.Duration) <-chan waitResult {
+	ch := make(chan waitResult, 1)
+	go func() {
+		l, err := c.AcquireWait(ctx, key, mine, ttl, wait)
+		ch <- waitResult{l, err}
+	}()
+	return ch
+}
+
+func recvResult(t *testing.T, ch <-chan waitResult) waitResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("AcquireWait did not return")
+		return waitResult{}
+	}
+}
+
+func TestAcquireWaitSucceedsAfterRelease(t *testing.T) {
+	fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+	refused := signalRefused(fs[0], mine)
+	c := newCluster(t, nodes, testConfig())
+	res := acquireWaitAsync(c, context.Background(), time.Minute)
+
+	select {
+	case <-refused: // the waiter lost at least one round to the holder
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter never tried")
+	}
+	if ok, err := c.Release(context.Background(), key, other); !ok || err != nil {
+		t.Fatalf("holder's Release = %v, %v", ok, err)
+	}
+	r := recvResult(t, res)
+	if r.err != nil || r.l.Token != mine || r.l.Validity <= 0 {
+		t.Fatalf("AcquireWait = %+v, %v; want the lock", r.l, r.err)
+	}
+	if h := holders(fs, key, mine); len(h) < 2 {
+		t.Errorf("holders = %v, want a majority", h)
+	}
+}
+
+func TestAcquireWaitFreeFirstRound(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	l, err := c.AcquireWait(context.Background(), key, mine, ttl, time.Minute)
+	if err != nil || l.Token != mine {
+		t.Fatalf("AcquireWait = %+v, %v", l, err)
+	}
+	waitAll(t, fs, opSetNX, 1)
+	for _, f := range fs {
+		if n := f.callCount(opSetNX); n != 1 {
+			t.Errorf("%s: %d rounds for a free lock, want 1", f.name, n)
+		}
+	}
+}
+
+// TestAcquireWaitGivesUp uses a fake clock for the wait budget (each reading
+// advances 1ms), so the number of rounds does not depend on the scheduler.
+func TestAcquireWaitGivesUp(t *testing.T) {
+	tests := []struct {
+		name      string
+		nodes     []nodeSetup
+		wait      time.Duration
+		wantErr   error
+		minRounds int
+		maxRounds int
+	}{
+		{"contention", []nodeSetup{otherN, otherN, otherN}, 30 * time.Millisecond, ErrNotAcquired, 2, 30},
+		{"no quorum is retried", []nodeSetup{okN, errN, errN}, 30 * time.Millisecond, ErrNoQuorum, 2, 30},
+		{"zero wait is one round", []nodeSetup{otherN, otherN, otherN}, 0, ErrNotAcquired, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, nodes := setupNodes(tt.nodes)
+			cfg := testConfig()
+			cfg.Now = newFakeClock(time.Millisecond).Now
+			c := newCluster(t, nodes, cfg)
+			res := acquireWaitAsync(c, context.Background(), tt.wait)
+			r := recvResult(t, res)
+			if !errors.Is(r.err, tt.wantErr) {
+				t.Fatalf("AcquireWait = %+v, %v; want %v", r.l, r.err, tt.wantErr)
+			}
+			if r.l != (Lock{}) {
+				t.Errorf("failed AcquireWait returned %+v", r.l)
+			}
+			rounds := fs[0].callCount(opSetNX)
+			if rounds < tt.minRounds || rounds > tt.maxRounds {
+				t.Errorf("%d rounds, want %d..%d", rounds, tt.minRounds, tt.maxRounds)
+			}
+			assertNowhere(t, fs, key, mine)
+		})
+	}
+}
+
+func TestAcquireWaitStopsOnCancel(t *testing.T) {
+	fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+	refused := signalRefused(fs[0], mine)
+	cfg := testConfig()
+	// Long pauses: the cancellation must cut the pause short.
+	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour
+	c := newCluster(t, nodes, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := acquireWaitAsync(c, ctx, 10*time.Hour)
+	select {
+	case <-refused:
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter never tried")
+	}
+	cancel()
+	r := recvResult(t, res)
+	if r.err == nil {
+		t.Fatalf("AcquireWait after cancel = %+v, want an error", r.l)
+	}
+	if !errors.Is(r.err, ErrNotAcquired) && !errors.Is(r.err, context.Canceled) {
+		t.Errorf("AcquireWait after cancel = %v, want ErrNotAcquired or context.Canceled", r.err)
+	}
+	assertNowhere(t, fs, key, mine)
+}
+
+func TestAcquireWaitCancelledBefore(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.AcquireWait(ctx, key, mine, ttl, time.Hour)
+	if err == nil {
+		t.Fatal("AcquireWait with a cancelled ctx succeeded")
+	}
+	if n := fs[0].callCount(opSetNX); n > 1 {
+		t.Errorf("%d rounds with a cancelled ctx, want at most 1", n)
+	}
+}
+
+func TestAcquireWaitInvalidTTL(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	if _, err := c.AcquireWait(context.Background(), key, mine, 0, time.Hour); !errors.Is(err, ErrInvalidTTL) {
+		t.Fatalf("AcquireWait(ttl 0) = %v, want ErrInvalidTTL", err)
+	}
+	if n := fs[0].callCount(opSetNX); n != 0 {
+		t.Errorf("%d SetNX calls for an invalid ttl", n)
+	}
+}
+
+// TestAcquireWaitPausesBetweenRounds checks that consecutive rounds are at
+// least RetryDelayMin apart (a lower bound that a timer guarantees, so not a
+// flaky timing assertion). The wait budget runs on a fake clock.
+func TestAcquireWaitPausesBetweenRounds(t *testing.T) {
+	const pause = 10 * time.Millisecond
+	fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+	var mu sync.Mutex
+	var starts []time.Time
+	fs[0].setHook(func(op, _, tok string, _ bool, _ error) {
+		if op == opSetNX && tok == mine {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+		}
+	})
+	cfg := testConfig()
+	cfg.RetryDelayMin, cfg.RetryDelayMax = pause, pause
+	cfg.Now = newFakeClock(time.Millisecond).Now
+	c := newCluster(t, nodes, cfg)
+	if _, err := c.AcquireWait(context.Background(), key, mine, ttl, 40*time.Millisecond); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("AcquireWait = %v, want ErrNotAcquired", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) < 2 {
+		t.Fatalf("%d rounds, want several", len(starts))
+	}
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < pause {
+			t.Errorf("round %d came %v after the previous one, want >= %v", i, gap, pause)
+		}
+	}
+}

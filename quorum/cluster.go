@@ -55,7 +55,9 @@ func fanout[T any](ctx context.Context, c *Cluster, op func(context.Context, Nod
 		go func() {
 			nctx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout)
 			defer cancel()
+			t0 := time.Now()
 			v, err := op(nctx, n)
+			c.nodeDone(ctx, n, t0, err)
 			if err != nil {
 				err = &NodeError{Node: n.Name(), Err: err}
 			}

@@ -22,6 +22,9 @@ type Config struct {
 	// Now reads the clock; validity is computed from differences of its
 	// readings, so it must carry Go's monotonic reading. Default time.Now.
 	Now func() time.Time
+	// Observer, when set, is told of every node call and every quorum
+	// operation (for metrics and logs). Default nil: nothing is reported.
+	Observer Observer
 }
 
 // DefaultConfig returns the documented defaults.

@@ -19,7 +19,9 @@ type Lock struct {
 // Otherwise it releases the token on every node (under a context that ctx's
 // cancellation cannot cut short) and returns ErrNotAcquired (contention) or
 // a *NoQuorumError (too few nodes answered).
-func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (Lock, error) {
+func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
+	ctx, done := c.begin(ctx, OpAcquire)
+	defer func() { done(err, l.Validity, ttl) }()
 	if ttl <= 0 {
 		return Lock{}, ErrInvalidTTL
 	}
@@ -79,7 +81,9 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 // succeeds when a majority did so and the new validity is positive. A failed
 // extend releases the token everywhere, so a lock is never left looking
 // held by a caller who was told it is not.
-func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
+func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
+	ctx, done := c.begin(ctx, OpExtend)
+	defer func() { done(err, v, ttl) }()
 	if ttl <= 0 {
 		return 0, ErrInvalidTTL
 	}
@@ -100,7 +104,9 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 
 // Release deletes key on every node where it still holds token. It reports
 // true when a majority held it; a *NoQuorumError when too few answered.
-func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
+func (c *Cluster) Release(ctx context.Context, key, token string) (released bool, err error) {
+	ctx, done := c.begin(ctx, OpRelease)
+	defer func() { done(boolOutcome(released, err), 0, 0) }()
 	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
 		return n.CompareAndDelete(ctx, key, token)
 	})

@@ -24,7 +24,9 @@ type view struct {
 }
 
 // Get reads key on every node and returns the token that a majority holds.
-func (c *Cluster) Get(ctx context.Context, key string) (Holder, error) {
+func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
+	ctx, done := c.begin(ctx, OpGet)
+	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) (view, error) {
 		tok, pttl, ok, err := n.Get(ctx, key)
@@ -99,7 +101,9 @@ func cmpTTL(a, b time.Duration) int {
 
 // Delete removes key on every node unconditionally (a forced release). It
 // reports whether a majority held the key.
-func (c *Cluster) Delete(ctx context.Context, key string) (bool, error) {
+func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error) {
+	ctx, done := c.begin(ctx, OpDelete)
+	defer func() { done(err, 0, 0) }()
 	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
 		return n.Delete(ctx, key)
 	})
@@ -111,7 +115,9 @@ func (c *Cluster) Delete(ctx context.Context, key string) (bool, error) {
 
 // Expire sets key's ttl on every node unconditionally. It reports whether a
 // majority held the key.
-func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (held bool, err error) {
+	ctx, done := c.begin(ctx, OpExpire)
+	defer func() { done(err, 0, 0) }()
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
@@ -126,7 +132,9 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (bo
 
 // ForceSet stores key=token with ttl on every node unconditionally (a
 // takeover). It succeeds when a majority stored it within the validity.
-func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Duration) (Lock, error) {
+func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
+	ctx, done := c.begin(ctx, OpForceSet)
+	defer func() { done(err, l.Validity, ttl) }()
 	if ttl <= 0 {
 		return Lock{}, ErrInvalidTTL
 	}

@@ -1,0 +1,93 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Observer learns what the cluster does, for metrics and logs, without the
+// quorum package knowing how they are kept. Its methods are called from the
+// fan-out goroutines and from callers' goroutines at once, so they must be
+// safe for concurrent use, and quick: they run on the lock's critical path.
+type Observer interface {
+	// NodeDone reports one call to one node within operation op: how long
+	// it took and its error (nil when the node answered, yes or no).
+	NodeDone(node, op string, d time.Duration, err error)
+	// OpDone reports one quorum operation: its outcome (one of the Outcome
+	// constants), its duration, and for operations that grant a lock
+	// (acquire, extend, force_set) the validity left out of ttl.
+	OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration)
+}
+
+// Operation names passed to an Observer.
+const (
+	OpAcquire  = "acquire"
+	OpExtend   = "extend"
+	OpRelease  = "release"
+	OpGet      = "get"
+	OpDelete   = "delete"
+	OpExpire   = "expire"
+	OpForceSet = "force_set"
+	OpInspect  = "inspect"
+)
+
+// Outcomes passed to Observer.OpDone.
+const (
+	// OutcomeOK: a majority granted, extended, released or answered.
+	OutcomeOK = "ok"
+	// OutcomeContended: enough nodes answered, but no majority said yes
+	// (held elsewhere, not held by the token, or the validity ran out).
+	OutcomeContended = "contended"
+	// OutcomeNoQuorum: fewer than a majority of nodes answered.
+	OutcomeNoQuorum = "no_quorum"
+	// OutcomeError: anything else (a bad ttl, a cancelled caller).
+	OutcomeError = "error"
+)
+
+// Outcome classifies an operation's error the way OpDone reports it.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, ErrNoQuorum):
+		return OutcomeNoQuorum
+	case errors.Is(err, ErrNotAcquired), errors.Is(err, ErrNotHeld):
+		return OutcomeContended
+	}
+	return OutcomeError
+}
+
+type opKey struct{}
+
+// begin marks ctx with the operation's name, so that the fan-out can label
+// each node call, and returns the function that reports the operation.
+// With no Observer both are free of allocation beyond the context value.
+func (c *Cluster) begin(ctx context.Context, op string) (context.Context, func(err error, validity, ttl time.Duration)) {
+	if c.cfg.Observer == nil {
+		return ctx, func(error, time.Duration, time.Duration) {}
+	}
+	t0 := time.Now()
+	return context.WithValue(ctx, opKey{}, op), func(err error, validity, ttl time.Duration) {
+		c.cfg.Observer.OpDone(op, Outcome(err), time.Since(t0), validity, ttl)
+	}
+}
+
+// nodeDone reports one node call, labelled with the operation begin named.
+func (c *Cluster) nodeDone(ctx context.Context, n Node, t0 time.Time, err error) {
+	if c.cfg.Observer == nil {
+		return
+	}
+	op, _ := ctx.Value(opKey{}).(string)
+	c.cfg.Observer.NodeDone(n.Name(), op, time.Since(t0), err)
+}
+
+// boolOutcome turns a yes/no answer with no error into the error Outcome
+// would classify: a Release or Delete that a majority did not confirm is
+// contended, not ok.
+func boolOutcome(ok bool, err error) error {
+	if err == nil && !ok {
+		return ErrNotHeld
+	}
+	return err
+}

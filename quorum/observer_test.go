@@ -1,0 +1,139 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+type opRecord struct {
+	op, outcome   string
+	validity, ttl time.Duration
+}
+
+type nodeRecord struct {
+	node, op string
+	failed   bool
+}
+
+// recObserver records every report.
+type recObserver struct {
+	mu    sync.Mutex
+	ops   []opRecord
+	nodes []nodeRecord
+}
+
+func (r *recObserver) NodeDone(node, op string, d time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes = append(r.nodes, nodeRecord{node, op, err != nil})
+}
+
+func (r *recObserver) OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, opRecord{op, outcome, validity, ttl})
+}
+
+func (r *recObserver) take() ([]opRecord, []nodeRecord) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ops, nodes := r.ops, r.nodes
+	r.ops, r.nodes = nil, nil
+	return ops, nodes
+}
+
+func TestObserverReportsOperations(t *testing.T) {
+	fs, nodes := newFakes(3)
+	rec := &recObserver{}
+	cfg := testConfig()
+	cfg.Observer = rec
+	c := newCluster(t, nodes, cfg)
+	ctx := context.Background()
+	ttl := 10 * time.Second
+
+	cases := []struct {
+		name    string
+		run     func()
+		op      string
+		outcome string
+	}{
+		{"acquire ok", func() { _, _ = c.Acquire(ctx, "k", "t1", ttl) }, OpAcquire, OutcomeOK},
+		{"acquire contended", func() { _, _ = c.Acquire(ctx, "k", "t2", ttl) }, OpAcquire, OutcomeContended},
+		{"extend ok", func() { _, _ = c.Extend(ctx, "k", "t1", ttl) }, OpExtend, OutcomeOK},
+		{"get ok", func() { _, _ = c.Get(ctx, "k") }, OpGet, OutcomeOK},
+		{"release ok", func() { _, _ = c.Release(ctx, "k", "t1") }, OpRelease, OutcomeOK},
+		{"release not held", func() { _, _ = c.Release(ctx, "k", "t1") }, OpRelease, OutcomeContended},
+		{"bad ttl", func() { _, _ = c.Acquire(ctx, "k", "t1", 0) }, OpAcquire, OutcomeError},
+	}
+	for _, tc := range cases {
+		tc.run()
+		ops, nodeCalls := rec.take()
+		if len(ops) != 1 || ops[0].op != tc.op || ops[0].outcome != tc.outcome {
+			t.Errorf("%s: ops = %+v, want one %s/%s", tc.name, ops, tc.op, tc.outcome)
+			continue
+		}
+		for _, n := range nodeCalls {
+			if n.op != tc.op {
+				t.Errorf("%s: node call labelled %q, want %q", tc.name, n.op, tc.op)
+			}
+		}
+		if tc.outcome == OutcomeOK && (tc.op == OpAcquire || tc.op == OpExtend) {
+			if ops[0].ttl != ttl || ops[0].validity <= 0 || ops[0].validity >= ttl {
+				t.Errorf("%s: validity %v of ttl %v", tc.name, ops[0].validity, ops[0].ttl)
+			}
+		}
+	}
+
+	for _, f := range fs[:2] {
+		f.setBehavior(behaveErr)
+	}
+	_, _ = c.Acquire(ctx, "k2", "t", ttl)
+	ops, nodeCalls := rec.take()
+	if len(ops) != 1 || ops[0].outcome != OutcomeNoQuorum {
+		t.Fatalf("ops = %+v, want one no_quorum", ops)
+	}
+	failed := 0
+	for _, n := range nodeCalls {
+		if n.failed {
+			failed++
+		}
+	}
+	if failed < 2 {
+		t.Errorf("node calls %+v: want the two failing nodes reported", nodeCalls)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	ctx := context.Background()
+	fs[0].put("k", "a", 5*time.Second)
+	fs[1].put("k", "a", 4*time.Second)
+	fs[2].setBehavior(behaveErr)
+
+	in := c.Inspect(ctx, "k")
+	if !in.HasQuorum() || in.Answered != 2 || in.Quorum != 2 {
+		t.Fatalf("answered %d of quorum %d", in.Answered, in.Quorum)
+	}
+	if !in.Holder.Held || in.Holder.Token != "a" || in.Holder.PTTL > 4*time.Second {
+		t.Errorf("holder = %+v, want a with at most 4s", in.Holder)
+	}
+	want := []struct {
+		name    string
+		present bool
+		failed  bool
+	}{{"n0", true, false}, {"n1", true, false}, {"n2", false, true}}
+	for i, w := range want {
+		v := in.Nodes[i]
+		if v.Node != w.name || v.Present != w.present || (v.Err != nil) != w.failed {
+			t.Errorf("node %d = %+v, want %+v", i, v, w)
+		}
+	}
+
+	fs[1].setBehavior(behaveErr)
+	if in := c.Inspect(ctx, "k"); in.HasQuorum() || in.Holder.Held {
+		t.Errorf("with 1 of 3 answering: %+v", in)
+	}
+}

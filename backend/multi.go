@@ -1,0 +1,199 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// Both node kinds provide the quorum's optional operations.
+var (
+	_ quorum.MultiNode = (*Redis)(nil)
+	_ quorum.MultiNode = (*Memory)(nil)
+	_ quorum.TTLAdder  = (*Redis)(nil)
+	_ quorum.TTLAdder  = (*Memory)(nil)
+)
+
+// One script per operation, so that each node applies it to all keys
+// without another client's write in between.
+var (
+	setNXAllScript = redis.NewScript(`
+for _, key in ipairs(KEYS) do
+  if redis.call("exists", key) == 1 then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call("set", key, ARGV[1], "PX", ARGV[2])
+end
+return 1`)
+	extendAllScript = redis.NewScript(`
+for _, key in ipairs(KEYS) do
+  if redis.call("get", key) ~= ARGV[1] then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call("pexpire", key, ARGV[2])
+end
+return 1`)
+	releaseEachScript = redis.NewScript(`
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call("get", key) == ARGV[1] then
+    redis.call("del", key)
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out`)
+	// A key without an expiry (-1) is not extended: adding to "forever"
+	// has no meaning, and redis-py's own script refuses it too.
+	addTTLScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) ~= ARGV[1] then return -1 end
+local pttl = redis.call("pttl", KEYS[1])
+if pttl < 0 then return -1 end
+local ttl = pttl + tonumber(ARGV[2])
+if ttl > tonumber(ARGV[3]) then ttl = tonumber(ARGV[3]) end
+redis.call("pexpire", KEYS[1], ttl)
+return ttl`)
+)
+
+// SetNXAll implements quorum.MultiNode.
+func (r *Redis) SetNXAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
+	ms, err := millis(ttl)
+	if err != nil {
+		return false, err
+	}
+	n, err := setNXAllScript.Run(ctx, r.client, keys, token, ms).Int64()
+	if err != nil {
+		return false, wrap(ctx, "multi-key SET NX", err)
+	}
+	return n == 1, nil
+}
+
+// ExtendAll implements quorum.MultiNode.
+func (r *Redis) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
+	ms, err := millis(ttl)
+	if err != nil {
+		return false, err
+	}
+	n, err := extendAllScript.Run(ctx, r.client, keys, token, ms).Int64()
+	if err != nil {
+		return false, wrap(ctx, "multi-key extend", err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseEach implements quorum.MultiNode.
+func (r *Redis) ReleaseEach(ctx context.Context, keys []string, token string) ([]bool, error) {
+	res, err := releaseEachScript.Run(ctx, r.client, keys, token).Int64Slice()
+	if err != nil {
+		return nil, wrap(ctx, "multi-key release", err)
+	}
+	if len(res) != len(keys) {
+		return nil, fmt.Errorf("backend: multi-key release: %d answers for %d keys", len(res), len(keys))
+	}
+	out := make([]bool, len(res))
+	for i, v := range res {
+		out[i] = v == 1
+	}
+	return out, nil
+}
+
+// CompareAndAddTTL implements quorum.TTLAdder.
+func (r *Redis) CompareAndAddTTL(ctx context.Context, key, token string, add, limit time.Duration) (time.Duration, bool, error) {
+	addMS, err := millis(add)
+	if err != nil {
+		return 0, false, err
+	}
+	limitMS, err := millis(limit)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err := addTTLScript.Run(ctx, r.client, []string{key}, token, addMS, limitMS).Int64()
+	if err != nil {
+		return 0, false, wrap(ctx, "compare-and-add-ttl", err)
+	}
+	if n < 0 {
+		return 0, false, nil
+	}
+	return time.Duration(n) * time.Millisecond, true, nil
+}
+
+// SetNXAll implements quorum.MultiNode.
+func (m *Memory) SetNXAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	var stored bool
+	err := m.do(ctx, "SetNXAll", func(now time.Time) {
+		for _, k := range keys {
+			if _, held := m.lookup(k, now); held {
+				return
+			}
+		}
+		for _, k := range keys {
+			m.store(k, token, now.Add(ttl))
+		}
+		stored = true
+	})
+	return stored, err
+}
+
+// ExtendAll implements quorum.MultiNode.
+func (m *Memory) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	var extended bool
+	err := m.do(ctx, "ExtendAll", func(now time.Time) {
+		for _, k := range keys {
+			if e, held := m.lookup(k, now); !held || e.token != token {
+				return
+			}
+		}
+		for _, k := range keys {
+			m.store(k, token, now.Add(ttl))
+		}
+		extended = true
+	})
+	return extended, err
+}
+
+// ReleaseEach implements quorum.MultiNode.
+func (m *Memory) ReleaseEach(ctx context.Context, keys []string, token string) ([]bool, error) {
+	out := make([]bool, len(keys))
+	err := m.do(ctx, "ReleaseEach", func(now time.Time) {
+		for i, k := range keys {
+			if e, held := m.lookup(k, now); held && e.token == token {
+				delete(m.keys, k)
+				out[i] = true
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CompareAndAddTTL implements quorum.TTLAdder.
+func (m *Memory) CompareAndAddTTL(ctx context.Context, key, token string, add, limit time.Duration) (time.Duration, bool, error) {
+	if add <= 0 || limit <= 0 {
+		return 0, false, ErrInvalidTTL
+	}
+	var ttl time.Duration
+	var ok bool
+	err := m.do(ctx, "CompareAndAddTTL", func(now time.Time) {
+		e, held := m.lookup(key, now)
+		if !held || e.token != token {
+			return
+		}
+		ttl = min(e.expires.Sub(now)+add, limit)
+		m.store(key, token, now.Add(ttl))
+		ok = true
+	})
+	return ttl, ok, err
+}
+

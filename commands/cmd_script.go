@@ -34,6 +34,10 @@ func (h *Handler) cmdEvalSHA(c *call) {
 
 // runScript splits EVAL's numkeys, keys and args as Redis does.
 func (h *Handler) runScript(c *call, s *lockScript) {
+	if strings.HasSuffix(c.name, "_ro") && !s.readOnly {
+		c.w.WriteError(msgROScript)
+		return
+	}
 	n, ok := parseInt(c.arg(1))
 	switch {
 	case !ok:

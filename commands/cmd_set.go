@@ -13,6 +13,7 @@ func init() {
 type setOpts struct {
 	nx, xx, get, keepTTL bool
 	ttl                  time.Duration // 0: no expiry given
+	ifeq                 *string       // IFEQ's comparison value, when given
 }
 
 // parseSet parses SET's options in any order, writing Redis's error on failure.
@@ -21,10 +22,14 @@ func (h *Handler) parseSet(c *call) (setOpts, bool) {
 	for i := 2; i < len(c.args); i++ {
 		opt := strings.ToUpper(c.arg(i))
 		switch {
-		case opt == "NX" && !o.xx:
+		case opt == "NX" && !o.xx && o.ifeq == nil:
 			o.nx = true
 		case opt == "XX" && !o.nx:
 			o.xx = true
+		case opt == "IFEQ" && !o.nx && o.ifeq == nil && i+1 < len(c.args):
+			i++
+			v := c.arg(i)
+			o.ifeq = &v
 		case opt == "GET":
 			o.get = true
 		case opt == "KEEPTTL" && o.ttl == 0:

@@ -12,6 +12,8 @@ type lockScript struct {
 	// origin says which library (and version) sends this body.
 	origin string
 	body   string
+	// readOnly scripts may run with EVAL_RO/EVALSHA_RO.
+	readOnly bool
 	// run executes the script's meaning over the quorum and writes the
 	// reply the library expects.
 	run func(h *Handler, c *call, keys, args []string)

@@ -1,0 +1,165 @@
+package commands
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// The rest of Redis's key surface that lock code touches (SPEC §3), and the
+// native compare-and-set forms of newer servers (SPEC §3.2).
+func init() {
+	register(
+		&command{name: "ttl", arity: 2, run: (*Handler).cmdTTL},
+		&command{name: "exists", arity: -2, run: (*Handler).cmdExists},
+		&command{name: "pexpire", arity: -3, write: true, run: (*Handler).cmdPExpire},
+		&command{name: "expire", arity: -3, write: true, run: (*Handler).cmdExpire},
+		&command{name: "delifeq", arity: 3, write: true, run: (*Handler).cmdDelIfEq},
+		&command{name: "delex", arity: -2, write: true, run: (*Handler).cmdDelEx},
+	)
+}
+
+// cmdTTL: TTL key -> agreed remaining seconds, rounded as Redis rounds them;
+// -1 without expiry, -2 when not held.
+func (h *Handler) cmdTTL(c *call) {
+	hd, err := h.cluster.Get(c.s.Context(), c.arg(0))
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	n := pttlReply(hd, time.Millisecond)
+	if n > 0 {
+		n = (n + 500) / 1000
+	}
+	c.w.WriteInt(n)
+}
+
+// cmdExists: EXISTS key [key …] -> how many of the keys (repeats counted,
+// as Redis counts them) are held on a majority.
+func (h *Handler) cmdExists(c *call) {
+	var n int64
+	for _, k := range c.args {
+		hd, err := h.cluster.Get(c.s.Context(), string(k))
+		if err != nil {
+			writeLockError(c.w, c.name, err)
+			return
+		}
+		if hd.Held {
+			n++
+		}
+	}
+	c.w.WriteInt(n)
+}
+
+func (h *Handler) cmdPExpire(c *call) { h.expire(c, time.Millisecond) }
+func (h *Handler) cmdExpire(c *call)  { h.expire(c, time.Second) }
+
+// expire: [P]EXPIRE key n -> 1 when a majority held the key (its ttl is now
+// n on every node that has it), else 0. As in Redis, n <= 0 deletes the key.
+func (h *Handler) expire(c *call, unit time.Duration) {
+	if !h.expireOptions(c) {
+		return
+	}
+	n, ok := parseInt(c.arg(1))
+	if !ok {
+		c.w.WriteError(msgNotInt)
+		return
+	}
+	if n > math.MaxInt64/int64(unit) {
+		c.w.WriteError(errExpire(c.name))
+		return
+	}
+	ttl := time.Duration(n) * unit
+	if ttl > h.opts.MaxTTL {
+		c.w.WriteError(msgTTLTooLarge)
+		return
+	}
+	var held bool
+	var err error
+	if ttl <= 0 {
+		held, err = h.cluster.Delete(c.s.Context(), c.arg(0))
+	} else {
+		held, err = h.cluster.Expire(c.s.Context(), c.arg(0), ttl)
+	}
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	c.w.WriteInt(b2i(held))
+}
+
+// expireOptions refuses Redis 7's NX|XX|GT|LT: each compares with the ttl
+// of one server, and the nodes' ttls differ slightly, so the verdict would
+// depend on which node is asked.
+func (h *Handler) expireOptions(c *call) bool {
+	for _, a := range c.args[2:] {
+		switch opt := strings.ToUpper(string(a)); opt {
+		case "NX", "XX", "GT", "LT":
+			c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, opt+" is not supported"))
+		default:
+			c.w.WriteError("ERR Unsupported option " + string(a))
+		}
+		return false
+	}
+	return true
+}
+
+// cmdDelIfEq: DELIFEQ key token -> 1 released, 0 not held by token.
+func (h *Handler) cmdDelIfEq(c *call) { h.scriptRelease(c, c.arg(0), c.arg(1)) }
+
+// cmdDelEx: DELEX key [IFEQ token] -> 1/0. Without a condition it is DEL.
+func (h *Handler) cmdDelEx(c *call) {
+	switch {
+	case len(c.args) == 1:
+		h.cmdDel(c)
+	case len(c.args) != 3:
+		c.w.WriteError(msgSyntax)
+	case strings.EqualFold(c.arg(1), "IFEQ"):
+		h.scriptRelease(c, c.arg(0), c.arg(2))
+	case isDelExCond(c.arg(1)):
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, "delex", "only IFEQ compares tokens"))
+	default:
+		c.w.WriteError(msgSyntax)
+	}
+}
+
+func isDelExCond(s string) bool {
+	switch strings.ToUpper(s) {
+	case "IFNE", "IFDEQ", "IFDNE":
+		return true
+	}
+	return false
+}
+
+// setIfEq: SET key token [XX] PX ms IFEQ token extends the lock: OK when
+// token held it on a majority (ttl replaced), null when not. A different
+// new value would hand the lock to another token, which is not a lock
+// operation.
+func (h *Handler) setIfEq(c *call, o setOpts) {
+	switch {
+	case *o.ifeq != c.arg(1):
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ must compare with the value being set (an extend)"))
+		return
+	case o.ttl == 0:
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ needs an expiry: SET key token PX ms IFEQ token"))
+		return
+	}
+	if _, err := h.cluster.Extend(c.s.Context(), c.arg(0), c.arg(1), o.ttl); err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	c.w.WriteSimple("OK")
+}
+
+// forceSet: SET key token PX ms without NX takes the lock over on every
+// node: OK when a majority stored it within its validity.
+func (h *Handler) forceSet(c *call, o setOpts) {
+	_, err := h.cluster.ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
+	h.count(err)
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	c.w.WriteSimple("OK")
+}

@@ -1,0 +1,98 @@
+package commands
+
+import "time"
+
+// node-redlock counts a node's vote only when the reply equals the number of
+// resources, so success answers len(KEYS) and anything else 0 (release:
+// the number of keys released on a majority).
+func init() {
+	for _, s := range []struct {
+		origin, body string
+		run          func(h *Handler, c *call, keys, args []string)
+	}{
+		{"node-redlock 4.0.0 acquire", redlockAcquireV40, scriptRedlockAcquire},
+		{"node-redlock 4.1.0-4.2.0 acquire", redlockAcquireV41, scriptRedlockAcquire},
+		{"node-redlock 5 acquire", redlockAcquireV5, scriptRedlockAcquire},
+		{"node-redlock 4.0.0 extend", redlockExtendV40, scriptRedlockExtend},
+		{"node-redlock 4.1.0 extend", redlockExtendV41, scriptRedlockExtend},
+		{"node-redlock 4.2.0 extend", redlockExtendV42, scriptRedlockExtend},
+		{"node-redlock 5 extend", redlockExtendV5, scriptRedlockExtend},
+		{"node-redlock 4.0.0-4.1.0 release", redlockReleaseV40, scriptRedlockRelease},
+		{"node-redlock 4.2.0 release", redlockReleaseV42, scriptRedlockRelease},
+		{"node-redlock 5 release", redlockReleaseV5, scriptRedlockRelease},
+	} {
+		registerScript(&lockScript{origin: s.origin, body: s.body, run: s.run})
+	}
+}
+
+// scriptRedlockAcquire: KEYS all absent on a majority of nodes, each node
+// all-or-nothing -> #KEYS; else 0. ARGV: value, duration ms.
+func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
+	if !scriptArgs(c, "node-redlock acquire", keys, args, -1, 2) {
+		return
+	}
+	ttl, ok := h.ttlArg(c, args[1], time.Millisecond)
+	if !ok {
+		return
+	}
+	var err error
+	if len(keys) == 1 {
+		_, err = h.cluster.Acquire(c.s.Context(), keys[0], args[0], ttl)
+	} else {
+		_, err = h.cluster.AcquireAll(c.s.Context(), keys, args[0], ttl)
+	}
+	h.count(err)
+	h.writeRedlockCount(c, len(keys), err)
+}
+
+// scriptRedlockExtend: all KEYS hold the value on a majority -> #KEYS, the
+// ttl replaced; else 0.
+func scriptRedlockExtend(h *Handler, c *call, keys, args []string) {
+	if !scriptArgs(c, "node-redlock extend", keys, args, -1, 2) {
+		return
+	}
+	ttl, ok := h.ttlArg(c, args[1], time.Millisecond)
+	if !ok {
+		return
+	}
+	var err error
+	if len(keys) == 1 {
+		_, err = h.cluster.Extend(c.s.Context(), keys[0], args[0], ttl)
+	} else {
+		_, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
+	}
+	h.writeRedlockCount(c, len(keys), err)
+}
+
+func (h *Handler) writeRedlockCount(c *call, n int, err error) {
+	if err != nil {
+		h.writeScriptBool(c, err) // 0, or the NOQUORUM error
+		return
+	}
+	c.w.WriteInt(int64(n))
+}
+
+// scriptRedlockRelease: how many KEYS the value held on a majority, all of
+// them deleted wherever the value held them.
+func scriptRedlockRelease(h *Handler, c *call, keys, args []string) {
+	if !scriptArgs(c, "node-redlock release", keys, args, -1, 1) {
+		return
+	}
+	var n int
+	var err error
+	if len(keys) == 1 {
+		var ok bool
+		ok, err = h.cluster.Release(c.s.Context(), keys[0], args[0])
+		n = int(b2i(ok))
+	} else {
+		n, err = h.cluster.ReleaseEach(c.s.Context(), keys, args[0])
+	}
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	if n == len(keys) {
+		h.stats.released.Add(1)
+	}
+	c.w.WriteInt(int64(n))
+}

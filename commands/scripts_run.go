@@ -1,0 +1,63 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// Redis's reply to a write from EVAL_RO (Redis adds the script position).
+const msgROScript = "ERR Write commands are not allowed from read-only scripts."
+
+// scriptArgs checks a script's key and argument counts. Redis would run the
+// body with whatever it got; a lock script called with the wrong shape is
+// a client bug that deserves a plain error rather than a guess.
+func scriptArgs(c *call, s string, keys, args []string, nkeys, nargs int) bool {
+	if (nkeys >= 0 && len(keys) != nkeys) || (nkeys < 0 && len(keys) < 1) || len(args) != nargs {
+		k := fmt.Sprint(nkeys)
+		if nkeys < 0 {
+			k = "at least 1"
+		}
+		c.w.WriteError(fmt.Sprintf("ERR the %s script takes %s key(s) and %d argument(s)", s, k, nargs))
+		return false
+	}
+	return true
+}
+
+// writeScriptBool answers 1 or 0 as the lock scripts do: contention and a
+// lost lock are 0, never null or an error; only a missing quorum is an error.
+func (h *Handler) writeScriptBool(c *call, err error) {
+	switch {
+	case err == nil:
+		c.w.WriteInt(1)
+	case errors.Is(err, quorum.ErrNotAcquired), errors.Is(err, quorum.ErrNotHeld):
+		c.w.WriteInt(0)
+	default:
+		writeLockError(c.w, c.name, err)
+	}
+}
+
+// scriptExtend replaces the ttl where token holds key: 1 or 0.
+func (h *Handler) scriptExtend(c *call, key, token, ms string) {
+	ttl, ok := h.ttlArg(c, ms, time.Millisecond)
+	if !ok {
+		return
+	}
+	_, err := h.cluster.Extend(c.s.Context(), key, token, ttl)
+	h.writeScriptBool(c, err)
+}
+
+// scriptRelease is the compare-and-delete of most libraries: 1 or 0.
+func (h *Handler) scriptRelease(c *call, key, token string) {
+	ok, err := h.cluster.Release(c.s.Context(), key, token)
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	if ok {
+		h.stats.released.Add(1)
+	}
+	c.w.WriteInt(b2i(ok))
+}

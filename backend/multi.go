@@ -196,4 +196,3 @@ func (m *Memory) CompareAndAddTTL(ctx context.Context, key, token string, add, l
 	})
 	return ttl, ok, err
 }
-

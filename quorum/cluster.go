@@ -11,11 +11,15 @@ import (
 // Cluster runs Redlock operations over a fixed set of independent nodes.
 // It is safe for concurrent use.
 type Cluster struct {
-	nodes []Node
-	cfg   Config
+	nodes  []Node
+	cfg    Config
+	wake   *wakeRegistry
+	health *health
 }
 
-// New returns a Cluster over nodes. It does not contact them.
+// New returns a Cluster over nodes. It does not wait for them; nodes that
+// implement ServerWatcher or ReleaseNotifier start reporting to it in the
+// background, until each node is closed.
 func New(nodes []Node, cfg Config) (*Cluster, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("quorum: no nodes")
@@ -26,7 +30,11 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg}, nil
+	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
+	c.health = newHealth(c.nodes, cfg)
+	c.watchServers()
+	c.watchReleases()
+	return c, nil
 }
 
 // Nodes returns the cluster's nodes, in configuration order.
@@ -58,6 +66,13 @@ func fanout[T any](ctx context.Context, c *Cluster, op func(context.Context, Nod
 			t0 := time.Now()
 			v, err := op(nctx, n)
 			c.nodeDone(ctx, n, t0, err)
+			if err == nil {
+				// Checked after the call, so that a restart meanwhile counts too.
+				if err = c.health.veto(i); err != nil {
+					var zero T
+					v = zero
+				}
+			}
 			if err != nil {
 				err = &NodeError{Node: n.Name(), Err: err}
 			}

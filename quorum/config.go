@@ -3,6 +3,7 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -25,6 +26,16 @@ type Config struct {
 	// Observer, when set, is told of every node call and every quorum
 	// operation (for metrics and logs). Default nil: nothing is reported.
 	Observer Observer
+	// RestartQuarantine is how long a node whose server restarted (its
+	// run_id changed) sits out every vote, counted from when it came back:
+	// it may have lost locks it granted, so it waits until they would have
+	// expired (the "delayed restart" rule; keep it >= the largest ttl).
+	// Only nodes that implement ServerWatcher are watched. Default 0: off
+	// (the binary sets it to --max-ttl).
+	RestartQuarantine time.Duration
+	// Logger receives node state changes (restart, quarantine, refusal).
+	// Default slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the documented defaults.
@@ -47,6 +58,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("quorum: DriftFactor %v out of range [0,1)", c.DriftFactor)
 	case c.RetryDelayMin < 0 || c.RetryDelayMax < c.RetryDelayMin:
 		return errors.New("quorum: need 0 <= RetryDelayMin <= RetryDelayMax")
+	case c.RestartQuarantine < 0:
+		return errors.New("quorum: RestartQuarantine must not be negative")
 	}
 	return nil
 }

@@ -58,20 +58,22 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 
 // AcquireWait retries Acquire until it succeeds, wait has passed, or ctx is
 // done, pausing a random delay between rounds so that competing clients do
-// not split the votes forever. A NoQuorumError is retried like contention
-// while time remains; the last round's error is returned.
+// not split the votes forever. A release of key (through this Cluster, or
+// notified by a ReleaseNotifier node) cuts the pause short for the oldest
+// waiter of the key. A NoQuorumError is retried like contention while time
+// remains; the last round's error is returned.
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
+	// Joined before the first round, so that a release during it is not missed.
+	w := c.wake.join(key)
 	for {
 		l, err := c.Acquire(ctx, key, token, ttl)
 		if err == nil || err == ErrInvalidTTL {
+			c.wake.leave(w, err == nil)
 			return l, err
 		}
-		pause := c.jitter()
-		if c.cfg.Now().Add(pause).After(deadline) {
-			return Lock{}, err
-		}
-		if !sleepCtx(ctx, pause) {
+		if !c.pauseForRetry(ctx, w, deadline) {
+			c.wake.leave(w, false)
 			return Lock{}, err
 		}
 	}
@@ -108,8 +110,11 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (released bool
 	ctx, done := c.begin(ctx, OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
 	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
-		return n.CompareAndDelete(ctx, key, token)
+		return compareAndDelete(ctx, n, key, token)
 	})
+	if t.yes > 0 {
+		c.wake.notify(key)
+	}
 	if t.yes >= c.Quorum() {
 		return true, nil
 	}

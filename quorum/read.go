@@ -105,8 +105,11 @@ func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error)
 	ctx, done := c.begin(ctx, OpDelete)
 	defer func() { done(err, 0, 0) }()
 	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
-		return n.Delete(ctx, key)
+		return deleteKey(ctx, n, key)
 	})
+	if t.yes > 0 {
+		c.wake.notify(key)
+	}
 	if t.answered() < c.Quorum() {
 		return false, c.noQuorum(&t)
 	}

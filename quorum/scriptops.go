@@ -85,7 +85,7 @@ const (
 // which only matters for the reply, never for what is deleted.
 func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (ReleaseResult, error) {
 	ch := fanout(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (ReleaseResult, error) {
-		ok, err := n.CompareAndDelete(ctx, key, token)
+		ok, err := compareAndDelete(ctx, n, key, token)
 		if err != nil || ok {
 			return Released, err
 		}
@@ -102,6 +102,9 @@ func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (Release
 		if r.err == nil && r.val == ReleasedAbsent {
 			absent++
 		}
+	}
+	if t.yes > 0 {
+		c.wake.notify(key)
 	}
 	switch {
 	case t.yes >= c.Quorum():

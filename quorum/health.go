@@ -1,0 +1,252 @@
+package quorum
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	// ErrQuarantined is matched by the error of a node that restarted (its
+	// run_id changed) less than Config.RestartQuarantine ago: it may have
+	// lost locks that it granted, so its votes do not count yet.
+	ErrQuarantined = errors.New("quorum: node quarantined")
+	// ErrRefused is matched by the error of a node that is not an
+	// independent master: a replica, or a second address of a server that
+	// another node already reaches. Its votes never count.
+	ErrRefused = errors.New("quorum: node refused")
+)
+
+// ServerInfo is what one look at a node's server found.
+type ServerInfo struct {
+	// RunID identifies one run of the server; it changes on every restart.
+	RunID string
+	// Role is "master" or "slave".
+	Role string
+	// ConnectedSlaves is the number of replicas attached to a master.
+	ConnectedSlaves int
+	// Err is set when the look failed; the other fields are then empty.
+	Err error
+}
+
+// ServerWatcher is an optional Node extension for nodes that can identify
+// the server behind them. The Cluster uses it for the restart quarantine
+// (the "delayed restart" rule) and to refuse nodes that are not
+// independent masters.
+type ServerWatcher interface {
+	// WatchServer calls fn with every look the node takes at its server
+	// until the node is closed: on each new connection, before the
+	// connection serves any operation, and periodically. fn does not block.
+	WatchServer(fn func(ServerInfo))
+}
+
+// NodeState is one node's health as the Cluster sees it, for INFO and
+// metrics.
+type NodeState struct {
+	Name string
+	// Watched is false for nodes that cannot identify their server (the
+	// in-memory nodes); the fields below from RunID on are then empty.
+	Watched bool
+	// Up is false when the last look at the server failed.
+	Up              bool
+	RunID           string
+	Role            string
+	ConnectedSlaves int
+	// Quarantined is true until QuarantinedUntil: the node restarted and
+	// its votes do not count yet.
+	Quarantined      bool
+	QuarantinedUntil time.Time
+	// Refused, when not empty, says why the node's votes never count.
+	Refused   string
+	LastError string
+}
+
+// refusedForever marks a node in health.blocked that is refused rather
+// than quarantined.
+const refusedForever = math.MaxInt64
+
+type health struct {
+	quarantine time.Duration
+	now        func() time.Time
+	log        *slog.Logger
+	base       time.Time // origin of blocked's offsets
+
+	// blocked is read on every vote without a lock: 0 means the node's
+	// votes count; otherwise the offset from base until which they do not.
+	blocked []atomic.Int64
+
+	mu    sync.Mutex
+	nodes []NodeState
+}
+
+func newHealth(nodes []Node, cfg Config) *health {
+	h := &health{
+		quarantine: cfg.RestartQuarantine,
+		now:        cfg.Now,
+		log:        cfg.Logger,
+		base:       cfg.Now(),
+		blocked:    make([]atomic.Int64, len(nodes)),
+		nodes:      make([]NodeState, len(nodes)),
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	for i, n := range nodes {
+		_, watched := n.(ServerWatcher)
+		h.nodes[i] = NodeState{Name: n.Name(), Watched: watched, Up: true}
+	}
+	return h
+}
+
+// veto returns the error that replaces node i's answer while its votes do
+// not count, or nil. It is called after every node operation, so that a
+// node that restarted while the operation ran is not counted either.
+func (h *health) veto(i int) error {
+	until := h.blocked[i].Load()
+	if until == 0 {
+		return nil
+	}
+	if until != refusedForever && h.now().Sub(h.base) >= time.Duration(until) {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := &h.nodes[i]
+	switch {
+	case n.Refused != "":
+		return fmt.Errorf("%w: %s", ErrRefused, n.Refused)
+	case h.now().Before(n.QuarantinedUntil):
+		return fmt.Errorf("%w until %s: it restarted (run_id %s) and may have lost locks",
+			ErrQuarantined, n.QuarantinedUntil.Format("15:04:05.000"), n.RunID)
+	}
+	return nil
+}
+
+// observe takes in one look at node i's server.
+func (h *health) observe(i int, in ServerInfo) {
+	h.mu.Lock()
+	n := &h.nodes[i]
+	if in.Err != nil {
+		n.Up, n.LastError = false, oneLine(in.Err.Error())
+		h.mu.Unlock()
+		return
+	}
+	var logs []func()
+	if n.RunID != "" && in.RunID != n.RunID {
+		if h.quarantine > 0 {
+			n.QuarantinedUntil = h.now().Add(h.quarantine)
+		}
+		logs = append(logs, h.logRestart(*n, in.RunID))
+	}
+	if in.ConnectedSlaves > 0 && n.ConnectedSlaves == 0 {
+		logs = append(logs, h.logReplicas(n.Name, in.ConnectedSlaves))
+	}
+	n.Up, n.LastError = true, ""
+	n.RunID, n.Role, n.ConnectedSlaves = in.RunID, in.Role, in.ConnectedSlaves
+	logs = append(logs, h.recheckLocked()...)
+	h.mu.Unlock()
+	for _, l := range logs {
+		l()
+	}
+}
+
+// recheckLocked recomputes which nodes are refused and every node's
+// blocked offset, returning the log lines of the changes. A later node
+// that reaches the same server as an earlier one is the one refused.
+func (h *health) recheckLocked() []func() {
+	var logs []func()
+	for i := range h.nodes {
+		n := &h.nodes[i]
+		why := h.refusal(i)
+		if why != n.Refused {
+			logs = append(logs, h.logRefusal(n.Name, why))
+			n.Refused = why
+		}
+		h.blocked[i].Store(h.blockedOffset(n))
+	}
+	return logs
+}
+
+func (h *health) refusal(i int) string {
+	n := h.nodes[i]
+	if n.Role == "slave" {
+		return "it is a replica (role:slave), not an independent master"
+	}
+	for j := range i {
+		if o := h.nodes[j]; n.RunID != "" && o.RunID == n.RunID {
+			return fmt.Sprintf("it is the same server as %s (run_id %s)", o.Name, n.RunID)
+		}
+	}
+	return ""
+}
+
+func (h *health) blockedOffset(n *NodeState) int64 {
+	switch {
+	case n.Refused != "":
+		return refusedForever
+	case n.QuarantinedUntil.IsZero():
+		return 0
+	}
+	// At least 1, since 0 means "open": a quarantine that already ended
+	// then still reads as ended.
+	return max(int64(n.QuarantinedUntil.Sub(h.base)), 1)
+}
+
+func (h *health) logRestart(n NodeState, newID string) func() {
+	until := n.QuarantinedUntil
+	return func() {
+		if h.quarantine <= 0 {
+			h.log.Warn("backend restarted and may have lost locks; the restart quarantine is off",
+				"backend", n.Name, "old_run_id", n.RunID, "run_id", newID)
+			return
+		}
+		h.log.Warn("backend restarted: it may have lost locks, so it sits out every vote until its quarantine ends",
+			"backend", n.Name, "old_run_id", n.RunID, "run_id", newID, "quarantine", h.quarantine, "until", until)
+	}
+}
+
+func (h *health) logReplicas(name string, replicas int) func() {
+	return func() {
+		h.log.Warn("backend has replicas attached: a failover can hand one lock to two clients; Redlock wants independent masters",
+			"backend", name, "replicas", replicas)
+	}
+}
+
+func (h *health) logRefusal(name, why string) func() {
+	return func() {
+		if why == "" {
+			h.log.Info("backend accepted again as an independent master", "backend", name)
+			return
+		}
+		h.log.Error("backend refused: its votes do not count", "backend", name, "reason", why)
+	}
+}
+
+// states returns a copy of every node's state.
+func (h *health) states() []NodeState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := append([]NodeState(nil), h.nodes...)
+	now := h.now()
+	for i := range out {
+		out[i].Quarantined = now.Before(out[i].QuarantinedUntil)
+	}
+	return out
+}
+
+// NodeStates reports each node's health, in configuration order.
+func (c *Cluster) NodeStates() []NodeState { return c.health.states() }
+
+// watchServers subscribes the health state to every node that can
+// identify its server.
+func (c *Cluster) watchServers() {
+	for i, n := range c.nodes {
+		if sw, ok := n.(ServerWatcher); ok {
+			sw.WatchServer(func(in ServerInfo) { c.health.observe(i, in) })
+		}
+	}
+}

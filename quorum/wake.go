@@ -1,0 +1,163 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ReleaseNotifier is an optional Node extension for nodes that can tell
+// waiters that a lock was released, wherever the release came from (this
+// proxy or any other one in front of the same backend). A Cluster whose
+// nodes implement it wakes a blocking acquire as soon as the key is
+// released instead of at its next retry.
+//
+// Notifications are hints, never votes: one may be lost (a reconnect, a
+// node that is down), and a waiter then falls back to its retry jitter.
+type ReleaseNotifier interface {
+	// CompareAndDeleteNotify is CompareAndDelete that, when it deletes,
+	// also notifies every watcher of the node, within the same round trip.
+	CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error)
+	// DeleteNotify is Delete that notifies like CompareAndDeleteNotify.
+	DeleteNotify(ctx context.Context, key string) (bool, error)
+	// WatchReleases calls fn with the key of every notified release on the
+	// node until the node is closed. fn does not block.
+	WatchReleases(fn func(key string))
+}
+
+// compareAndDelete is a user's release: it notifies waiters where the node
+// can. The cleanup after a failed round does not use it, so that competing
+// waiters keep their jitter rather than waking each other in lockstep.
+func compareAndDelete(ctx context.Context, n Node, key, token string) (bool, error) {
+	if rn, ok := n.(ReleaseNotifier); ok {
+		return rn.CompareAndDeleteNotify(ctx, key, token)
+	}
+	return n.CompareAndDelete(ctx, key, token)
+}
+
+func deleteKey(ctx context.Context, n Node, key string) (bool, error) {
+	if rn, ok := n.(ReleaseNotifier); ok {
+		return rn.DeleteNotify(ctx, key)
+	}
+	return n.Delete(ctx, key)
+}
+
+// waiter is one blocking acquire waiting for its key.
+type waiter struct {
+	key string
+	// ch holds at most one pending wake: several notifications of one
+	// release (one per node, plus the local one) coalesce.
+	ch chan struct{}
+}
+
+// wakeRegistry holds the waiters of each key in arrival order. A release
+// wakes only the oldest waiter of the key, so waiters are served roughly in
+// the order they came; the others keep retrying on their jitter.
+type wakeRegistry struct {
+	mu   sync.Mutex
+	keys map[string][]*waiter
+}
+
+func newWakeRegistry() *wakeRegistry {
+	return &wakeRegistry{keys: make(map[string][]*waiter)}
+}
+
+func (r *wakeRegistry) join(key string) *waiter {
+	w := &waiter{key: key, ch: make(chan struct{}, 1)}
+	r.mu.Lock()
+	r.keys[key] = append(r.keys[key], w)
+	r.mu.Unlock()
+	return w
+}
+
+// leave removes w. A waiter that gives up with a wake still pending hands
+// it to the next in line, so that a release is not lost on a waiter that
+// timed out; one that acquired the lock drops it, since the key is held
+// again.
+func (r *wakeRegistry) leave(w *waiter, acquired bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.keys[w.key]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(r.keys, w.key)
+	} else {
+		r.keys[w.key] = q
+	}
+	select {
+	case <-w.ch:
+		if !acquired {
+			r.wakeHeadLocked(w.key)
+		}
+	default:
+	}
+}
+
+// notify wakes the oldest waiter of key. It never blocks.
+func (r *wakeRegistry) notify(key string) {
+	r.mu.Lock()
+	r.wakeHeadLocked(key)
+	r.mu.Unlock()
+}
+
+func (r *wakeRegistry) wakeHeadLocked(key string) {
+	q := r.keys[key]
+	if len(q) == 0 {
+		return
+	}
+	select {
+	case q[0].ch <- struct{}{}:
+	default: // already woken, not yet retried
+	}
+}
+
+// count is the number of waiters on key.
+func (r *wakeRegistry) count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.keys[key])
+}
+
+// Waiters returns how many blocking acquires on this Cluster are waiting
+// for key.
+func (c *Cluster) Waiters(key string) int { return c.wake.count(key) }
+
+// watchReleases subscribes the registry to every node that reports
+// releases, including those made through other proxies.
+func (c *Cluster) watchReleases() {
+	for _, n := range c.nodes {
+		if rn, ok := n.(ReleaseNotifier); ok {
+			rn.WatchReleases(c.wake.notify)
+		}
+	}
+}
+
+// pauseForRetry waits after a failed round for the first of: a release of
+// the key, the jitter, the deadline, ctx. It reports whether to run another
+// round: yes after a wake or the jitter, no at the deadline or on ctx.
+func (c *Cluster) pauseForRetry(ctx context.Context, w *waiter, deadline time.Time) bool {
+	left := deadline.Sub(c.cfg.Now())
+	if left <= 0 {
+		return false
+	}
+	pause := c.jitter()
+	last := pause >= left
+	if last {
+		pause = left
+	}
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-w.ch:
+		return ctx.Err() == nil
+	case <-t.C:
+		return !last
+	case <-ctx.Done():
+		return false
+	}
+}

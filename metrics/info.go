@@ -1,0 +1,83 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// BackendFields returns the extra ",key=value" fields of node's line in
+// INFO backends: state, quarantine, calls, errors and mean latency.
+func (m *Metrics) BackendFields(node string) string {
+	q := m.quarantinedNow()[node]
+	n := m.node(node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var avg time.Duration
+	if n.calls > 0 {
+		avg = n.busy / time.Duration(n.calls)
+	}
+	s := fmt.Sprintf(",state=%s,since_s=%d,quarantined=%d,calls=%d,errors=%d,avg_latency_us=%d",
+		n.state, int64(time.Since(n.since).Seconds()), b2i(q), n.calls, n.errors, avg.Microseconds())
+	if n.lastErr != "" {
+		// INFO's field separators must not appear inside a value.
+		s += ",last_error=" + strings.NewReplacer(",", ";", "\r", "", "\n", "").Replace(n.lastErr)
+	}
+	return s
+}
+
+// InfoSections names the sections WriteInfo adds to INFO.
+func (m *Metrics) InfoSections() []string { return []string{"locks"} }
+
+// WriteInfo writes section's "field:value" lines in INFO's format.
+func (m *Metrics) WriteInfo(section string, b *strings.Builder) {
+	if section != "locks" {
+		return
+	}
+	fmt.Fprintf(b, "keepalive_locks:%d\r\n", int64(gaugeValue(m.keepalive)))
+	fmt.Fprintf(b, "keepalive_renewals_lost:%d\r\n", int64(counterValue(m.renewalsLost)))
+	for _, op := range []string{"acquire", "extend", "release"} {
+		for _, out := range []string{"ok", "contended", "no_quorum", "error"} {
+			c, err := m.ops.GetMetricWithLabelValues(op, out)
+			if err == nil {
+				fmt.Fprintf(b, "quorum_%s_%s:%d\r\n", op, out, int64(counterValue(c)))
+			}
+		}
+	}
+	fmt.Fprintf(b, "validity_ratio_mean:%.4f\r\n", histogramMean(m.validity))
+}
+
+type writer interface{ Write(*dto.Metric) error }
+
+func gaugeValue(g writer) float64 {
+	var d dto.Metric
+	if g.Write(&d) != nil || d.Gauge == nil {
+		return 0
+	}
+	return d.Gauge.GetValue()
+}
+
+func counterValue(c writer) float64 {
+	var d dto.Metric
+	if c.Write(&d) != nil || d.Counter == nil {
+		return 0
+	}
+	return d.Counter.GetValue()
+}
+
+func histogramMean(h writer) float64 {
+	var d dto.Metric
+	if h.Write(&d) != nil || d.Histogram == nil || d.Histogram.GetSampleCount() == 0 {
+		return 0
+	}
+	return d.Histogram.GetSampleSum() / float64(d.Histogram.GetSampleCount())
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

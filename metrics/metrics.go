@@ -1,0 +1,170 @@
+package metrics
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// Family names, exported so that dashboards and alerts can be checked
+// against what is really registered.
+const (
+	NameCommands          = "redlockd_commands_total"
+	NameCommandSeconds    = "redlockd_command_duration_seconds"
+	NameOperations        = "redlockd_quorum_operations_total"
+	NameOperationSeconds  = "redlockd_quorum_operation_duration_seconds"
+	NameValidityRatio     = "redlockd_lock_validity_ratio"
+	NameBackendUp         = "redlockd_backend_up"
+	NameBackendQuarantine = "redlockd_backend_quarantined"
+	NameBackendSeconds    = "redlockd_backend_request_duration_seconds"
+	NameBackendErrors     = "redlockd_backend_errors_total"
+	NameBackendChanges    = "redlockd_backend_state_changes_total"
+	NameKeepaliveLocks    = "redlockd_keepalive_locks"
+	NameRenewalsLost      = "redlockd_keepalive_renewals_lost_total"
+	NameClients           = "redlockd_client_connections"
+	NameBuildInfo         = "redlockd_build_info"
+)
+
+// Names lists every redlockd_ family this package registers. Histograms
+// also expose the _bucket, _sum and _count series of their name.
+func Names() []string {
+	return []string{
+		NameCommands, NameCommandSeconds, NameOperations, NameOperationSeconds,
+		NameValidityRatio, NameBackendUp, NameBackendQuarantine, NameBackendSeconds,
+		NameBackendErrors, NameBackendChanges, NameKeepaliveLocks, NameRenewalsLost,
+		NameClients, NameBuildInfo,
+	}
+}
+
+// Options configure New. Zero values take the documented defaults.
+type Options struct {
+	// Backends are the node names, in configuration order; their gauges
+	// exist from the start. Default none (they appear on first report).
+	Backends []string
+	// Clients returns the number of open client connections, read at
+	// scrape time. Default: the gauge is not registered.
+	Clients func() int64
+	// Quarantined reports, at scrape time, which backends sit out the
+	// votes after a restart (by node name). Default: none ever does.
+	Quarantined func() map[string]bool
+	// Version labels redlockd_build_info. Default "dev".
+	Version string
+	// Logger gets one line per backend state change. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Metrics is the registry and every family in it.
+type Metrics struct {
+	reg *prometheus.Registry
+	log *slog.Logger
+
+	commands       *prometheus.CounterVec
+	commandSeconds *prometheus.HistogramVec
+	ops            *prometheus.CounterVec
+	opSeconds      *prometheus.HistogramVec
+	validity       prometheus.Histogram
+	up             *prometheus.GaugeVec
+	quarantinedFn  func() map[string]bool
+	nodeSeconds    *prometheus.HistogramVec
+	nodeErrors     *prometheus.CounterVec
+	nodeChanges    *prometheus.CounterVec
+	keepalive      prometheus.Gauge
+	renewalsLost   prometheus.Counter
+
+	nodes nodeTable
+}
+
+// latencyBuckets span a loopback round trip (~100µs) to a slow WAIT (~10s).
+var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2.5, 14)
+
+// New builds the registry, with Go runtime and process collectors.
+func New(o Options) *Metrics {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	m := &Metrics{reg: prometheus.NewRegistry(), log: o.Logger, quarantinedFn: o.Quarantined}
+	m.define()
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: NameBuildInfo,
+		Help: "Always 1; the version label names the running build.", ConstLabels: prometheus.Labels{"version": o.Version}})
+	info.Set(1)
+	m.reg.MustRegister(info)
+	if o.Clients != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: NameClients,
+			Help: "Open client connections."}, func() float64 { return float64(o.Clients()) }))
+	}
+	for _, b := range o.Backends {
+		m.node(b)
+	}
+	return m
+}
+
+func (m *Metrics) define() {
+	m.commands = m.counterVec(NameCommands, "Commands run, by command and outcome (acquired, ok, contended, no_quorum, error).", "command", "outcome")
+	m.commandSeconds = m.histogramVec(NameCommandSeconds, "Time to run a command, reply included.", latencyBuckets, "command")
+	m.ops = m.counterVec(NameOperations, "Quorum operations, by operation and outcome (ok, contended, no_quorum, error).", "op", "outcome")
+	m.opSeconds = m.histogramVec(NameOperationSeconds, "Time of one quorum operation over all backends.", latencyBuckets, "op")
+	m.validity = prometheus.NewHistogram(prometheus.HistogramOpts{Name: NameValidityRatio,
+		Help:    "Validity left of the ttl when a lock was granted or extended (1 = nothing lost to latency and drift).",
+		Buckets: []float64{0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 1}})
+	m.up = m.gaugeVec(NameBackendUp, "1 when the backend's last call got an answer, 0 when it failed to answer.", "backend")
+	m.reg.MustRegister(&quarantineCollector{m: m, desc: prometheus.NewDesc(NameBackendQuarantine,
+		"1 while a restarted backend sits out every vote.", []string{"backend"}, nil)})
+	m.nodeSeconds = m.histogramVec(NameBackendSeconds, "Time of one call to one backend.", latencyBuckets, "backend", "op")
+	m.nodeErrors = m.counterVec(NameBackendErrors, "Failed backend calls, by kind (timeout, refused, a Redis error class such as OOM or READONLY, other).", "backend", "kind")
+	m.nodeChanges = m.counterVec(NameBackendChanges, "Backend transitions between answering and not, by the state entered (up, down).", "backend", "state")
+	m.keepalive = prometheus.NewGauge(prometheus.GaugeOpts{Name: NameKeepaliveLocks, Help: "Locks the proxy renews for open connections (KEEPALIVE and session locks)."})
+	m.renewalsLost = prometheus.NewCounter(prometheus.CounterOpts{Name: NameRenewalsLost, Help: "Kept-alive locks lost because a renewal did not reach a majority."})
+	m.reg.MustRegister(m.validity, m.keepalive, m.renewalsLost)
+}
+
+func (m *Metrics) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	m.reg.MustRegister(v)
+	return v
+}
+
+func (m *Metrics) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	m.reg.MustRegister(v)
+	return v
+}
+
+func (m *Metrics) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	m.reg.MustRegister(v)
+	return v
+}
+
+// Registry is the registry /metrics serves.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// CommandDone counts one command of the command table.
+func (m *Metrics) CommandDone(cmd, outcome string, d time.Duration) {
+	m.commands.WithLabelValues(cmd, outcome).Inc()
+	m.commandSeconds.WithLabelValues(cmd).Observe(d.Seconds())
+}
+
+// OpDone implements quorum.Observer.
+func (m *Metrics) OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration) {
+	m.ops.WithLabelValues(op, outcome).Inc()
+	m.opSeconds.WithLabelValues(op).Observe(d.Seconds())
+	if ttl > 0 && validity > 0 {
+		m.validity.Observe(float64(validity) / float64(ttl))
+	}
+}
+
+// KeepaliveHeld adds delta (±1) to the number of locks the proxy renews.
+func (m *Metrics) KeepaliveHeld(delta int) { m.keepalive.Add(float64(delta)) }
+
+// RenewalLost counts a kept-alive lock whose renewal failed to reach a
+// majority, so that the proxy gave it up.
+func (m *Metrics) RenewalLost() { m.renewalsLost.Inc() }
+
+var _ quorum.Observer = (*Metrics)(nil)

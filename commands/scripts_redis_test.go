@@ -1,0 +1,99 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/redistest"
+)
+
+// TestScriptRepliesMatchRedis runs each library's script on a real
+// redis-server and the same call through the command table, after the same
+// setup, and compares the replies: with every node agreeing, the quorum's
+// answer must be the one the library gets from a single Redis.
+func TestScriptRepliesMatchRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := srv.Client()
+	held := []string{"SET", "k", "t", "PX", "10000"}
+	cases := []struct {
+		name  string
+		setup []string // run on both, nil for none
+		body  string
+		keys  []string
+		args  []string
+	}{
+		{"redsync delete absent", nil, redsyncDelete, k1("k"), []string{"t"}},
+		{"redsync delete other", held, redsyncDelete, k1("k"), []string{"x"}},
+		{"redsync delete own", held, redsyncDelete, k1("k"), []string{"t"}},
+		{"redsync touch own", held, redsyncTouch, k1("k"), []string{"t", "5000"}},
+		{"redsync touch other", held, redsyncTouch, k1("k"), []string{"x", "5000"}},
+		{"redsync touch-or-setnx absent", nil, redsyncTouchOrSetNX, k1("k"), []string{"t", "5000"}},
+		{"redsync touch-or-setnx other", held, redsyncTouchOrSetNX, k1("k"), []string{"x", "5000"}},
+		{"redis-py release own", held, redisPyRelease, k1("k"), []string{"t"}},
+		{"redis-py release other", held, redisPyRelease, k1("k"), []string{"x"}},
+		{"redis-py extend add", held, redisPyExtend, k1("k"), []string{"t", "1000", "0"}},
+		{"redis-py extend replace", held, redisPyExtend, k1("k"), []string{"t", "1000", "1"}},
+		{"redis-py extend absent", nil, redisPyExtend, k1("k"), []string{"t", "1000", "0"}},
+		{"redis-py reacquire own", held, redisPyReacquire, k1("k"), []string{"t", "1000"}},
+		{"redis-py reacquire other", held, redisPyReacquire, k1("k"), []string{"x", "1000"}},
+		{"pottery acquired other", held, potteryAcquired, k1("k"), []string{"x"}},
+		{"pottery extend own", held, potteryExtend, k1("k"), []string{"t", "1000"}},
+		{"pottery release own", held, potteryRelease, k1("k"), []string{"t"}},
+		{"pottery release absent", nil, potteryRelease, k1("k"), []string{"t"}},
+		{"redlock v4 acquire free", nil, redlockAcquireV41, []string{"a", "b"}, []string{"t", "1000"}},
+		{"redlock v4 acquire held", held, redlockAcquireV41, []string{"a", "k"}, []string{"t", "1000"}},
+		{"redlock v5 acquire free", nil, redlockAcquireV5, []string{"a", "b"}, []string{"t", "1000"}},
+		{"redlock v5 acquire held", held, redlockAcquireV5, []string{"k", "b"}, []string{"u", "1000"}},
+		{"redlock v5 extend own", held, redlockExtendV5, k1("k"), []string{"t", "1000"}},
+		{"redlock v5 extend partly", held, redlockExtendV5, []string{"k", "b"}, []string{"t", "1000"}},
+		{"redlock v5 release partly", held, redlockReleaseV5, []string{"k", "b"}, []string{"t"}},
+		{"redlock v4.0 release own", held, redlockReleaseV40, k1("k"), []string{"t"}},
+		{"redlock v4.2 extend other", held, redlockExtendV42, k1("k"), []string{"x", "1000"}},
+		{"redlock v4.0 acquire free", nil, redlockAcquireV40, []string{"a", "b", "c"}, []string{"t", "1000"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rc.FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t, Options{})
+			if tc.setup != nil {
+				if err := rc.Do(t.Context(), anys(tc.setup)...).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if got := f.do(tc.setup...); got != "+OK" {
+					t.Fatalf("setup %v = %s", tc.setup, got)
+				}
+			}
+			want := render(rc.Eval(t.Context(), tc.body, tc.keys, anys(tc.args)...).Result())
+			if got := f.do(evalsha(tc.body, tc.keys, tc.args...)...); got != want {
+				t.Fatalf("proxy %s, redis %s", got, want)
+			}
+		})
+	}
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+// render writes a go-redis result as the recorder does.
+func render(v any, err error) string {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "nil"
+	case err != nil:
+		return "-" + err.Error()
+	}
+	if n, ok := v.(int64); ok {
+		return fmt.Sprintf(":%d", n)
+	}
+	return fmt.Sprintf("%T %v", v, v)
+}

@@ -1,0 +1,123 @@
+package compat
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// python is Debian's interpreter, which sees Debian's python3-redis; the
+// python3 first on PATH may be another one.
+const python = "/usr/bin/python3"
+
+// TestRedisPy runs redis-py's Lock (Debian's python3-redis 4.3.4) through
+// compat/python/lock_test.py: acquire, extend, reacquire, release, refusal,
+// blocking with a timeout, the context manager and timeout=None.
+func TestRedisPy(t *testing.T) {
+	py := lookTool(t, python, "apt-get install python3-redis")
+	in := startRedlockd(t)
+	for _, tc := range []struct {
+		group string
+		want  []string
+	}{
+		{"basic", []string{"ok acquire", "ok second-lock-refused", "ok extend", "ok reacquire",
+			"ok release", "ok not-owner-refused"}},
+		{"blocking", []string{"ok blocking-timeout", "ok blocking-acquire"}},
+		{"context-manager", []string{"ok context-manager"}},
+		{"timeout-none", []string{"ok timeout-none"}},
+	} {
+		t.Run(tc.group, func(t *testing.T) {
+			out := runTool(t, testCtx(t), "python", in.addr, py, "lock_test.py", "suite", tc.group)
+			wantLines(t, out, append(tc.want, "PASS")...)
+		})
+	}
+}
+
+// TestRedisPyKilledHolder takes a redis-py lock with timeout=None (SET NX
+// without expiry: a session lock) in a child process, kills the child with
+// SIGKILL and checks that the lock becomes free: at once when the proxy
+// sees the connection close, and in any case within the session ttl.
+func TestRedisPyKilledHolder(t *testing.T) {
+	py := lookTool(t, python, "apt-get install python3-redis")
+	in := startRedlockd(t)
+	ctx := testCtx(t)
+	const name = "py:killed"
+
+	cmd := exec.CommandContext(ctx, py, "lock_test.py", "hold", name)
+	cmd.Dir = "python"
+	cmd.Env = append(cmd.Environ(), "REDLOCKD_ADDR="+in.addr)
+	stdin, err := cmd.StdinPipe() // kept open: the child holds until killed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := false
+	defer func() {
+		if !exited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	token, held := strings.CutPrefix(strings.TrimSpace(line), "HELD ")
+	if err != nil || !held {
+		cmd.Process.Kill()
+		cmd.Wait()
+		exited = true
+		t.Fatalf("child did not take the lock: %q, %v\n%s", line, err, stderr.String())
+	}
+
+	c := in.client(t, 2)
+	if got, err := c.Get(ctx, name).Result(); err != nil || got != token {
+		t.Fatalf("GET while held = %q, %v; want %q", got, err, token)
+	}
+	// The proxy never stores a value without a ttl on a backend.
+	for i, s := range in.backends {
+		if d, err := s.Client().PTTL(ctx, name).Result(); err != nil || d <= 0 || d > sessionTTL {
+			t.Errorf("backend %d: PTTL = %v, %v; want in (0, %v]", i, d, err, sessionTTL)
+		}
+	}
+
+	killed := time.Now()
+	cmd.Process.Kill() // SIGKILL: no clean-up in the client
+	cmd.Wait()
+	exited = true
+	// Released when the connection closes; the session ttl is the
+	// backstop, so the bound is a few of them plus scheduling slack.
+	bound := 3*sessionTTL + 5*time.Second
+	waitFree(t, c, name, bound)
+	t.Logf("lock free %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
+}
+
+// waitFree polls GET until the lock is free, failing after bound.
+func waitFree(t *testing.T, c *redis.Client, name string, bound time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	for {
+		err := c.Get(ctx, name).Err()
+		if errors.Is(err, redis.Nil) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("lock %q still held %v after its holder died (last GET: %v)", name, bound, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

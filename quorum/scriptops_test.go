@@ -1,0 +1,129 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+func memCluster(t *testing.T) (*quorum.Cluster, []*backend.Memory) {
+	t.Helper()
+	var mems []*backend.Memory
+	var nodes []quorum.Node
+	for _, name := range []string{"m1", "m2", "m3"} {
+		m := backend.NewMemory(name)
+		mems = append(mems, m)
+		nodes = append(nodes, m)
+	}
+	c, err := quorum.New(nodes, quorum.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, mems
+}
+
+// One node down is tolerated by every script operation; two are a
+// NoQuorumError, never a false "no".
+func TestScriptOpsQuorum(t *testing.T) {
+	ctx := context.Background()
+	ops := map[string]func(c *quorum.Cluster) error{
+		"AcquireAll": func(c *quorum.Cluster) error {
+			_, err := c.AcquireAll(ctx, []string{"a", "b"}, "t", time.Second)
+			return err
+		},
+		"ExtendAll": func(c *quorum.Cluster) error {
+			_, err := c.ExtendAll(ctx, []string{"a", "b"}, "t", 2*time.Second)
+			return err
+		},
+		"ExtendAdd": func(c *quorum.Cluster) error {
+			_, err := c.ExtendAdd(ctx, "a", "t", time.Second, time.Minute)
+			return err
+		},
+		"ExtendOrAcquire": func(c *quorum.Cluster) error {
+			_, err := c.ExtendOrAcquire(ctx, "c", "t", time.Second)
+			return err
+		},
+		"ReleaseStatus": func(c *quorum.Cluster) error {
+			r, err := c.ReleaseStatus(ctx, "c", "t")
+			if err == nil && r != quorum.Released {
+				return errors.New("not released")
+			}
+			return err
+		},
+		"ReleaseEach": func(c *quorum.Cluster) error {
+			n, err := c.ReleaseEach(ctx, []string{"a", "b", "x"}, "t")
+			if err == nil && n != 2 {
+				return errors.New("want 2 released")
+			}
+			return err
+		},
+	}
+	order := []string{"AcquireAll", "ExtendAll", "ExtendAdd", "ExtendOrAcquire", "ReleaseStatus", "ReleaseEach"}
+	c, mems := memCluster(t)
+	mems[0].SetFault(errors.New("down"))
+	for _, name := range order {
+		if err := ops[name](c); err != nil {
+			t.Fatalf("%s with one node down: %v", name, err)
+		}
+	}
+	c, mems = memCluster(t)
+	mems[0].SetFault(errors.New("down"))
+	mems[1].SetFault(errors.New("down"))
+	for _, name := range order {
+		if err := ops[name](c); !errors.Is(err, quorum.ErrNoQuorum) {
+			t.Fatalf("%s with two nodes down: %v, want NoQuorum", name, err)
+		}
+	}
+}
+
+func TestReleaseStatusVerdicts(t *testing.T) {
+	ctx := context.Background()
+	c, mems := memCluster(t)
+	if r, err := c.ReleaseStatus(ctx, "k", "t"); r != quorum.ReleasedAbsent || err != nil {
+		t.Fatalf("absent: %v, %v", r, err)
+	}
+	for _, m := range mems[:2] {
+		m.SetNX(ctx, "k", "other", time.Minute)
+	}
+	if r, err := c.ReleaseStatus(ctx, "k", "t"); r != quorum.ReleasedOther || err != nil {
+		t.Fatalf("held by another token: %v, %v", r, err)
+	}
+}
+
+// A failed multi-key extend leaves nothing of the token behind.
+func TestExtendAllFailureReleases(t *testing.T) {
+	ctx := context.Background()
+	c, mems := memCluster(t)
+	if _, err := c.AcquireAll(ctx, []string{"a", "b"}, "t", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExtendAll(ctx, []string{"a", "b", "c"}, "t", time.Minute); !errors.Is(err, quorum.ErrNotHeld) {
+		t.Fatalf("ExtendAll over a key never taken: %v, want ErrNotHeld", err)
+	}
+	for _, m := range mems {
+		if _, _, held, _ := m.Get(ctx, "a"); held {
+			t.Fatalf("%s still holds a", m.Name())
+		}
+	}
+}
+
+type plainNode struct{ quorum.Node }
+
+func TestMultiKeyNeedsMultiNode(t *testing.T) {
+	nodes := []quorum.Node{backend.NewMemory("m1"), plainNode{backend.NewMemory("plain")}, backend.NewMemory("m3")}
+	c, err := quorum.New(nodes, quorum.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.AcquireAll(context.Background(), []string{"a", "b"}, "t", time.Second)
+	if !errors.Is(err, quorum.ErrUnsupported) {
+		t.Fatalf("AcquireAll over a plain node: %v, want ErrUnsupported", err)
+	}
+	if _, err := c.ExtendAdd(context.Background(), "a", "t", time.Second, time.Minute); !errors.Is(err, quorum.ErrUnsupported) {
+		t.Fatalf("ExtendAdd over a plain node: %v, want ErrUnsupported", err)
+	}
+}

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is every setting of the binary, resolved from flags, environment
+// and an optional YAML file, in that order of precedence over the defaults.
+type Config struct {
+	// Listen is the client address. Default 127.0.0.1:6380.
+	Listen string
+	// Backends are the Redis masters; none means embedded mode. Default none.
+	Backends []string
+	// NodeTimeout bounds each call to one backend. Default 50ms.
+	NodeTimeout time.Duration
+	// DriftFactor is the clock drift allowance, a fraction of the ttl. Default 0.01.
+	DriftFactor float64
+	// RequirePass is the password clients must AUTH with. Default none.
+	RequirePass string
+	// MaxTTL is the largest ttl a command may ask for. Default 60s.
+	MaxTTL time.Duration
+	// SessionTTL is the backend ttl of session locks. Default 30s.
+	SessionTTL time.Duration
+	// RestartQuarantine is how long a restarted backend sits out every
+	// vote; 0 turns it off. Default: MaxTTL.
+	RestartQuarantine time.Duration
+	// MetricsAddr serves Prometheus /metrics when set. Default off.
+	MetricsAddr string
+	// ConfigFile is the YAML file that was read, if any.
+	ConfigFile string
+	// LogFormat is text or json. Default text.
+	LogFormat string
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string
+	// MaxClients limits open client connections; 0 is unlimited. Default 10000.
+	MaxClients int
+}
+
+// setting is one configurable value: its flag name (also its YAML key),
+// environment variable, default and parser.
+type setting struct {
+	name, env, def, arg, usage string
+	set                        func(c *Config, v string) error
+}
+
+var settings = []setting{
+	{"listen", "REDLOCKD_LISTEN", "127.0.0.1:6380", "addr", "client address",
+		func(c *Config, v string) error { c.Listen = v; return nil }},
+	{"backends", "REDLOCKD_BACKENDS", "", "list", "comma-separated host:port, redis://[user:pass@]host:port[/db] or rediss://…; empty = embedded mode",
+		func(c *Config, v string) error { c.Backends = splitList(v); return nil }},
+	{"node-timeout", "REDLOCKD_NODE_TIMEOUT", "50ms", "duration", "timeout per backend, per operation",
+		durationSetter(func(c *Config) *time.Duration { return &c.NodeTimeout })},
+	{"drift-factor", "REDLOCKD_DRIFT_FACTOR", "0.01", "fraction", "clock drift allowance, fraction of ttl",
+		func(c *Config, v string) (err error) { c.DriftFactor, err = strconv.ParseFloat(v, 64); return err }},
+	{"requirepass", "REDLOCKD_PASSWORD", "", "password", "clients must AUTH with this password",
+		func(c *Config, v string) error { c.RequirePass = v; return nil }},
+	{"max-ttl", "REDLOCKD_MAX_TTL", "60s", "duration", "largest ttl accepted",
+		durationSetter(func(c *Config) *time.Duration { return &c.MaxTTL })},
+	{"session-ttl", "REDLOCKD_SESSION_TTL", "30s", "duration", "backend ttl of session locks, renewed every third of it",
+		durationSetter(func(c *Config) *time.Duration { return &c.SessionTTL })},
+	{"restart-quarantine", "REDLOCKD_RESTART_QUARANTINE", "", "duration", "how long a restarted backend sits out every vote; 0 = off",
+		durationSetter(func(c *Config) *time.Duration { return &c.RestartQuarantine })},
+	{"metrics-addr", "REDLOCKD_METRICS_ADDR", "", "addr", "HTTP address serving Prometheus /metrics; empty = off",
+		func(c *Config, v string) error { c.MetricsAddr = v; return nil }},
+	{"log-format", "REDLOCKD_LOG_FORMAT", "text", "text|json", "log format",
+		func(c *Config, v string) error { c.LogFormat = v; return nil }},
+	{"log-level", "REDLOCKD_LOG_LEVEL", "info", "level", "debug, info, warn or error",
+		func(c *Config, v string) error { c.LogLevel = v; return nil }},
+	{"max-clients", "REDLOCKD_MAX_CLIENTS", "10000", "n", "largest number of client connections; 0 = unlimited",
+		func(c *Config, v string) (err error) { c.MaxClients, err = strconv.Atoi(v); return err }},
+}
+
+// defaultDocs describes defaults that are not a fixed value.
+var defaultDocs = map[string]string{"restart-quarantine": "= --max-ttl"}
+
+// configEnv names the config file when --config is not given.
+const configEnv = "REDLOCKD_CONFIG"
+
+func durationSetter(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return errors.New("not a duration (e.g. 50ms, 2s, 1m)")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// errHelp and errVersion ask run to print and exit 0.
+var (
+	errHelp    = errors.New("help requested")
+	errVersion = errors.New("version requested")
+)
+
+// loadConfig resolves the configuration from args, env (which returns ""
+// for an unset variable) and the YAML file they name. Its errors are one
+// line naming the bad setting.
+func loadConfig(args []string, env func(string) string) (Config, error) {
+	flags, err := parseFlags(args)
+	if err != nil {
+		return Config{}, err
+	}
+	path := firstNonEmpty(flags["config"].val, env(configEnv))
+	file, err := readFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	c.ConfigFile = path
+	for _, s := range settings {
+		if err := resolve(&c, s, flags, env, file, path); err != nil {
+			return Config{}, err
+		}
+	}
+	if _, set := lookupAny(settingNamed("restart-quarantine"), flags, env, file); !set {
+		c.RestartQuarantine = c.MaxTTL
+	}
+	return c, c.Validate()
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func settingNamed(name string) setting {
+	for _, s := range settings {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("no setting " + name)
+}
+
+// resolve applies the highest-precedence source of s, and names that
+// source if its value does not parse.
+func resolve(c *Config, s setting, flags map[string]flagValue, env func(string) string, file map[string]string, path string) error {
+	if s.def != "" {
+		if err := s.set(c, s.def); err != nil {
+			panic(fmt.Sprintf("default of --%s: %v", s.name, err))
+		}
+	}
+	v, ok := lookupAny(s, flags, env, file)
+	if !ok {
+		return nil
+	}
+	if err := s.set(c, v.val); err != nil {
+		where := ""
+		if v.source == s.name {
+			where = " in " + path
+		}
+		return fmt.Errorf("invalid %s %q%s: %v", v.source, v.val, where, unwrapParse(err))
+	}
+	return nil
+}
+
+// flagValue is a raw setting and where it came from: "--name" (flag),
+// the environment variable, or the bare key (config file).
+type flagValue struct {
+	val, source string
+}
+
+func lookupAny(s setting, flags map[string]flagValue, env func(string) string, file map[string]string) (flagValue, bool) {
+	if v, ok := flags[s.name]; ok {
+		return v, true
+	}
+	if v := env(s.env); v != "" {
+		return flagValue{v, s.env}, true
+	}
+	if v, ok := file[s.name]; ok {
+		return flagValue{v, s.name}, true
+	}
+	return flagValue{}, false
+}
+
+// unwrapParse drops strconv's repetition of the input ("strconv.ParseFloat:
+// parsing \"x\": invalid syntax" becomes "invalid syntax").
+func unwrapParse(err error) error {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return ne.Err
+	}
+	return err
+}
+
+// parseFlags records which flags were given, as raw strings: parsing them
+// waits until the sources are merged, so that an error names its source.
+func parseFlags(args []string) (map[string]flagValue, error) {
+	fs := flag.NewFlagSet("redlockd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported in one line by run
+	got := map[string]flagValue{}
+	for _, s := range append(settings, setting{name: "config"}) {
+		name := s.name
+		fs.Func(name, s.usage, func(v string) error {
+			got[name] = flagValue{v, "--" + name}
+			return nil
+		})
+	}
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		// The flag package writes "-name"; the documented spelling is "--name".
+		return nil, errors.New(strings.Replace(err.Error(), "flag provided but not defined: -", "unknown flag --", 1))
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *version {
+		return nil, errVersion
+	}
+	return got, nil
+}
+
+// readFile reads the YAML config file into raw strings by key. Lists (for
+// backends) are joined with commas. Unknown keys are errors, so that a
+// typo does not silently fall back to a default.
+func readFile(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --config %q: %v", path, err)
+	}
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("invalid --config %q: %v", path, oneLine(err.Error()))
+	}
+	out := make(map[string]string, len(doc))
+	for key, node := range doc {
+		v, err := yamlValue(key, &node)
+		if err != nil {
+			return nil, fmt.Errorf("invalid --config %q: %v", path, err)
+		}
+		out[key] = v
+	}
+	return out, nil
+}
+
+func yamlValue(key string, n *yaml.Node) (string, error) {
+	if !known(key) {
+		return "", fmt.Errorf("unknown setting %q", key)
+	}
+	switch {
+	case n.Kind == yaml.ScalarNode:
+		return n.Value, nil
+	case n.Kind == yaml.SequenceNode && key == "backends":
+		items := make([]string, 0, len(n.Content))
+		for _, it := range n.Content {
+			if it.Kind != yaml.ScalarNode {
+				return "", fmt.Errorf("%s: list items must be strings", key)
+			}
+			items = append(items, it.Value)
+		}
+		return strings.Join(items, ","), nil
+	}
+	return "", fmt.Errorf("%s: want a single value", key)
+}
+
+func known(key string) bool {
+	for _, s := range settings {
+		if s.name == key {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	checks := []struct {
+		bad     bool
+		name    string
+		val     any
+		problem string
+	}{
+		{c.Listen == "", "listen", c.Listen, "must not be empty"},
+		{c.NodeTimeout <= 0, "node-timeout", c.NodeTimeout, "must be positive"},
+		{c.MaxTTL <= 0, "max-ttl", c.MaxTTL, "must be positive"},
+		{c.NodeTimeout >= c.MaxTTL, "node-timeout", c.NodeTimeout, fmt.Sprintf("must be less than --max-ttl (%v)", c.MaxTTL)},
+		{c.DriftFactor < 0 || c.DriftFactor >= 1, "drift-factor", c.DriftFactor, "must be in [0, 1)"},
+		{c.SessionTTL <= c.NodeTimeout, "session-ttl", c.SessionTTL, fmt.Sprintf("must be more than --node-timeout (%v)", c.NodeTimeout)},
+		{c.RestartQuarantine < 0, "restart-quarantine", c.RestartQuarantine, "must not be negative"},
+		{c.MaxClients < 0, "max-clients", c.MaxClients, "must not be negative"},
+		{c.LogFormat != "text" && c.LogFormat != "json", "log-format", c.LogFormat, "must be text or json"},
+		{!validLevel(c.LogLevel), "log-level", c.LogLevel, "must be debug, info, warn or error"},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return fmt.Errorf("invalid --%s %q: %s", ch.name, fmt.Sprint(ch.val), ch.problem)
+		}
+	}
+	return nil
+}
+
+func validLevel(l string) bool {
+	switch l {
+	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+// printUsage lists every flag with its environment variable and default.
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: redlockd [flags]\n\nA Redis-protocol lock server running Redlock over independent Redis masters.\nPrecedence: flags > environment > config file > defaults.\n\nFlags:\n")
+	for _, s := range settings {
+		fmt.Fprintf(w, "  --%s %s\n      %s (env %s", s.name, s.arg, s.usage, s.env)
+		if def := firstNonEmpty(s.def, defaultDocs[s.name]); def != "" {
+			fmt.Fprintf(w, ", default %s", def)
+		}
+		fmt.Fprintln(w, ")")
+	}
+	fmt.Fprintf(w, "  --config file\n      YAML file whose keys are the flag names (env %s)\n", configEnv)
+	fmt.Fprintf(w, "  --version\n      print the version and exit\n  --help\n      print this help and exit\n")
+}

@@ -1,0 +1,26 @@
+// Command redlockd is a Redis-protocol lock server that runs the Redlock
+// algorithm over independent Redis masters (or, with no --backends, over
+// three in-process nodes for trying it out).
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Version is reported by --version, INFO and HELLO; release builds set it
+// with -ldflags "-X main.Version=…".
+var Version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal the default handling comes back, so a
+		// second Ctrl-C kills a shutdown that takes too long.
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,154 @@
+// Package redlocktest serves redlockd in-process, in front of real
+// redis-server processes started by package redistest, for tests that
+// drive it with real clients. Everything it starts is stopped by the
+// test's cleanup.
+package redlocktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/commands"
+	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/proxy"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// Options shape one instance. Zero values take the defaults noted.
+type Options struct {
+	// Backends is how many redis-server processes to start. Default 3.
+	Backends int
+	// ServerArgs are extra redis-server arguments for every backend.
+	ServerArgs []string
+	// NodeTimeout is the per-node timeout. Default 500ms: generous,
+	// because test machines are shared and slow.
+	NodeTimeout time.Duration
+	// Commands are the command table's options (password, session ttl…).
+	Commands commands.Options
+	// Proxy are the listener's options.
+	Proxy proxy.Options
+}
+
+// Instance is one redlockd serving on a free loopback port.
+type Instance struct {
+	Addr     string
+	Port     int
+	Backends []*redistest.Server
+	Nodes    []*backend.Redis
+	Cluster  *quorum.Cluster
+	Handler  *commands.Handler
+	Server   *proxy.Server
+}
+
+// Start serves redlockd over freshly started backends.
+func Start(t testing.TB, opts Options) *Instance {
+	t.Helper()
+	if opts.Backends == 0 {
+		opts.Backends = 3
+	}
+	servers := redistest.StartN(t, opts.Backends, opts.ServerArgs...)
+	return StartOver(t, servers, opts)
+}
+
+// StartOver serves redlockd over backends that are already running, so
+// that two instances can share them.
+func StartOver(t testing.TB, servers []*redistest.Server, opts Options) *Instance {
+	t.Helper()
+	in := &Instance{Backends: servers}
+	nodes := make([]quorum.Node, len(servers))
+	for i, s := range servers {
+		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Nodes = append(in.Nodes, n)
+		nodes[i] = n
+	}
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = 500 * time.Millisecond
+	if opts.NodeTimeout > 0 {
+		cfg.NodeTimeout = opts.NodeTimeout
+	}
+	cl, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Cluster = cl
+	in.Handler = commands.New(cl, opts.Commands)
+	in.Server = proxy.New(in.Handler, opts.Proxy)
+	in.serve(t)
+	return in
+}
+
+func (in *Instance) serve(t testing.TB) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- in.Server.Serve(ln) }()
+	<-in.Server.Ready()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := in.Server.Shutdown(ctx); err != nil {
+			t.Errorf("redlocktest: Shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, proxy.ErrServerClosed) {
+			t.Errorf("redlocktest: Serve returned %v, want ErrServerClosed", err)
+		}
+		for _, n := range in.Nodes {
+			n.Close()
+		}
+	})
+	tcp := ln.Addr().(*net.TCPAddr)
+	in.Addr, in.Port = tcp.String(), tcp.Port
+}
+
+// Client is a go-redis client of the instance (protocol 0: the library's
+// default, RESP3), closed by the test's cleanup.
+func (in *Instance) Client(t testing.TB, protocol int) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: protocol})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// BackendValues reads key directly on each backend: its value, "<nil>"
+// when absent, or "<err …>".
+func (in *Instance) BackendValues(t testing.TB, key string) []string {
+	t.Helper()
+	vals := make([]string, len(in.Backends))
+	for i, s := range in.Backends {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, err := s.Client().Get(ctx, key).Result()
+		cancel()
+		switch {
+		case errors.Is(err, redis.Nil):
+			vals[i] = "<nil>"
+		case err != nil:
+			vals[i] = fmt.Sprintf("<err %v>", err)
+		default:
+			vals[i] = v
+		}
+	}
+	return vals
+}
+
+// Count counts the entries of vals equal to want.
+func Count(vals []string, want string) int {
+	n := 0
+	for _, v := range vals {
+		if v == want {
+			n++
+		}
+	}
+	return n
+}

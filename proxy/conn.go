@@ -1,0 +1,131 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// admit takes a client slot; false when MaxClients are connected.
+func (s *Server) admit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.MaxClients > 0 && s.clients >= s.opts.MaxClients {
+		return false
+	}
+	s.clients++
+	return true
+}
+
+func (s *Server) freeSlot() {
+	s.mu.Lock()
+	s.clients--
+	s.mu.Unlock()
+}
+
+// reject answers a client over MaxClients as Redis does, off the accept
+// loop so that a client that never reads cannot stall it.
+func (s *Server) reject(c net.Conn) {
+	s.rejectWG.Add(1)
+	go func() {
+		defer s.rejectWG.Done()
+		defer c.Close()
+		c.SetWriteDeadline(time.Now().Add(rejectTimeout))
+		io.WriteString(c, msgMaxClients)
+	}()
+}
+
+// accept runs on redcon's accept loop for every admitted connection.
+func (s *Server) accept(c redcon.Conn) bool {
+	st := &connState{nc: c.NetConn(), sess: s.h.NewSession(c.RemoteAddr())}
+	st.w = NewWriter(st.sess.Proto)
+	if !s.track(st) {
+		// Shutdown is tearing connections down; this one came too late.
+		s.h.CloseSession(st.sess)
+		return false
+	}
+	c.SetContext(st)
+	return true
+}
+
+// track registers a connection for Shutdown, unless it has begun.
+func (s *Server) track(st *connState) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closing:
+		s.clients--
+		return false
+	default:
+	}
+	s.conns[st] = struct{}{}
+	s.connWG.Add(1)
+	return true
+}
+
+// closed runs on the connection's goroutine after redcon closed it, while
+// redcon holds its server lock: the session ends on its own goroutine,
+// because ending it may release locks on the backends.
+func (s *Server) closed(c redcon.Conn, err error) {
+	st, ok := c.Context().(*connState)
+	if !ok {
+		return
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("connection closed", "addr", c.RemoteAddr(), "err", err)
+	}
+	s.mu.Lock()
+	delete(s.conns, st)
+	s.clients--
+	s.mu.Unlock()
+	go func() {
+		defer s.connWG.Done()
+		s.h.CloseSession(st.sess)
+	}()
+}
+
+// serveRESP gets the first command of a read batch. It takes the rest of
+// the batch too and writes all replies itself, so that a batch counts as
+// in flight until its replies are on the socket: redcon would flush them
+// only after the handler returned, too late for Shutdown to wait for.
+func (s *Server) serveRESP(c redcon.Conn, cmd redcon.Command) {
+	st := c.Context().(*connState)
+	if st.done {
+		return
+	}
+	if !s.flight.begin() {
+		st.done = true
+		c.Close()
+		return
+	}
+	quit := s.runBatch(st, cmd, c.ReadPipeline())
+	err := st.flush()
+	s.flight.end()
+	if quit || err != nil {
+		st.done = true
+		c.Close()
+	}
+}
+
+// run executes one command and reports whether the client asked to quit.
+func (s *Server) run(st *connState, cmd redcon.Command) bool {
+	s.h.Exec(st.sess, cmd.Args, st.w)
+	return st.sess.Quit()
+}
+
+func (st *connState) flush() error {
+	b := st.w.Bytes()
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := st.nc.Write(b)
+	if cap(b) > maxKeptBuffer {
+		st.w.buf = nil
+	} else {
+		st.w.Reset()
+	}
+	return err
+}

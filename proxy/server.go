@@ -1,0 +1,236 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/redlockd/redlockd/commands"
+)
+
+// ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or
+// Close.
+var ErrServerClosed = errors.New("proxy: server closed")
+
+// errServing is returned by a second call to Serve.
+var errServing = errors.New("proxy: Serve called twice")
+
+const (
+	// maxKeptBuffer caps the reply buffer a connection keeps between
+	// batches, so one huge reply does not pin its memory for the
+	// connection's lifetime.
+	maxKeptBuffer = 256 << 10
+	// rejectTimeout bounds writing the "max clients" error to a client that
+	// never reads (or never finishes a TLS handshake).
+	rejectTimeout = time.Second
+	msgMaxClients = "-ERR max number of clients reached\r\n"
+)
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	// Logger receives connection-level problems, never one line per
+	// command. Default: slog.Default().
+	Logger *slog.Logger
+	// TLSConfig, when set, makes Serve speak TLS on the listener it is
+	// given. Default: plain TCP.
+	TLSConfig *tls.Config
+	// MaxClients is the largest number of open client connections; one
+	// more gets "-ERR max number of clients reached" and is closed.
+	// Default 0: unlimited.
+	MaxClients int
+}
+
+// Server accepts RESP connections and runs their commands through a
+// commands.Handler. Its shape follows net/http: Serve(ln), ListenAndServe,
+// Shutdown(ctx), Close.
+type Server struct {
+	h    *commands.Handler
+	opts Options
+	log  *slog.Logger
+
+	flight   *inflight
+	ready    chan struct{} // closed once Serve is accepting
+	closing  chan struct{} // closed when Shutdown or Close begins
+	stopped  chan struct{} // closed once the listener is closed too
+	released chan struct{} // closed when connections may be torn down
+	done     chan struct{} // closed when Serve has cleaned up
+
+	closeOnce   sync.Once
+	releaseOnce sync.Once
+
+	mu      sync.Mutex
+	ln      *gateListener
+	conns   map[*connState]struct{}
+	clients int
+
+	connWG   sync.WaitGroup // accepted connections not yet cleaned up
+	rejectWG sync.WaitGroup // "max clients" replies being written
+}
+
+// connState is what a connection carries in its redcon context. It is only
+// touched by the connection's own goroutine, except nc and sess, which
+// are safe for concurrent use.
+type connState struct {
+	nc   net.Conn
+	sess *commands.Session
+	w    *Writer
+	done bool // QUIT or a failed write: ignore the rest of the batch
+}
+
+// New returns a Server that runs commands with h.
+func New(h *commands.Handler, opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{
+		h:        h,
+		opts:     opts,
+		log:      log,
+		flight:   newInflight(),
+		ready:    make(chan struct{}),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+		released: make(chan struct{}),
+		done:     make(chan struct{}),
+		conns:    make(map[*connState]struct{}),
+	}
+}
+
+// ListenAndServe listens on the TCP address addr and calls Serve.
+func (s *Server) ListenAndServe(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln until Shutdown or Close, and returns
+// ErrServerClosed once every connection has been cleaned up. It takes
+// ownership of ln. Serve may be called once.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.opts.TLSConfig != nil {
+		ln = tls.NewListener(ln, s.opts.TLSConfig)
+	}
+	g, err := s.register(ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(),
+		s.serveRESP, s.accept, s.closed)
+	close(s.ready)
+	_ = rs.Serve(g) // redcon reports nothing useful: the gate keeps the cause
+	s.connWG.Wait()
+	s.rejectWG.Wait()
+	close(s.done)
+	select {
+	case <-s.closing:
+		return ErrServerClosed
+	default:
+		return g.err
+	}
+}
+
+func (s *Server) register(ln net.Listener) (*gateListener, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closing:
+		return nil, ErrServerClosed
+	default:
+	}
+	if s.ln != nil {
+		return nil, errServing
+	}
+	s.ln = &gateListener{Listener: ln, srv: s}
+	return s.ln, nil
+}
+
+// Ready is closed once Serve is accepting connections.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the listener's address, or nil before Serve was called.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting connections, waits for the commands that are
+// running to finish and their replies to be written, then closes every
+// connection (their sessions end: blocking commands stop, session locks are
+// released). Commands that arrive after Shutdown began are not run: their
+// connection is closed, as Redis does when it shuts down. If ctx ends first,
+// connections are closed at once and ctx's error is returned. Safe to call
+// more than once, and together with Close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopAccepting()
+	select {
+	case <-s.flight.drain():
+	case <-ctx.Done():
+		s.release()
+		return ctx.Err()
+	}
+	s.release()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting and closes every connection at once, without
+// waiting for running commands. Serve returns once they have ended.
+func (s *Server) Close() error {
+	s.stopAccepting()
+	s.release()
+	return nil
+}
+
+// stopAccepting refuses new command batches, then closes the listener. A
+// server that was never served is done at once.
+func (s *Server) stopAccepting() {
+	s.closeOnce.Do(func() {
+		s.flight.drain()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		defer close(s.stopped)
+		// closing first: the gate must see it when Accept fails.
+		close(s.closing)
+		if s.ln == nil {
+			close(s.done)
+			return
+		}
+		s.ln.Listener.Close()
+	})
+}
+
+// release lets redcon's accept loop end (it then closes every connection)
+// and ends every session, which stops commands blocked in a wait.
+func (s *Server) release() {
+	s.releaseOnce.Do(func() {
+		close(s.released)
+		s.mu.Lock()
+		conns := make([]*connState, 0, len(s.conns))
+		for st := range s.conns {
+			conns = append(conns, st)
+		}
+		s.mu.Unlock()
+		for _, st := range conns {
+			st.nc.Close()
+			s.h.CloseSession(st.sess)
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package faulttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redlockd/redlockd/internal/check"
+	"github.com/redlockd/redlockd/internal/faults"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// restartScenario: A takes the lock while backend 2 is blackholed, so A
+// holds it on exactly a majority {0, 1}. Backend 0 then crashes and
+// restarts; backend 2 comes back. B tries the same key while A still holds
+// it. It returns the checker's verdict over A's and B's sections and B's
+// acquire error.
+func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (check.Result, error) {
+	t.Helper()
+	e := faults.Start(t, 3, serverArgs...)
+	ca, cb := e.Cluster(t, cfg), e.Cluster(t, cfg)
+	const ttl = 20 * time.Second // A's validity outlasts the whole scenario
+	rec := check.NewRecorder()
+
+	e.Backends[2].Proxy.Set(faults.Blackhole)
+	t0 := time.Now()
+	a, err := ca.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), ttl)
+	if err != nil {
+		t.Fatalf("A's acquire: %v", err)
+	}
+	ha := rec.Begin("A", "k", t0, time.Now(), a.Validity)
+
+	e.Backends[0].Restart(t)
+	e.Backends[2].Proxy.Set(faults.Pass)
+
+	var berr error
+	for range 20 { // B retries through the reconnects after the restart
+		t0 = time.Now()
+		b, err := cb.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), ttl)
+		berr = err
+		if err == nil {
+			hb := rec.Begin("B", "k", t0, time.Now(), b.Validity)
+			hb.End()
+			cb.Release(context.Background(), "k", b.Token)
+			break
+		}
+		if !errors.Is(err, quorum.ErrNoQuorum) && !errors.Is(err, quorum.ErrNotAcquired) {
+			t.Fatalf("B's acquire: %v", err)
+		}
+	}
+	ha.End()
+	ca.Release(context.Background(), "k", a.Token)
+	return rec.Check(), berr
+}
+
+// TestRestartWithoutPersistenceBreaksExclusion is the negative control of
+// the whole matrix: a majority member that restarts empty, with no
+// persistence and no quarantine, lets a second client take a lock that is
+// still held. The checker must see the overlap, or it proves nothing.
+func TestRestartWithoutPersistenceBreaksExclusion(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.RestartQuarantine = 0
+	res, berr := restartScenario(t, cfg)
+	t.Logf("SCENARIO %-28s %v (B: %v)", t.Name(), res, berr)
+	if berr != nil {
+		t.Fatalf("B was not let in (%v): the unsafe setup did not show its flaw", berr)
+	}
+	if len(res.Overlaps) == 0 {
+		t.Fatalf("the checker missed a double grant: %v", res)
+	}
+}
+
+// TestRestartWithAppendOnlyKeepsExclusion: the same crash, with
+// appendfsync always: the restarted backend still holds A's key and B
+// is refused.
+func TestRestartWithAppendOnlyKeepsExclusion(t *testing.T) {
+	cfg := defaultCfg()
+	res, berr := restartScenario(t, cfg, "--appendonly", "yes", "--appendfsync", "always")
+	t.Logf("SCENARIO %-28s %v (B: %v)", t.Name(), res, berr)
+	if berr == nil || !res.OK() {
+		t.Fatalf("B got a held lock after a persistent restart: %v %v", res, berr)
+	}
+}
+
+// TestRestartQuarantineKeepsExclusion: no persistence, but the restarted
+// backend sits out every vote for the quarantine: B is refused.
+func TestRestartQuarantineKeepsExclusion(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.RestartQuarantine = time.Minute
+	res, berr := restartScenario(t, cfg)
+	t.Logf("SCENARIO %-28s %v (B: %v)", t.Name(), res, berr)
+	if berr == nil || !res.OK() {
+		t.Fatalf("B got a held lock from a quarantined backend: %v %v", res, berr)
+	}
+	if !errors.Is(berr, quorum.ErrNotAcquired) && !errors.Is(berr, quorum.ErrNoQuorum) {
+		t.Fatal(fmt.Sprint("unexpected error: ", berr))
+	}
+}

@@ -32,6 +32,8 @@ type Memory struct {
 	delay  time.Duration
 	calls  map[string]int
 	now    func() time.Time // time.Now; tests replace it
+
+	releases releaseWatchers
 }
 
 type entry struct {

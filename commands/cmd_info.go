@@ -63,7 +63,8 @@ func (h *Handler) infoBackends(b *strings.Builder) {
 	nodes := h.cluster.Nodes()
 	fmt.Fprintf(b, "backends:%d\r\nquorum:%d\r\nnode_timeout_ms:%d\r\ndrift_factor:%g\r\n",
 		len(nodes), h.cluster.Quorum(), cfg.NodeTimeout.Milliseconds(), cfg.DriftFactor)
-	for i, n := range nodes {
-		fmt.Fprintf(b, "backend%d:addr=%s\r\n", i, n.Name())
+	fmt.Fprintf(b, "restart_quarantine_ms:%d\r\n", cfg.RestartQuarantine.Milliseconds())
+	for i, st := range h.cluster.NodeStates() {
+		fmt.Fprintf(b, "%s\r\n", backendLine(i, st))
 	}
 }

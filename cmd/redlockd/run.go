@@ -71,6 +71,8 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 	qcfg := quorum.DefaultConfig()
 	qcfg.NodeTimeout = cfg.NodeTimeout
 	qcfg.DriftFactor = cfg.DriftFactor
+	qcfg.RestartQuarantine = cfg.RestartQuarantine
+	qcfg.Logger = log
 	cluster, err := quorum.New(nodes, qcfg)
 	if err != nil {
 		log.Error("cannot build the lock cluster", "err", err)

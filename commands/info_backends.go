@@ -1,0 +1,46 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// backendLine is one backend's INFO line: its address, whether its votes
+// count (and why not), and the server identity the quorum last saw.
+func backendLine(i int, st quorum.NodeState) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "backend%d:addr=%s,state=%s", i, st.Name, backendState(st))
+	if st.Watched {
+		fmt.Fprintf(&b, ",run_id=%s,role=%s,connected_slaves=%d", st.RunID, st.Role, st.ConnectedSlaves)
+	}
+	if st.Quarantined {
+		fmt.Fprintf(&b, ",quarantine_left_ms=%d", time.Until(st.QuarantinedUntil).Milliseconds())
+	}
+	if st.Refused != "" {
+		fmt.Fprintf(&b, ",refused=%s", infoValue(st.Refused))
+	}
+	if st.LastError != "" {
+		fmt.Fprintf(&b, ",last_error=%s", infoValue(st.LastError))
+	}
+	return b.String()
+}
+
+func backendState(st quorum.NodeState) string {
+	switch {
+	case st.Refused != "":
+		return "refused"
+	case !st.Up:
+		return "down"
+	case st.Quarantined:
+		return "quarantined"
+	}
+	return "up"
+}
+
+// infoValue keeps free text inside one INFO field.
+func infoValue(s string) string {
+	return strings.NewReplacer(",", ";", "\r", " ", "\n", " ").Replace(s)
+}

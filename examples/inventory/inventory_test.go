@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/commands"
+	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/proxy"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
+
+const (
+	services = 4
+	stock    = 15
+)
+
+// startRedlockd serves redlockd over three real redis-servers on a free
+// loopback port, stopped by t.Cleanup.
+func startRedlockd(t *testing.T) string {
+	t.Helper()
+	var nodes []quorum.Node
+	for _, s := range redistest.StartN(t, 3) {
+		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
+	cl, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := proxy.New(commands.New(cl, commands.Options{}), proxy.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+		for _, n := range nodes {
+			n.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// build compiles this example into a temporary dir.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "inventory")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// sell runs the services against a fresh stock and returns the total of
+// sales they counted and the stock left.
+func sell(t *testing.T, bin string, store *redistest.Server, redlockd string, flags ...string) (sold, left int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc := store.Client()
+	if err := rc.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rc.Set(ctx, stockKey, stock, 0)
+	args := append([]string{"-store", store.Addr(), "-redlockd", redlockd, "-gate", "-delay", "20ms"}, flags...)
+	var wg sync.WaitGroup
+	errs := make([]error, services)
+	outs := make([]bytes.Buffer, services)
+	for i := range services {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { errs[i] = cmd.Wait() })
+	}
+	openGate(t, ctx, rc)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("service %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	sold, _ = rc.Get(ctx, soldKey).Int()
+	left, _ = rc.Get(ctx, stockKey).Int()
+	return sold, left
+}
+
+// openGate waits until every service blocks on the gate list, then lets
+// them all go at once, so that their sales overlap.
+func openGate(t *testing.T, ctx context.Context, rc *redis.Client) {
+	t.Helper()
+	for i := 0; ; i++ {
+		info := rc.Info(ctx, "clients").Val()
+		if blockedClients(info) >= services {
+			break
+		}
+		if i == 2000 {
+			t.Fatalf("services never reached the gate:\n%s", info)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded above
+	}
+	for range services {
+		rc.RPush(ctx, gateKey, "go")
+	}
+}
+
+func blockedClients(info string) int {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "blocked_clients:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}
+
+func TestInventory(t *testing.T) {
+	bin := build(t)
+	store := redistest.Start(t)
+	redlockd := startRedlockd(t)
+
+	t.Run("without a lock it oversells", func(t *testing.T) {
+		sold, _ := sell(t, bin, store, redlockd)
+		if sold <= stock {
+			t.Fatalf("sold %d of %d without a lock: the race did not show", sold, stock)
+		}
+		t.Logf("without a lock: sold %d of %d", sold, stock)
+	})
+	t.Run("with LOCK it sells exactly the stock", func(t *testing.T) {
+		if sold, left := sell(t, bin, store, redlockd, "-lock"); sold != stock || left != 0 {
+			t.Fatalf("sold %d of %d, %d left", sold, stock, left)
+		}
+	})
+	t.Run("with LOCK FENCE it sells exactly the stock", func(t *testing.T) {
+		if sold, left := sell(t, bin, store, redlockd, "-lock", "-fence"); sold != stock || left != 0 {
+			t.Fatalf("sold %d of %d, %d left", sold, stock, left)
+		}
+		if f, _ := store.Client().Get(context.Background(), fenceKey).Int64(); f <= 0 {
+			t.Fatalf("the store saw no fencing token (%d)", f)
+		}
+	})
+}

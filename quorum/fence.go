@@ -1,0 +1,135 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Fencing tokens (LOCK … FENCE).
+//
+// Each node keeps a counter per key at FenceKey(key). After the lock is
+// acquired, Fence reads the counter on every node (waiting for all answers,
+// each bounded by the node timeout; at least a majority must answer), picks
+//
+//	fence = max(largest counter read + 1, wall clock in microseconds)
+//
+// and raises the counter on every node to it with an atomic
+// set-if-greater, replying only once a majority stored exactly that value.
+// The lock must still be valid after both rounds, or the fence is not
+// handed out.
+//
+// Why it increases strictly: a fence F handed out earlier was stored on a
+// majority W before its lock's validity ended, and the next lock on the key
+// is granted only after that validity ended, so its read happens after F
+// was stored. A read reaching a majority R meets W in at least one node; if
+// that node kept its data, the read sees >= F and the new fence is > F.
+// The clock floor covers the rest: counters that expired (they live
+// FenceTTL, refreshed on every use, so a key unused that long starts again
+// from the clock) and a node of W that lost its data (a restart without
+// persistence) while the other nodes of W are not in R. Since every fence
+// is at most "previous + 1" above the clock reading of the proxy that made
+// it, and a lock round takes far longer than a microsecond, each fence is
+// close to its proxy's clock, and the next proxy's clock has moved past it.
+//
+// When it is not monotonic: if the clock floor is needed (expired counter,
+// or data lost on a node that was the only one of W the read reached) and
+// the new proxy's wall clock is behind the clock of the proxy that made F by
+// more than the time between the two acquisitions (a clock stepped back, or
+// proxies whose clocks disagree). Losing the data of a majority at once
+// defeats both the counters and the lock itself. The restart quarantine,
+// when on, keeps a restarted node out of the read, which removes the
+// data-loss case. Counters are Lua numbers on Redis: exact up to 2^53
+// (microseconds until about the year 2255).
+
+// FenceTTL is how long a fencing counter outlives its last use. The proxy
+// never stores a key without an expiry; past this the clock floor takes over.
+const FenceTTL = 7 * 24 * time.Hour
+
+// Fencer is the optional Node extension that LOCK … FENCE needs.
+type Fencer interface {
+	// ReadFence returns the counter at key, 0 when absent.
+	ReadFence(ctx context.Context, key string) (int64, error)
+	// RaiseFence stores v at key unless the key holds more, sets its ttl,
+	// and returns the value the key holds afterwards, atomically.
+	RaiseFence(ctx context.Context, key string, v int64, ttl time.Duration) (int64, error)
+}
+
+// ErrFenceOvertaken reports that a node already stored a larger fence than
+// the one just computed: another holder fenced the key meanwhile, so this
+// lock can no longer be trusted.
+var ErrFenceOvertaken = errors.New("quorum: fence overtaken by a later holder")
+
+// FenceKey is where the nodes keep key's fencing counter.
+func FenceKey(key string) string { return "redlockd:fence:{" + key + "}" }
+
+// Fence hands out the next fencing token for l, a lock just acquired, and
+// takes the time it spent off l.Validity. It returns ErrNotAcquired when
+// the validity ran out meanwhile, ErrFenceOvertaken, or a *NoQuorumError.
+// On error the caller still holds (and must release) the lock.
+func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
+	ctx, done := c.begin(ctx, OpFence)
+	defer func() { done(err, 0, 0) }()
+	t0 := c.cfg.Now()
+	fk := FenceKey(l.Key)
+	top, err := c.readFences(ctx, fk)
+	if err != nil {
+		return 0, err
+	}
+	f = max(top+1, c.cfg.Now().UnixMicro())
+	if err := c.raiseFences(ctx, fk, f); err != nil {
+		return 0, err
+	}
+	l.Validity -= c.cfg.Now().Sub(t0)
+	if l.Validity <= 0 {
+		return 0, ErrNotAcquired
+	}
+	return f, nil
+}
+
+func (c *Cluster) readFences(ctx context.Context, fk string) (int64, error) {
+	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
+		fn, ok := n.(Fencer)
+		if !ok {
+			return 0, ErrNotSupported
+		}
+		return fn.ReadFence(ctx, fk)
+	})
+	var t tally
+	var top int64
+	for range c.nodes {
+		r := <-ch
+		t.add(true, r.err)
+		if r.err == nil {
+			top = max(top, r.val)
+		}
+	}
+	if t.answered() < c.Quorum() {
+		return 0, c.noQuorum(&t)
+	}
+	return top, nil
+}
+
+func (c *Cluster) raiseFences(ctx context.Context, fk string, f int64) error {
+	overtaken := false
+	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
+		fn, ok := n.(Fencer)
+		if !ok {
+			return 0, ErrNotSupported
+		}
+		return fn.RaiseFence(ctx, fk, f, FenceTTL)
+	})
+	var t tally
+	for range c.nodes {
+		r := <-ch
+		t.add(r.val == f, r.err)
+		overtaken = overtaken || (r.err == nil && r.val > f)
+	}
+	switch {
+	case overtaken:
+		return ErrFenceOvertaken
+	case t.yes >= c.Quorum():
+		return nil
+	}
+	return c.noQuorum(&t)
+}

@@ -1,0 +1,43 @@
+package commands
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestPipelineClassification(t *testing.T) {
+	tests := []struct {
+		args    []string
+		keys    string
+		barrier bool
+	}{
+		{[]string{"SET", "k", "v", "NX", "PX", "10"}, "[k]", false},
+		{[]string{"lock", "k", "10"}, "[k]", false},
+		{[]string{"DEL", "a", "b"}, "[a b]", false},
+		{[]string{"EVALSHA", "sha", "2", "a", "b", "tok"}, "[a b]", false},
+		{[]string{"EVAL", "body", "x", "a"}, "[body x a]", false}, // bad numkeys: every argument
+		{[]string{"PING"}, "[]", false},
+		{[]string{"AUTH", "pw"}, "", true},
+		{[]string{"hello", "3"}, "", true},
+		{[]string{"SELECT", "0"}, "", true},
+		{[]string{"QUIT"}, "", true},
+		{[]string{"RESET"}, "", true},
+		{[]string{"CLIENT", "SETNAME", "x"}, "", true},
+		{[]string{"NOSUCHCOMMAND"}, "", true},
+		{[]string{"AVERYLONGCOMMANDNAMEOVERSIXTEEN"}, "", true},
+	}
+	for _, tc := range tests {
+		args := make([][]byte, len(tc.args))
+		for i, a := range tc.args {
+			args[i] = []byte(a)
+		}
+		keys, ok := PipelineKeys(args)
+		if ok == tc.barrier || IsBarrier(tc.args[0]) != tc.barrier {
+			t.Errorf("%v: concurrent %v, IsBarrier %v; want barrier %v", tc.args, ok, IsBarrier(tc.args[0]), tc.barrier)
+			continue
+		}
+		if got := fmt.Sprintf("%s", keys); ok && got != tc.keys {
+			t.Errorf("%v: keys %s, want %s", tc.args, got, tc.keys)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package proxy
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/redlockd/redlockd/commands"
+)
+
+// maxConcurrent bounds how many commands of one connection's batch run at
+// once, and so the goroutines and reply buffers one client can hold.
+const maxConcurrent = 64
+
+// writerPool recycles the reply buffers of concurrently run commands.
+var writerPool = sync.Pool{New: func() any { return &Writer{} }}
+
+// runBatch runs a read batch: first, then rest (redcon's ReadPipeline).
+// Runs of commands that neither touch session state nor share a key run
+// concurrently, so a pipeline of 16 locks costs about one quorum round trip
+// rather than 16; each renders into its own buffer and the buffers are
+// appended in order, so replies keep the order of the commands. Barriers
+// (connection commands) run alone. It reports whether the client quit.
+func (s *Server) runBatch(st *connState, first redcon.Command, rest []redcon.Command) bool {
+	if len(rest) == 0 {
+		return s.run(st, first)
+	}
+	cmds := make([]redcon.Command, 0, 1+len(rest))
+	cmds = append(append(cmds, first), rest...)
+	for i := 0; i < len(cmds); {
+		j := segmentEnd(cmds, i)
+		if j == i+1 {
+			if s.run(st, cmds[i]) {
+				return true
+			}
+		} else {
+			s.runConcurrent(st, cmds[i:j])
+		}
+		i = j
+	}
+	return false
+}
+
+// segmentEnd returns the end of the longest run from i that may run at
+// once: a barrier alone, else commands up to the next barrier or the next
+// key already used in the run.
+func segmentEnd(cmds []redcon.Command, i int) int {
+	keys, ok := commands.PipelineKeys(cmds[i].Args)
+	if !ok {
+		return i + 1
+	}
+	seen := append([][]byte(nil), keys...)
+	j := i + 1
+	for ; j < len(cmds) && j-i < maxConcurrent; j++ {
+		keys, ok := commands.PipelineKeys(cmds[j].Args)
+		if !ok || anyShared(seen, keys) {
+			break
+		}
+		seen = append(seen, keys...)
+	}
+	return j
+}
+
+// anyShared is a linear scan: runs are at most maxConcurrent commands of a
+// key or two each, where a map would cost more than it saves.
+func anyShared(seen, keys [][]byte) bool {
+	for _, k := range keys {
+		for _, s := range seen {
+			if bytes.Equal(k, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runConcurrent runs cmds at once. The first writes straight into the
+// connection's buffer (it is next in order anyway), the others into pooled
+// buffers that are appended after it, in order. None of them is a barrier,
+// so none can change the protocol the buffers encode in.
+func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
+	ws := make([]*Writer, len(cmds))
+	var wg sync.WaitGroup
+	for k := 1; k < len(cmds); k++ {
+		w := writerPool.Get().(*Writer)
+		w.proto = st.w.proto
+		ws[k] = w
+		args := cmds[k].Args
+		wg.Go(func() { s.h.Exec(st.sess, args, w) })
+	}
+	s.h.Exec(st.sess, cmds[0].Args, st.w)
+	wg.Wait()
+	for _, w := range ws[1:] {
+		st.w.buf = append(st.w.buf, w.buf...)
+		if cap(w.buf) <= maxKeptBuffer {
+			w.Reset()
+			w.proto = nil
+			writerPool.Put(w)
+		}
+	}
+}

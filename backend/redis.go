@@ -18,13 +18,13 @@ import (
 // never straddle another client's write. Their bodies are fixed: Redis
 // caches scripts by the SHA1 of the exact text.
 var (
-	compareAndDeleteScript = redis.NewScript(
+	compareAndDeleteScript = newScript(
 		`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`)
-	compareAndExtendScript = redis.NewScript(
+	compareAndExtendScript = newScript(
 		`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end`)
 	// getScript reads the value and its pttl in one round trip, both from
 	// the same instant.
-	getScript = redis.NewScript(
+	getScript = newScript(
 		`local v = redis.call("get",KEYS[1]) if not v then return false end return {v, redis.call("pttl",KEYS[1])}`)
 )
 
@@ -45,14 +45,20 @@ type RedisOptions struct {
 	// handshake can exceed the node timeout). Default: 2; negative: none.
 	MinIdleConns int
 	// DialTimeout bounds dials that run without a caller's deadline (the
-	// idle-connection refill). Default: 1s.
+	// idle-connection refill, the multiplexer's reconnects). Default: 1s.
 	DialTimeout time.Duration
+	// Conns is the number of connections that the lock commands (the
+	// quorum.Node methods) share, pipelining whatever callers send at the
+	// same time. Default: 2.
+	Conns int
 }
 
 // Redis is a quorum.Node backed by one redis-server (an independent master).
 type Redis struct {
 	name   string
 	client *redis.Client
+	// mux carries the quorum.Node methods; client carries the rest.
+	mux *mux
 }
 
 // NewRedis connects lazily to addr, which is host:port,
@@ -69,7 +75,7 @@ func NewRedis(addr string, opts RedisOptions) (*Redis, error) {
 	if name == "" {
 		name = nodeName(o)
 	}
-	return &Redis{name: name, client: redis.NewClient(o)}, nil
+	return &Redis{name: name, client: redis.NewClient(o), mux: newNodeMux(o, opts.Conns, nil)}, nil
 }
 
 func parseAddr(addr string, tlsConf *tls.Config) (*redis.Options, error) {
@@ -157,27 +163,24 @@ func (r *Redis) Client() *redis.Client { return r.client }
 
 // SetNX implements quorum.Node with SET key token NX PX ms.
 func (r *Redis) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	ms, err := millis(ttl)
+	px, err := ms(ttl)
 	if err != nil {
 		return false, err
 	}
-	err = r.client.Do(ctx, "set", key, token, "nx", "px", ms).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil // held, by any token
-	}
+	rep, err := r.do(ctx, key, "set", key, token, "nx", "px", px)
 	if err != nil {
 		return false, wrap(ctx, "SET NX", err)
 	}
-	return true, nil
+	return !rep.null, nil // null: held, by any token
 }
 
 // Set implements quorum.Node with SET key token PX ms.
 func (r *Redis) Set(ctx context.Context, key, token string, ttl time.Duration) error {
-	ms, err := millis(ttl)
+	px, err := ms(ttl)
 	if err != nil {
 		return err
 	}
-	if err := r.client.Do(ctx, "set", key, token, "px", ms).Err(); err != nil {
+	if _, err := r.do(ctx, key, "set", key, token, "px", px); err != nil {
 		return wrap(ctx, "SET", err)
 	}
 	return nil
@@ -185,7 +188,8 @@ func (r *Redis) Set(ctx context.Context, key, token string, ttl time.Duration) e
 
 // CompareAndDelete implements quorum.Node with a Lua compare-and-delete.
 func (r *Redis) CompareAndDelete(ctx context.Context, key, token string) (bool, error) {
-	n, err := compareAndDeleteScript.Run(ctx, r.client, []string{key}, token).Int64()
+	rep, err := r.evalsha(ctx, compareAndDeleteScript, key, token)
+	n, err := intOf(rep, err)
 	if err != nil {
 		return false, wrap(ctx, "compare-and-delete", err)
 	}
@@ -194,11 +198,12 @@ func (r *Redis) CompareAndDelete(ctx context.Context, key, token string) (bool, 
 
 // CompareAndExtend implements quorum.Node with a Lua compare-and-pexpire.
 func (r *Redis) CompareAndExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	ms, err := millis(ttl)
+	px, err := ms(ttl)
 	if err != nil {
 		return false, err
 	}
-	n, err := compareAndExtendScript.Run(ctx, r.client, []string{key}, token, ms).Int64()
+	rep, err := r.evalsha(ctx, compareAndExtendScript, key, token, px)
+	n, err := intOf(rep, err)
 	if err != nil {
 		return false, wrap(ctx, "compare-and-extend", err)
 	}
@@ -209,30 +214,29 @@ func (r *Redis) CompareAndExtend(ctx context.Context, key, token string, ttl tim
 // proxy's back) reports pttl = -1ms, as PTTL's -1 does; the proxy itself
 // never stores one.
 func (r *Redis) Get(ctx context.Context, key string) (token string, pttl time.Duration, ok bool, err error) {
-	res, err := getScript.Run(ctx, r.client, []string{key}).Slice()
-	if errors.Is(err, redis.Nil) {
-		return "", 0, false, nil
-	}
+	rep, err := r.evalsha(ctx, getScript, key)
 	if err != nil {
 		return "", 0, false, wrap(ctx, "GET", err)
 	}
-	return parseGet(res)
+	if rep.null {
+		return "", 0, false, nil
+	}
+	return parseGet(rep)
 }
 
-func parseGet(res []any) (string, time.Duration, bool, error) {
-	if len(res) == 2 {
-		token, okT := res[0].(string)
-		ms, okP := res[1].(int64)
-		if okT && okP {
-			return token, time.Duration(ms) * time.Millisecond, true, nil
+func parseGet(rep reply) (string, time.Duration, bool, error) {
+	if rep.kind == '*' && len(rep.elems) == 2 {
+		v, p := rep.elems[0], rep.elems[1]
+		if v.kind == '$' && !v.null && p.kind == ':' {
+			return v.str, time.Duration(p.num) * time.Millisecond, true, nil
 		}
 	}
-	return "", 0, false, fmt.Errorf("backend: GET: unexpected script reply %v", res)
+	return "", 0, false, fmt.Errorf("backend: GET: unexpected script reply %+v", rep)
 }
 
 // Delete implements quorum.Node with DEL.
 func (r *Redis) Delete(ctx context.Context, key string) (bool, error) {
-	n, err := r.client.Del(ctx, key).Result()
+	n, err := intOf(r.do(ctx, key, "del", key))
 	if err != nil {
 		return false, wrap(ctx, "DEL", err)
 	}
@@ -241,19 +245,20 @@ func (r *Redis) Delete(ctx context.Context, key string) (bool, error) {
 
 // Expire implements quorum.Node with PEXPIRE.
 func (r *Redis) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	ms, err := millis(ttl)
+	px, err := ms(ttl)
 	if err != nil {
 		return false, err
 	}
-	ok, err := r.client.Do(ctx, "pexpire", key, ms).Bool()
+	n, err := intOf(r.do(ctx, key, "pexpire", key, px))
 	if err != nil {
 		return false, wrap(ctx, "PEXPIRE", err)
 	}
-	return ok, nil
+	return n == 1, nil
 }
 
 // Close closes the connection pool. Safe to call twice.
 func (r *Redis) Close() error {
+	r.mux.close()
 	if err := r.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("backend: close %s: %w", r.name, err)
 	}

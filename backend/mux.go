@@ -1,0 +1,486 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errMuxClosed is returned for operations on a closed node.
+var errMuxClosed = errors.New("backend: node closed")
+
+const (
+	// noDeadlineBudget bounds an operation whose ctx has no deadline, so
+	// that a silent server can never hold a request (or its connection)
+	// forever.
+	noDeadlineBudget = 5 * time.Second
+	// readBufSize is the reader's initial buffer: many replies per read.
+	readBufSize = 16 << 10
+)
+
+// muxConfig says how to open one connection to the server.
+type muxConfig struct {
+	conns int
+	// dial opens a ready connection (TLS done); handshake then logs in and
+	// selects the db on it.
+	dial      func(ctx context.Context) (net.Conn, error)
+	handshake [][]string
+	timeout   time.Duration // dial plus handshake
+	// connected, when set, runs on every new connection after the
+	// handshake and before any request; an error drops the connection.
+	connected func(ctx context.Context, nc net.Conn) error
+}
+
+// mux shares a few connections among every caller of one node. Requests
+// queued while a write is in flight leave together in the next write, and
+// their replies come back in one read, so 50 clients cost a few syscalls per
+// batch rather than one connection and two syscalls each. Each request still
+// ends at its own deadline: the caller stops waiting then, whatever the
+// connection does.
+type mux struct {
+	lines []*line
+	seed  maphash.Seed
+}
+
+func newMux(cfg muxConfig) *mux {
+	m := &mux{lines: make([]*line, max(cfg.conns, 1)), seed: maphash.MakeSeed()}
+	for i := range m.lines {
+		l := &line{cfg: &cfg, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		l.ctx, l.cancel = context.WithCancel(context.Background())
+		m.lines[i] = l
+		go l.run()
+	}
+	return m
+}
+
+// Request states. A request is written only if the writer moves it from
+// queued to sent before its caller gives up (queued to abandoned): a caller
+// that timed out before its command left knows it never reached the server.
+const (
+	stQueued int32 = iota
+	stSent
+	stAbandoned
+)
+
+type request struct {
+	buf      []byte
+	deadline time.Time
+	// stale is when an unanswered request marks its connection as stalled:
+	// its deadline plus its whole budget again. The caller has given up at
+	// the deadline already; the grace keeps a CPU-starved proxy, whose
+	// reader is merely late, from resetting a healthy connection and
+	// failing everything queued behind.
+	stale time.Time
+	state    atomic.Int32
+	done     chan result // buffered 1: exactly one delivery, never blocks
+	small    [160]byte
+}
+
+type result struct {
+	r   reply
+	err error
+}
+
+// do sends one command and waits for its reply or ctx's end. key picks the
+// connection: commands on one key keep their order on the wire, so a release
+// can never overtake the SET it undoes.
+func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error) {
+	if err := ctxErr(ctx); err != nil {
+		return reply{}, err
+	}
+	now := time.Now()
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = now.Add(noDeadlineBudget)
+	}
+	r := &request{deadline: dl, stale: dl.Add(dl.Sub(now)), done: make(chan result, 1)}
+	r.buf = appendCommand(r.small[:0], args)
+	l := m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
+	if !l.enqueue(r) {
+		return reply{}, errMuxClosed
+	}
+	select {
+	case res := <-r.done:
+		return res.r, res.err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(stQueued, stAbandoned) {
+			return reply{}, fmt.Errorf("not sent: %w", ctx.Err())
+		}
+		return reply{}, ctx.Err()
+	}
+}
+
+// close stops every connection; requests in flight fail with errMuxClosed.
+func (m *mux) close() {
+	for _, l := range m.lines {
+		l.close()
+	}
+}
+
+// line is one connection slot: a writer goroutine that owns dialing and
+// writing, and, per connection, a reader goroutine that pairs replies with
+// requests in order.
+type line struct {
+	cfg  *muxConfig
+	wake chan struct{} // buffered 1: the queue has work
+	stop chan struct{}
+	done chan struct{} // the writer has ended
+	// ctx ends with close, cutting a dial short.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	queue   []*request
+	cur     *wire // nil while disconnected
+	closed  bool
+	readers sync.WaitGroup
+}
+
+// wire is one TCP connection of a line.
+type wire struct {
+	nc      net.Conn
+	pending []*request // written, awaiting replies, oldest first
+	dead    bool
+}
+
+func (l *line) enqueue(r *request) bool {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	l.queue = append(l.queue, r)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (l *line) close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	close(l.stop)
+	<-l.done
+}
+
+// run is the writer: it takes everything queued since its last write and
+// sends it in one write.
+func (l *line) run() {
+	defer close(l.done)
+	var batch []*request
+	var out []byte
+	for {
+		select {
+		case <-l.wake:
+		case <-l.stop:
+			l.shutdown()
+			return
+		}
+		l.mu.Lock()
+		batch, l.queue = l.queue, batch[:0]
+		l.mu.Unlock()
+		out = l.send(batch, out[:0])
+		clear(batch)
+		if cap(out) > 1<<20 {
+			out = nil
+		}
+	}
+}
+
+// send writes the batch's live requests on the current connection, dialing
+// one if needed.
+func (l *line) send(batch []*request, out []byte) []byte {
+	w, err := l.connect()
+	if err == nil && l.overdue(w) {
+		// Its reader has not noticed yet; new requests must not queue
+		// behind a reply that is not coming.
+		l.reset(w, errStalled)
+		w, err = l.connect()
+	}
+	if err != nil {
+		for _, r := range batch {
+			if r.state.CompareAndSwap(stQueued, stSent) {
+				r.done <- result{err: err}
+			}
+		}
+		return out
+	}
+	var live []*request
+	var last time.Time
+	for _, r := range batch {
+		if r.state.CompareAndSwap(stQueued, stSent) {
+			out = append(out, r.buf...)
+			live = append(live, r)
+			last = later(last, r.deadline)
+		}
+	}
+	if len(live) == 0 {
+		return out
+	}
+	if !l.track(w, live) {
+		return out
+	}
+	// The write gets until the last caller gives up; a server that does
+	// not take the bytes by then is stalled, and the connection is reset.
+	_ = w.nc.SetWriteDeadline(last)
+	if _, err := w.nc.Write(out); err != nil {
+		l.reset(w, err)
+	}
+	return out
+}
+
+// track appends written requests to the reply queue before the bytes
+// leave, so the reader never sees a reply it cannot pair. When the queue
+// was empty the read deadline starts from the oldest request.
+func (l *line) track(w *wire, live []*request) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.dead {
+		for _, r := range live {
+			r.done <- result{err: errConnReset}
+		}
+		return false
+	}
+	if len(w.pending) == 0 {
+		_ = w.nc.SetReadDeadline(live[0].stale)
+	}
+	w.pending = append(w.pending, live...)
+	return true
+}
+
+var (
+	errConnReset = errors.New("backend: connection reset")
+	errStalled   = errors.New("oldest request overdue")
+)
+
+// overdue reports whether w's oldest request is stale.
+func (l *line) overdue(w *wire) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(w.pending) > 0 && !time.Now().Before(w.pending[0].stale)
+}
+
+// connect returns the current connection, dialing a new one after a reset.
+func (l *line) connect() (*wire, error) {
+	l.mu.Lock()
+	w := l.cur
+	l.mu.Unlock()
+	if w != nil {
+		return w, nil
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.timeout)
+	defer cancel()
+	nc, err := l.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.cfg.connected != nil {
+		if err := l.cfg.connected(ctx, nc); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	w = &wire{nc: nc}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		nc.Close()
+		return nil, errMuxClosed
+	}
+	l.cur = w
+	l.readers.Add(1)
+	l.mu.Unlock()
+	go l.read(w)
+	return w, nil
+}
+
+// dial opens a connection and runs the handshake (AUTH, SELECT) on it
+// before any request can be queued behind it.
+func (l *line) dial(ctx context.Context) (net.Conn, error) {
+	nc, err := l.cfg.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("backend: dial: %w", err)
+	}
+	if len(l.cfg.handshake) == 0 {
+		return nc, nil
+	}
+	dl, _ := ctx.Deadline()
+	_ = nc.SetDeadline(dl)
+	var out []byte
+	for _, args := range l.cfg.handshake {
+		out = appendCommand(out, args)
+	}
+	if err := handshake(nc, out, len(l.cfg.handshake)); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, nil
+}
+
+func handshake(nc net.Conn, out []byte, n int) error {
+	if _, err := nc.Write(out); err != nil {
+		return fmt.Errorf("backend: handshake: %w", err)
+	}
+	var buf []byte
+	tmp := make([]byte, 512)
+	for n > 0 {
+		r, used, err := parseReply(buf)
+		if err != nil {
+			return err
+		}
+		if used == 0 {
+			k, err := nc.Read(tmp)
+			if err != nil {
+				return fmt.Errorf("backend: handshake: %w", err)
+			}
+			buf = append(buf, tmp[:k]...)
+			continue
+		}
+		if err := r.err(); err != nil {
+			return err
+		}
+		buf = buf[used:]
+		n--
+	}
+	return nil
+}
+
+// read pairs replies with requests, oldest first. Its read deadline is when
+// the oldest request goes stale: if that passes with it unanswered, nothing
+// behind it can be answered either (replies come in order), so the
+// connection is stalled and is reset; later requests get a fresh one.
+func (l *line) read(w *wire) {
+	defer l.readers.Done()
+	buf := make([]byte, 0, readBufSize)
+	for {
+		var err error
+		if buf, err = l.deliver(w, buf); err != nil {
+			l.reset(w, err)
+			return
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grow for a reply larger than the buffer
+		}
+		n, err := w.nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil && !(errors.Is(err, os.ErrDeadlineExceeded) && l.rearm(w)) {
+			l.reset(w, err)
+			return
+		}
+	}
+}
+
+// deliver hands every whole reply in buf to its request and returns the
+// unparsed rest, moved to the front.
+func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
+	off := 0
+	for {
+		rep, n, err := parseReply(buf[off:])
+		if err != nil {
+			return buf, err
+		}
+		if n == 0 {
+			break
+		}
+		off += n
+		r := l.pop(w)
+		if r == nil {
+			return buf, errProtocol // a reply nobody asked for
+		}
+		r.done <- result{r: rep}
+	}
+	rest := copy(buf, buf[off:])
+	return buf[:rest], nil
+}
+
+func (l *line) pop(w *wire) *request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(w.pending) == 0 {
+		return nil
+	}
+	r := w.pending[0]
+	w.pending[0] = nil
+	w.pending = w.pending[1:]
+	return r
+}
+
+// rearm decides what a read deadline means: false when the oldest request
+// is stale (a stall: reset), true after moving the deadline on (the
+// requests it was set for have been answered).
+func (l *line) rearm(w *wire) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(w.pending) == 0 {
+		_ = w.nc.SetReadDeadline(time.Time{})
+		return true
+	}
+	oldest := w.pending[0].stale
+	if !time.Now().Before(oldest) {
+		return false
+	}
+	_ = w.nc.SetReadDeadline(oldest)
+	return true
+}
+
+// reset closes w and fails every request still waiting on it. Safe to call
+// more than once.
+func (l *line) reset(w *wire, cause error) {
+	l.mu.Lock()
+	if w.dead {
+		l.mu.Unlock()
+		return
+	}
+	w.dead = true
+	pending := w.pending
+	w.pending = nil
+	if l.cur == w {
+		l.cur = nil
+	}
+	l.mu.Unlock()
+	w.nc.Close()
+	err := fmt.Errorf("%w: %w", errConnReset, cause)
+	for _, r := range pending {
+		r.done <- result{err: err}
+	}
+}
+
+// shutdown fails what is queued, closes the connection and waits for its
+// reader.
+func (l *line) shutdown() {
+	l.mu.Lock()
+	queue, w := l.queue, l.cur
+	l.queue = nil
+	l.mu.Unlock()
+	for _, r := range queue {
+		if r.state.CompareAndSwap(stQueued, stSent) {
+			r.done <- result{err: errMuxClosed}
+		}
+	}
+	if w != nil {
+		l.reset(w, errMuxClosed)
+	}
+	l.readers.Wait()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

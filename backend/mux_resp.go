@@ -1,0 +1,143 @@
+package backend
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+)
+
+// errProtocol means the server sent bytes that are not RESP2: the
+// connection can no longer be trusted to pair replies with requests.
+var errProtocol = errors.New("backend: protocol error in reply")
+
+// reply is one parsed RESP2 reply. The mux speaks RESP2 only (it never sends
+// HELLO), so these five kinds are all there is.
+type reply struct {
+	kind  byte // '+', '-', ':', '$', '*'
+	null  bool // $-1 or *-1
+	str   string
+	num   int64
+	elems []reply
+}
+
+// serverError is an error reply (-ERR …, -OOM …). It satisfies go-redis's
+// redis.Error interface, so callers can tell a server's refusal from a
+// network failure the same way for both client paths.
+type serverError string
+
+func (e serverError) Error() string { return string(e) }
+
+// RedisError marks the type as a server reply for go-redis's redis.Error.
+func (serverError) RedisError() {}
+
+// appendCommand encodes args as a RESP array of bulk strings.
+func appendCommand(b []byte, args []string) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// parseReply parses one reply at the start of b. It returns the number of
+// bytes it used, or n == 0 when b does not hold a whole reply yet. Parsing
+// from a buffer the reader owns (rather than from a bufio.Reader) lets a read
+// that timed out resume where it stopped.
+func parseReply(b []byte) (r reply, n int, err error) {
+	line, n, err := cutLine(b)
+	if n == 0 || err != nil {
+		return reply{}, 0, err
+	}
+	if len(line) == 0 {
+		return reply{}, 0, errProtocol
+	}
+	r.kind = line[0]
+	switch r.kind {
+	case '+', '-':
+		r.str = string(line[1:])
+		return r, n, nil
+	case ':':
+		r.num, err = atoi(line[1:])
+		return r, n, err
+	case '$':
+		return parseBulk(b, line, n)
+	case '*':
+		return parseArray(b, line, n)
+	}
+	return reply{}, 0, errProtocol
+}
+
+func parseBulk(b, line []byte, n int) (reply, int, error) {
+	size, err := atoi(line[1:])
+	if err != nil {
+		return reply{}, 0, err
+	}
+	r := reply{kind: '$'}
+	if size < 0 {
+		r.null = true
+		return r, n, nil
+	}
+	end := n + int(size) + 2
+	if len(b) < end {
+		return reply{}, 0, nil
+	}
+	r.str = string(b[n : n+int(size)])
+	return r, end, nil
+}
+
+func parseArray(b, line []byte, n int) (reply, int, error) {
+	count, err := atoi(line[1:])
+	if err != nil {
+		return reply{}, 0, err
+	}
+	r := reply{kind: '*'}
+	if count < 0 {
+		r.null = true
+		return r, n, nil
+	}
+	r.elems = make([]reply, count)
+	for i := range r.elems {
+		e, m, err := parseReply(b[n:])
+		if err != nil || m == 0 {
+			return reply{}, 0, err
+		}
+		r.elems[i] = e
+		n += m
+	}
+	return r, n, nil
+}
+
+// cutLine returns the line at the start of b without its CRLF, and the
+// length including it; 0 when no whole line is there yet.
+func cutLine(b []byte) ([]byte, int, error) {
+	i := bytes.IndexByte(b, '\n')
+	switch {
+	case i < 0:
+		return nil, 0, nil
+	case i == 0 || b[i-1] != '\r':
+		return nil, 0, errProtocol
+	}
+	return b[:i-1], i + 1, nil
+}
+
+func atoi(b []byte) (int64, error) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, errProtocol
+	}
+	return n, nil
+}
+
+// err turns an error reply into an error.
+func (r reply) err() error {
+	if r.kind == '-' {
+		return serverError(r.str)
+	}
+	return nil
+}

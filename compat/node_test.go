@@ -38,11 +38,12 @@ func nodeReady(t *testing.T) string {
 	return node
 }
 
-// nodeCase is one group of a compat/node script and the checks it must
-// report.
+// nodeCase is one group of a compat/node script, the checks it must
+// report, and the ioredis package it runs with ("": ioredis v6).
 type nodeCase struct {
-	group string
-	want  []string
+	group   string
+	want    []string
+	ioredis string
 }
 
 func runNode(t *testing.T, script string, cases []nodeCase) {
@@ -50,8 +51,17 @@ func runNode(t *testing.T, script string, cases []nodeCase) {
 	node := nodeReady(t)
 	in := startRedlockd(t)
 	for _, tc := range cases {
-		t.Run(tc.group, func(t *testing.T) {
-			out := runTool(t, testCtx(t), "node", in.addr, node, script, tc.group)
+		name := tc.group
+		env := []string{"REDLOCKD_ADDR=" + in.addr}
+		if tc.ioredis != "" {
+			name += "/" + tc.ioredis
+			env = append(env, "IOREDIS="+tc.ioredis)
+		}
+		t.Run(name, func(t *testing.T) {
+			out, err := runCmd(testCtx(t), "node", env, node, script, tc.group)
+			if err != nil {
+				t.Fatalf("node %s %s: %v\n%s", script, tc.group, err, out)
+			}
 			wantLines(t, out, append(tc.want, "PASS")...)
 		})
 	}
@@ -61,27 +71,36 @@ func runNode(t *testing.T, script string, cases []nodeCase) {
 // with RESP2, plus the native SET IFEQ / DELEX IFEQ forms it sends.
 func TestNodeRedis(t *testing.T) {
 	runNode(t, "redis.mjs", []nodeCase{
-		{"resp3", []string{"ok nr3-hello", "ok nr3-set-nx-px", "ok nr3-evalsha", "ok nr3-lock", "ok nr3-pipeline"}},
-		{"resp2", []string{"ok nr2-hello", "ok nr2-set-nx-px", "ok nr2-evalsha", "ok nr2-lock", "ok nr2-pipeline"}},
-		{"native-cas", []string{"ok native-cas"}},
+		{group: "resp3", want: []string{"ok nr3-hello", "ok nr3-set-nx-px", "ok nr3-evalsha", "ok nr3-lock", "ok nr3-pipeline"}},
+		{group: "resp2", want: []string{"ok nr2-hello", "ok nr2-set-nx-px", "ok nr2-evalsha", "ok nr2-lock", "ok nr2-pipeline"}},
+		{group: "native-cas", want: []string{"ok native-cas"}},
 	})
 }
 
-// TestIORedis runs ioredis with its default protocol (RESP3 in v6) and
-// RESP2: SET NX PX, EVAL, EVALSHA via defineCommand, LOCK, pipelines.
+// TestIORedis runs ioredis v6 with its default protocol (RESP3) and
+// RESP2, and ioredis v5 (RESP2 only): SET NX PX, EVAL, EVALSHA via
+// defineCommand, LOCK, pipelines.
 func TestIORedis(t *testing.T) {
+	want := func(p string) []string {
+		return []string{"ok " + p + "-set-nx-px-eval", "ok " + p + "-evalsha", "ok " + p + "-lock", "ok " + p + "-pipeline"}
+	}
 	runNode(t, "ioredis.mjs", []nodeCase{
-		{"default", []string{"ok iodefault-set-nx-px-eval", "ok iodefault-evalsha", "ok iodefault-lock", "ok iodefault-pipeline"}},
-		{"resp2", []string{"ok io2-set-nx-px-eval", "ok io2-evalsha", "ok io2-lock", "ok io2-pipeline"}},
+		{group: "default", want: want("iodefault")},
+		{group: "resp2", want: want("io2")},
+		{group: "default", want: want("iodefault"), ioredis: "ioredis5"},
 	})
 }
 
-// TestNodeRedlock runs node-redlock v5 over one ioredis client pointed at
-// redlockd: acquire, extend, release, multi-resource locks and using().
+// TestNodeRedlock runs node-redlock v5 over one ioredis client (v6, and
+// v5) pointed at redlockd: acquire, extend, release, multi-resource locks
+// and using().
 func TestNodeRedlock(t *testing.T) {
-	runNode(t, "redlock.mjs", []nodeCase{
-		{"single", []string{"ok acquire", "ok second-acquire-refused", "ok extend", "ok release", "ok extend-after-release-refused"}},
-		{"multi", []string{"ok multi-acquire", "ok multi-extend", "ok multi-release"}},
-		{"using", []string{"ok using"}},
-	})
+	var cases []nodeCase
+	for _, io := range []string{"", "ioredis5"} {
+		cases = append(cases,
+			nodeCase{"single", []string{"ok acquire", "ok second-acquire-refused", "ok extend", "ok release", "ok extend-after-release-refused"}, io},
+			nodeCase{"multi", []string{"ok multi-acquire", "ok multi-extend", "ok multi-release"}, io},
+			nodeCase{"using", []string{"ok using"}, io})
+	}
+	runNode(t, "redlock.mjs", cases)
 }

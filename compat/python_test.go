@@ -101,6 +101,9 @@ func TestRedisPyKilledHolder(t *testing.T) {
 	// backstop, so the bound is a few of them plus scheduling slack.
 	bound := 3*sessionTTL + 5*time.Second
 	waitFree(t, c, name, bound)
+	if n := countEqual(in.backendValues(t, name), "<nil>"); n != 3 {
+		t.Errorf("after release the key is absent on %d backends, want 3", n)
+	}
 	t.Logf("lock free %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
 }
 

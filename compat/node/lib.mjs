@@ -12,6 +12,11 @@ function splitAddr(addr) {
   return [addr.slice(0, i), addr.slice(i + 1)];
 }
 
+// The ioredis major under test: IOREDIS=ioredis5 picks the v5 line (npm
+// alias in package.json), which speaks only RESP2; default: ioredis (v6).
+export const ioredisName = process.env.IOREDIS || "ioredis";
+export const Redis = (await import(ioredisName)).default;
+
 export function check(cond, what) {
   if (!cond) throw new Error("check failed: " + what);
 }

@@ -1,8 +1,7 @@
 // node-redlock v5 (its ioredis-based beta), unchanged, with one client
-// pointed at redlockd.
-import Redis from "ioredis";
+// pointed at redlockd. IOREDIS (see lib.mjs) picks the ioredis major.
 import Redlock, { ExecutionError } from "redlock";
-import { check, eq, ok, run, host, port } from "./lib.mjs";
+import { Redis, check, eq, ok, run, host, port } from "./lib.mjs";
 
 async function withRedlock(fn) {
   const c = new Redis({ host, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });

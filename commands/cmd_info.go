@@ -56,6 +56,8 @@ func (h *Handler) infoStats(b *strings.Builder) {
 	fmt.Fprintf(b, "total_commands_processed:%d\r\n", st.commands.Load())
 	fmt.Fprintf(b, "locks_acquired:%d\r\nlocks_contended:%d\r\nlocks_noquorum:%d\r\nlocks_released:%d\r\n",
 		st.acquired.Load(), st.contended.Load(), st.noQuorum.Load(), st.released.Load())
+	ka := h.KeepaliveStats()
+	fmt.Fprintf(b, "keepalive_held:%d\r\nkeepalive_lost:%d\r\n", ka.Held, ka.Lost)
 }
 
 func (h *Handler) infoBackends(b *strings.Builder) {

@@ -28,6 +28,7 @@ func (h *Handler) cmdTTL(c *call) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
+	h.sessionPTTL(c.arg(0), &hd)
 	n := pttlReply(hd, time.Millisecond)
 	if n > 0 {
 		n = (n + 500) / 1000

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"strings"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -16,61 +15,6 @@ func init() {
 		&command{name: "pttl", arity: 2, run: (*Handler).cmdPTTL},
 		&command{name: "del", arity: -2, write: true, run: (*Handler).cmdDel},
 	)
-}
-
-// lockOpts are the options of LOCK key ttl [WAIT ms] [TOKEN t].
-type lockOpts struct {
-	ttl   time.Duration
-	wait  time.Duration
-	token string
-}
-
-func (h *Handler) parseLock(c *call) (lockOpts, bool) {
-	var o lockOpts
-	ttl, ok := h.ttlArg(c, c.arg(1), time.Millisecond)
-	if !ok {
-		return o, false
-	}
-	o.ttl = ttl
-	for i := 2; i < len(c.args); i++ {
-		opt := strings.ToUpper(c.arg(i))
-		if i+1 >= len(c.args) || (opt != "WAIT" && opt != "TOKEN") {
-			c.w.WriteError(msgSyntax)
-			return o, false
-		}
-		i++
-		switch opt {
-		case "WAIT":
-			if o.wait, ok = msArg(c, c.arg(i)); !ok {
-				return o, false
-			}
-		case "TOKEN":
-			if o.token = c.arg(i); o.token == "" {
-				c.w.WriteError(msgSyntax)
-				return o, false
-			}
-		}
-	}
-	if o.token == "" {
-		o.token = quorum.NewToken()
-	}
-	return o, true
-}
-
-// cmdLock: LOCK key ttl [WAIT ms] [TOKEN t] -> [token, validity-ms] or null.
-func (h *Handler) cmdLock(c *call) {
-	o, ok := h.parseLock(c)
-	if !ok {
-		return
-	}
-	l, err := h.acquire(c.s, c.arg(0), o.token, o.ttl, o.wait)
-	if err != nil {
-		writeLockError(c.w, c.name, err)
-		return
-	}
-	c.w.WriteArray(2)
-	c.w.WriteBulkString(l.Token)
-	c.w.WriteInt(millis(l.Validity))
 }
 
 func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration) (quorum.Lock, error) {
@@ -102,7 +46,7 @@ func (h *Handler) cmdRenew(c *call) {
 	if !ok {
 		return
 	}
-	v, err := h.cluster.Extend(c.s.Context(), c.arg(0), c.arg(1), ttl)
+	v, err := h.renewToken(c.s.Context(), c.arg(0), c.arg(1), ttl)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
@@ -116,7 +60,7 @@ func (h *Handler) cmdUnlock(c *call) {
 }
 
 func (h *Handler) writeRelease(c *call, key, token string) {
-	ok, err := h.cluster.Release(c.s.Context(), key, token)
+	ok, err := h.releaseToken(c.s.Context(), key, token)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
@@ -150,6 +94,7 @@ func (h *Handler) cmdPTTL(c *call) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
+	h.sessionPTTL(c.arg(0), &hd)
 	c.w.WriteInt(pttlReply(hd, time.Millisecond))
 }
 

@@ -15,9 +15,9 @@ func (h *Handler) setForm(c *call, o setOpts) bool {
 	case o.keepTTL || o.xx:
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "use SET key token NX PX ms, or RENEW to extend"))
 	case !o.nx:
-		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "a lock is taken with SET key token NX PX ms"))
+		h.sessionSet(c, true) // a forced takeover without expiry: a session lock
 	case o.ttl == 0:
-		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "a lock needs an expiry: SET key token NX PX ms"))
+		h.sessionSet(c, false)
 	default:
 		return false
 	}

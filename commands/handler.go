@@ -24,6 +24,11 @@ type Options struct {
 	Version string
 	// Logger receives state changes, never one line per command. Default slog.Default().
 	Logger *slog.Logger
+	// Observer, when set, is told of every command run (for metrics).
+	// Default nil: nothing is reported.
+	Observer Observer
+	// Info, when set, adds its figures to INFO. Default nil.
+	Info InfoSource
 }
 
 func (o *Options) setDefaults() {
@@ -52,6 +57,7 @@ type Handler struct {
 	sessions sync.Map // int64 -> *Session
 	nconns   atomic.Int64
 	stats    stats
+	bound    bindings // locks bound to a connection (session_locks.go)
 }
 
 // New returns the command table over cluster.
@@ -83,5 +89,6 @@ func (h *Handler) CloseSession(s *Session) {
 		return
 	}
 	s.cancel()
+	h.releaseSessionLocks(s)
 	h.nconns.Add(-1)
 }

@@ -51,7 +51,7 @@ func (h *Handler) scriptExtend(c *call, key, token, ms string) {
 
 // scriptRelease is the compare-and-delete of most libraries: 1 or 0.
 func (h *Handler) scriptRelease(c *call, key, token string) {
-	ok, err := h.cluster.Release(c.s.Context(), key, token)
+	ok, err := h.releaseToken(c.s.Context(), key, token)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

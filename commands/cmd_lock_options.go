@@ -1,0 +1,250 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// lockOpts are the options of
+// LOCK key ttl [WAIT ms] [TOKEN t] [KEEPALIVE] [FENCE] [OWNER id].
+type lockOpts struct {
+	ttl   time.Duration
+	wait  time.Duration
+	token string
+	owner string
+	// keepalive binds the lock to the connection (renewed while it lives).
+	keepalive bool
+	// fence adds a fencing token to the reply.
+	fence bool
+}
+
+// parseLock reads LOCK's options in any order, case-insensitively; an
+// unknown or repeated option is a syntax error.
+func (h *Handler) parseLock(c *call) (lockOpts, bool) {
+	var o lockOpts
+	ttl, ok := h.ttlArg(c, c.arg(1), time.Millisecond)
+	if !ok {
+		return o, false
+	}
+	o.ttl = ttl
+	seen := map[string]bool{}
+	for i := 2; i < len(c.args); i++ {
+		opt := strings.ToUpper(c.arg(i))
+		if seen[opt] {
+			c.w.WriteError(msgSyntax)
+			return o, false
+		}
+		seen[opt] = true
+		if !h.lockOption(c, &o, opt, &i) {
+			return o, false
+		}
+	}
+	return o, h.lockOptsValid(c, &o)
+}
+
+// lockOption applies one option; those with a value advance *i past it.
+func (h *Handler) lockOption(c *call, o *lockOpts, opt string, i *int) bool {
+	switch opt {
+	case "KEEPALIVE":
+		o.keepalive = true
+		return true
+	case "FENCE":
+		o.fence = true
+		return true
+	case "WAIT", "TOKEN", "OWNER":
+	default:
+		c.w.WriteError(msgSyntax)
+		return false
+	}
+	if *i+1 >= len(c.args) {
+		c.w.WriteError(msgSyntax)
+		return false
+	}
+	*i++
+	v := c.arg(*i)
+	switch opt {
+	case "WAIT":
+		var ok bool
+		o.wait, ok = msArg(c, v)
+		return ok
+	case "TOKEN":
+		o.token = v
+	case "OWNER":
+		o.owner = v
+	}
+	if v == "" {
+		c.w.WriteError(msgSyntax)
+		return false
+	}
+	return true
+}
+
+func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
+	if o.owner != "" && o.token != "" {
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, "lock", "TOKEN and OWNER exclude each other: an owner's token is chosen by the proxy"))
+		return false
+	}
+	if o.token == "" && o.owner == "" {
+		o.token = quorum.NewToken()
+	}
+	return true
+}
+
+// grant is a lock LOCK obtained: a fresh acquisition, or one more hold of
+// the owner's lock.
+type grant struct {
+	quorum.Lock
+	reentered bool
+}
+
+// cmdLock: LOCK key ttl [options] -> [token, validity-ms] (with FENCE:
+// [token, validity-ms, fence]) or null.
+func (h *Handler) cmdLock(c *call) {
+	o, ok := h.parseLock(c)
+	if !ok {
+		return
+	}
+	key := c.arg(0)
+	g, err := h.lockFor(c.s, key, o)
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	var fence int64
+	if o.fence {
+		if fence, err = h.fence(c.s, &g); err != nil {
+			writeLockError(c.w, c.name, err)
+			return
+		}
+	}
+	if o.keepalive {
+		h.bind(c.s, key, g.Token, o.ttl, bindKeepalive)
+	}
+	h.writeGrant(c, g, o.fence, fence)
+}
+
+func (h *Handler) writeGrant(c *call, g grant, withFence bool, fence int64) {
+	if withFence {
+		c.w.WriteArray(3)
+	} else {
+		c.w.WriteArray(2)
+	}
+	c.w.WriteBulkString(g.Token)
+	c.w.WriteInt(millis(g.Validity))
+	if withFence {
+		c.w.WriteInt(fence)
+	}
+}
+
+// lockFor acquires key, or with OWNER first tries one more hold of the
+// owner's lock; the owner's fresh token is unique per acquisition.
+func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
+	if o.owner == "" {
+		l, err := h.acquire(s, key, o.token, o.ttl, o.wait)
+		return grant{Lock: l}, err
+	}
+	r, err := h.cluster.Reenter(s.Context(), key, o.owner, o.ttl)
+	if err == nil || !errors.Is(err, quorum.ErrNotHeld) {
+		h.count(err)
+		return grant{Lock: r.Lock, reentered: true}, err
+	}
+	l, err := h.acquire(s, key, quorum.NewOwnerToken(o.owner), o.ttl, o.wait)
+	return grant{Lock: l}, err
+}
+
+// fence hands out g's fencing token. If that fails, the grant is undone (a
+// fresh lock released, a reentry's hold dropped): a lock the client was not
+// told about must not stay behind.
+func (h *Handler) fence(s *Session, g *grant) (int64, error) {
+	f, err := h.cluster.Fence(s.Context(), &g.Lock)
+	if err == nil {
+		return f, nil
+	}
+	ctx := context.WithoutCancel(s.Context())
+	if g.reentered {
+		_, _, _ = h.cluster.Unhold(ctx, g.Key, g.Token)
+	} else {
+		_, _ = h.cluster.Release(ctx, g.Key, g.Token)
+	}
+	if errors.Is(err, quorum.ErrFenceOvertaken) {
+		err = quorum.ErrNotAcquired
+	}
+	return 0, err
+}
+
+// releaseToken is UNLOCK (and every library's compare-and-delete): it stops
+// the renewal of a connection-bound lock, drops one hold of an owner lock
+// (renewal goes on while holds remain), and releases anything else. A kept
+// lock whose renewal failed answers false.
+func (h *Handler) releaseToken(ctx context.Context, key, token string) (bool, error) {
+	ref := lockRef{key, token}
+	if h.bound.wasLost(ref) {
+		_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
+		return false, nil
+	}
+	b := h.bound.get(ref)
+	if !quorum.IsOwnerToken(token) {
+		if b != nil {
+			h.unbind(b)
+		}
+		return h.cluster.Release(ctx, key, token)
+	}
+	var ok, freed bool
+	var err error
+	drop := func() bool {
+		var left int64
+		ok, left, err = h.cluster.Unhold(ctx, key, token)
+		freed = err == nil && left == 0
+		return freed
+	}
+	if b == nil {
+		drop()
+		return ok, err
+	}
+	b.kept.While(drop)
+	if freed {
+		h.unbind(b)
+	}
+	return ok, err
+}
+
+// renewToken is RENEW: an owner lock's hold count is extended with it; a
+// kept lock whose renewal failed is not held.
+func (h *Handler) renewToken(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
+	if h.bound.wasLost(lockRef{key, token}) {
+		return 0, quorum.ErrNotHeld
+	}
+	return h.cluster.Renew(ctx, key, token, ttl)
+}
+
+// sessionSet takes a session lock: SET key value NX (force: without NX)
+// and no expiry. It lives on the backends with the session ttl and is kept
+// while the connection lives.
+func (h *Handler) sessionSet(c *call, force bool) {
+	key, token, ttl := c.arg(0), c.arg(1), h.opts.SessionTTL
+	var err error
+	if force {
+		_, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
+		h.count(err)
+	} else {
+		_, err = h.acquire(c.s, key, token, ttl, 0)
+	}
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return
+	}
+	h.bind(c.s, key, token, ttl, bindSession)
+	c.w.WriteSimple("OK")
+}
+
+// sessionPTTL makes hd report "no expiry" when it is a session lock.
+func (h *Handler) sessionPTTL(key string, hd *quorum.Holder) {
+	if hd.Held && h.isSessionLock(key, hd.Token) {
+		hd.PTTL = -1
+	}
+}

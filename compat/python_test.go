@@ -40,9 +40,10 @@ func TestRedisPy(t *testing.T) {
 }
 
 // TestRedisPyKilledHolder takes a redis-py lock with timeout=None (SET NX
-// without expiry: a session lock) in a child process, kills the child with
-// SIGKILL and checks that the lock becomes free: at once when the proxy
-// sees the connection close, and in any case within the session ttl.
+// without expiry: a session lock) in a child process, checks that it stays
+// held past several session ttls while the child lives, kills the child
+// with SIGKILL and checks that the lock becomes free: at once when the
+// proxy sees the connection close, and in any case within the session ttl.
 func TestRedisPyKilledHolder(t *testing.T) {
 	py := lookTool(t, python, "apt-get install python3-redis")
 	in := startRedlockd(t)
@@ -91,6 +92,13 @@ func TestRedisPyKilledHolder(t *testing.T) {
 		if d, err := s.Client().PTTL(ctx, name).Result(); err != nil || d <= 0 || d > sessionTTL {
 			t.Errorf("backend %d: PTTL = %v, %v; want in (0, %v]", i, d, err, sessionTTL)
 		}
+	}
+
+	// Held for as long as the holder lives: past several session ttls
+	// (this is time passing under test, not a wait for an event).
+	time.Sleep(3 * sessionTTL)
+	if got, err := c.Get(ctx, name).Result(); err != nil || got != token {
+		t.Fatalf("GET after %v = %q, %v; want %q (the session lock was not renewed)", 3*sessionTTL, got, err, token)
 	}
 
 	killed := time.Now()

@@ -9,9 +9,9 @@ import (
 )
 
 // BackendFields returns the extra ",key=value" fields of node's line in
-// INFO backends: state, quarantine, calls, errors and mean latency.
+// INFO backends: what the last call found, calls, errors, mean latency
+// and the last error.
 func (m *Metrics) BackendFields(node string) string {
-	q := m.quarantinedNow()[node]
 	n := m.node(node)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -19,8 +19,10 @@ func (m *Metrics) BackendFields(node string) string {
 	if n.calls > 0 {
 		avg = n.busy / time.Duration(n.calls)
 	}
-	s := fmt.Sprintf(",state=%s,since_s=%d,quarantined=%d,calls=%d,errors=%d,avg_latency_us=%d",
-		n.state, int64(time.Since(n.since).Seconds()), b2i(q), n.calls, n.errors, avg.Microseconds())
+	// "link" is what the last call found; INFO's own state field comes
+	// from the cluster's periodic look at the server.
+	s := fmt.Sprintf(",link=%s,link_since_s=%d,calls=%d,errors=%d,avg_latency_us=%d",
+		n.state, int64(time.Since(n.since).Seconds()), n.calls, n.errors, avg.Microseconds())
 	if n.lastErr != "" {
 		// INFO's field separators must not appear inside a value.
 		s += ",last_error=" + strings.NewReplacer(",", ";", "\r", "", "\n", "").Replace(n.lastErr)
@@ -36,8 +38,6 @@ func (m *Metrics) WriteInfo(section string, b *strings.Builder) {
 	if section != "locks" {
 		return
 	}
-	fmt.Fprintf(b, "keepalive_locks:%d\r\n", int64(gaugeValue(m.keepalive)))
-	fmt.Fprintf(b, "keepalive_renewals_lost:%d\r\n", int64(counterValue(m.renewalsLost)))
 	for _, op := range []string{"acquire", "extend", "release"} {
 		for _, out := range []string{"ok", "contended", "no_quorum", "error"} {
 			c, err := m.ops.GetMetricWithLabelValues(op, out)

@@ -50,6 +50,10 @@ type Options struct {
 	// Quarantined reports, at scrape time, which backends sit out the
 	// votes after a restart (by node name). Default: none ever does.
 	Quarantined func() map[string]bool
+	// Keepalive returns, at scrape time, how many locks the proxy renews
+	// for open connections (KEEPALIVE and session locks) and how many it
+	// has lost because a renewal did not reach a majority. Default: both 0.
+	Keepalive func() (held, lost int64)
 	// Version labels redlockd_build_info. Default "dev".
 	Version string
 	// Logger gets one line per backend state change. Default slog.Default().
@@ -68,11 +72,10 @@ type Metrics struct {
 	validity       prometheus.Histogram
 	up             *prometheus.GaugeVec
 	quarantinedFn  func() map[string]bool
+	keepaliveFn    func() (held, lost int64)
 	nodeSeconds    *prometheus.HistogramVec
 	nodeErrors     *prometheus.CounterVec
 	nodeChanges    *prometheus.CounterVec
-	keepalive      prometheus.Gauge
-	renewalsLost   prometheus.Counter
 
 	nodes nodeTable
 }
@@ -99,6 +102,17 @@ func New(o Options) *Metrics {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: NameClients,
 			Help: "Open client connections."}, func() float64 { return float64(o.Clients()) }))
 	}
+	m.keepaliveFn = o.Keepalive
+	if m.keepaliveFn == nil {
+		m.keepaliveFn = func() (int64, int64) { return 0, 0 }
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: NameKeepaliveLocks,
+			Help: "Locks the proxy renews for open connections (KEEPALIVE and session locks)."},
+			func() float64 { held, _ := m.keepaliveFn(); return float64(held) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: NameRenewalsLost,
+			Help: "Kept-alive locks given up because a renewal did not reach a majority."},
+			func() float64 { _, lost := m.keepaliveFn(); return float64(lost) }))
 	for _, b := range o.Backends {
 		m.node(b)
 	}
@@ -119,9 +133,7 @@ func (m *Metrics) define() {
 	m.nodeSeconds = m.histogramVec(NameBackendSeconds, "Time of one call to one backend.", latencyBuckets, "backend", "op")
 	m.nodeErrors = m.counterVec(NameBackendErrors, "Failed backend calls, by kind (timeout, refused, a Redis error class such as OOM or READONLY, other).", "backend", "kind")
 	m.nodeChanges = m.counterVec(NameBackendChanges, "Backend transitions between answering and not, by the state entered (up, down).", "backend", "state")
-	m.keepalive = prometheus.NewGauge(prometheus.GaugeOpts{Name: NameKeepaliveLocks, Help: "Locks the proxy renews for open connections (KEEPALIVE and session locks)."})
-	m.renewalsLost = prometheus.NewCounter(prometheus.CounterOpts{Name: NameRenewalsLost, Help: "Kept-alive locks lost because a renewal did not reach a majority."})
-	m.reg.MustRegister(m.validity, m.keepalive, m.renewalsLost)
+	m.reg.MustRegister(m.validity)
 }
 
 func (m *Metrics) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
@@ -159,12 +171,5 @@ func (m *Metrics) OpDone(op, outcome string, d time.Duration, validity, ttl time
 		m.validity.Observe(float64(validity) / float64(ttl))
 	}
 }
-
-// KeepaliveHeld adds delta (±1) to the number of locks the proxy renews.
-func (m *Metrics) KeepaliveHeld(delta int) { m.keepalive.Add(float64(delta)) }
-
-// RenewalLost counts a kept-alive lock whose renewal failed to reach a
-// majority, so that the proxy gave it up.
-func (m *Metrics) RenewalLost() { m.renewalsLost.Inc() }
 
 var _ quorum.Observer = (*Metrics)(nil)

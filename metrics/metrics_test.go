@@ -68,7 +68,8 @@ func newRig(t *testing.T, n int) *rig {
 		names = append(names, node.Name())
 	}
 	r.m = New(Options{Backends: names, Version: "test", Clients: func() int64 { return 7 },
-		Logger: slog.New(slog.NewTextHandler(r.logs, nil))})
+		Keepalive: func() (int64, int64) { return 2, 1 },
+		Logger:    slog.New(slog.NewTextHandler(r.logs, nil))})
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
 	cfg.Observer = r.m
@@ -111,8 +112,6 @@ func TestFamiliesMoveAfterLocks(t *testing.T) {
 		t.Fatalf("second Acquire: %v, want contention", err)
 	}
 	r.m.CommandDone("lock", "acquired", time.Millisecond)
-	r.m.KeepaliveHeld(2)
-	r.m.RenewalLost()
 
 	code, body := r.get(t, "/metrics")
 	if code != http.StatusOK {
@@ -195,7 +194,7 @@ func TestReadinessAndStateChangeLogs(t *testing.T) {
 		t.Errorf("%d 'backend up' lines, want 1:\n%s", n, r.logs)
 	}
 	fields := r.m.BackendFields(r.servers[1].Addr())
-	if !strings.Contains(fields, ",state=down,") || !strings.Contains(fields, "last_error=") {
+	if !strings.Contains(fields, ",link=down,") || !strings.Contains(fields, "last_error=") {
 		t.Errorf("BackendFields of a dead backend = %q", fields)
 	}
 }
@@ -235,18 +234,18 @@ func TestErrorKindsFromRealRedis(t *testing.T) {
 }
 
 func TestInfoLines(t *testing.T) {
-	m := New(Options{Backends: []string{"a:1"}, Quarantined: func() map[string]bool { return map[string]bool{"a:1": true} }})
+	m := New(Options{Backends: []string{"a:1"}})
 	m.OpDone(quorum.OpAcquire, quorum.OutcomeOK, time.Millisecond, 9*time.Second, 10*time.Second)
 	m.NodeDone("a:1", quorum.OpAcquire, time.Millisecond, errors.New("boom, bang"))
 	var b strings.Builder
 	m.WriteInfo("locks", &b)
-	for _, want := range []string{"keepalive_locks:0\r\n", "quorum_acquire_ok:1\r\n", "validity_ratio_mean:0.9000\r\n"} {
+	for _, want := range []string{"quorum_acquire_ok:1\r\n", "validity_ratio_mean:0.9000\r\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("INFO locks lacks %q:\n%s", want, b.String())
 		}
 	}
 	f := m.BackendFields("a:1")
-	if !strings.Contains(f, ",quarantined=1,") || !strings.Contains(f, "last_error=boom; bang") {
+	if !strings.Contains(f, ",link=down,") || !strings.Contains(f, "last_error=boom; bang") {
 		t.Errorf("BackendFields = %q", f)
 	}
 }

@@ -37,6 +37,7 @@ func (h *Handler) cmdInfo(c *call) {
 		fmt.Fprintf(&b, "# %s%s\r\n", strings.ToUpper(sec.name[:1]), sec.name[1:])
 		sec.write(h, &b)
 	}
+	h.extraInfo(want, all, &b)
 	c.w.WriteVerbatim("txt", b.String())
 }
 
@@ -67,6 +68,6 @@ func (h *Handler) infoBackends(b *strings.Builder) {
 		len(nodes), h.cluster.Quorum(), cfg.NodeTimeout.Milliseconds(), cfg.DriftFactor)
 	fmt.Fprintf(b, "restart_quarantine_ms:%d\r\n", cfg.RestartQuarantine.Milliseconds())
 	for i, st := range h.cluster.NodeStates() {
-		fmt.Fprintf(b, "%s\r\n", backendLine(i, st))
+		fmt.Fprintf(b, "%s%s\r\n", backendLine(i, st), h.backendExtra(st.Name))
 	}
 }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"strings"
+	"time"
 )
 
 // command is one entry of the command table.
@@ -62,5 +63,10 @@ func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
 		return
 	}
 	h.stats.commands.Add(1)
+	if o := h.opts.Observer; o != nil {
+		ow, t0 := &outcomeWriter{Writer: w}, time.Now()
+		defer func() { o.CommandDone(name, ow.outcome(name), time.Since(t0)) }()
+		w = ow
+	}
 	cmd.run(h, &call{s: s, w: w, name: name, args: args[1:]})
 }

@@ -73,14 +73,18 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 	qcfg.DriftFactor = cfg.DriftFactor
 	qcfg.RestartQuarantine = cfg.RestartQuarantine
 	qcfg.Logger = log
+	var cluster *quorum.Cluster
+	var h *commands.Handler
+	m := newMetrics(nodes, &cluster, &h, log)
+	qcfg.Observer = m
 	cluster, err := quorum.New(nodes, qcfg)
 	if err != nil {
 		log.Error("cannot build the lock cluster", "err", err)
 		return exitUsage
 	}
-	h := commands.New(cluster, commands.Options{
+	h = commands.New(cluster, commands.Options{
 		Password: cfg.RequirePass, MaxTTL: cfg.MaxTTL, SessionTTL: cfg.SessionTTL,
-		Version: Version, Logger: log,
+		Version: Version, Logger: log, Observer: m, Info: m,
 	})
 	srv := proxy.New(h, proxy.Options{Logger: log, MaxClients: cfg.MaxClients})
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -88,7 +92,13 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 		log.Error("cannot listen", "addr", cfg.Listen, "err", err)
 		return exitFailed
 	}
-	warnUnimplemented(cfg, log)
+	stopMetrics, err := serveMetrics(ctx, cfg.MetricsAddr, m, cluster, log)
+	if err != nil {
+		ln.Close()
+		log.Error("cannot listen", "addr", cfg.MetricsAddr, "err", err)
+		return exitFailed
+	}
+	defer stopMetrics()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("ready to accept connections", "addr", ln.Addr().String(),
@@ -112,14 +122,6 @@ func waitAndShutdown(ctx context.Context, srv *proxy.Server, served <-chan error
 	<-served // every connection is cleaned up before the backends close
 	log.Info("bye")
 	return exitOK
-}
-
-// warnUnimplemented names settings that are accepted but not acted on yet,
-// rather than ignoring them silently.
-func warnUnimplemented(cfg Config, log *slog.Logger) {
-	if cfg.MetricsAddr != "" {
-		log.Warn("--metrics-addr is not served yet by this build", "addr", cfg.MetricsAddr)
-	}
 }
 
 // openNodes returns the embedded nodes, or one Redis node per backend. A

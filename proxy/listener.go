@@ -32,7 +32,7 @@ func (g *gateListener) Accept() (net.Conn, error) {
 			g.srv.reject(c)
 			continue
 		}
-		return c, nil
+		return newGuardConn(c, g.srv.opts.MaxRequestBytes), nil
 	}
 }
 

@@ -44,6 +44,11 @@ type Options struct {
 	// more gets "-ERR max number of clients reached" and is closed.
 	// Default 0: unlimited.
 	MaxClients int
+	// MaxRequestBytes caps one request (a command with its arguments, or
+	// an inline line); a client that sends a bigger one is disconnected,
+	// as Redis does past its query buffer limit. Nothing is allocated up
+	// front. Default 0: DefaultMaxRequestBytes (512 MiB).
+	MaxRequestBytes int
 }
 
 // Server accepts RESP connections and runs their commands through a

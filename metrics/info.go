@@ -25,7 +25,7 @@ func (m *Metrics) BackendFields(node string) string {
 		n.state, int64(time.Since(n.since).Seconds()), n.calls, n.errors, avg.Microseconds())
 	if n.lastErr != "" {
 		// INFO's field separators must not appear inside a value.
-		s += ",last_error=" + strings.NewReplacer(",", ";", "\r", "", "\n", "").Replace(n.lastErr)
+		s += ",last_call_error=" + strings.NewReplacer(",", ";", "\r", "", "\n", "").Replace(n.lastErr)
 	}
 	return s
 }

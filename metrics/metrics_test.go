@@ -194,7 +194,7 @@ func TestReadinessAndStateChangeLogs(t *testing.T) {
 		t.Errorf("%d 'backend up' lines, want 1:\n%s", n, r.logs)
 	}
 	fields := r.m.BackendFields(r.servers[1].Addr())
-	if !strings.Contains(fields, ",link=down,") || !strings.Contains(fields, "last_error=") {
+	if !strings.Contains(fields, ",link=down,") || !strings.Contains(fields, "last_call_error=") {
 		t.Errorf("BackendFields of a dead backend = %q", fields)
 	}
 }
@@ -245,7 +245,7 @@ func TestInfoLines(t *testing.T) {
 		}
 	}
 	f := m.BackendFields("a:1")
-	if !strings.Contains(f, ",link=down,") || !strings.Contains(f, "last_error=boom; bang") {
+	if !strings.Contains(f, ",link=down,") || !strings.Contains(f, "last_call_error=boom; bang") {
 		t.Errorf("BackendFields = %q", f)
 	}
 }

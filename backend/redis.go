@@ -51,6 +51,10 @@ type RedisOptions struct {
 	// quorum.Node methods) share, pipelining whatever callers send at the
 	// same time. Default: 2.
 	Conns int
+	// HealthInterval is how often a node watched by a quorum.Cluster looks
+	// at its server's run_id and role (it also looks on every new
+	// connection). Default: 1s.
+	HealthInterval time.Duration
 }
 
 // Redis is a quorum.Node backed by one redis-server (an independent master).
@@ -59,6 +63,8 @@ type Redis struct {
 	client *redis.Client
 	// mux carries the quorum.Node methods; client carries the rest.
 	mux *mux
+	// watch runs the release subscription and the server checks.
+	watch *redisWatch
 }
 
 // NewRedis connects lazily to addr, which is host:port,
@@ -75,7 +81,9 @@ func NewRedis(addr string, opts RedisOptions) (*Redis, error) {
 	if name == "" {
 		name = nodeName(o)
 	}
-	return &Redis{name: name, client: redis.NewClient(o), mux: newNodeMux(o, opts.Conns, nil)}, nil
+	client := redis.NewClient(o)
+	w := newRedisWatch(name, client, o.DB, opts.HealthInterval)
+	return &Redis{name: name, client: client, mux: newNodeMux(o, opts.Conns, w.onConnect), watch: w}, nil
 }
 
 func parseAddr(addr string, tlsConf *tls.Config) (*redis.Options, error) {
@@ -258,6 +266,7 @@ func (r *Redis) Expire(ctx context.Context, key string, ttl time.Duration) (bool
 
 // Close closes the connection pool. Safe to call twice.
 func (r *Redis) Close() error {
+	r.watch.stop()
 	r.mux.close()
 	if err := r.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("backend: close %s: %w", r.name, err)

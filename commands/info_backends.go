@@ -32,6 +32,8 @@ func backendState(st quorum.NodeState) string {
 	switch {
 	case st.Refused != "":
 		return "refused"
+	case !st.Up && st.LastError == "":
+		return "unknown" // not looked at yet
 	case !st.Up:
 		return "down"
 	case st.Quarantined:

@@ -51,7 +51,8 @@ type NodeState struct {
 	// Watched is false for nodes that cannot identify their server (the
 	// in-memory nodes); the fields below from RunID on are then empty.
 	Watched bool
-	// Up is false when the last look at the server failed.
+	// Up is false when the last look at the server failed, or none has
+	// been taken yet.
 	Up              bool
 	RunID           string
 	Role            string
@@ -97,7 +98,8 @@ func newHealth(nodes []Node, cfg Config) *health {
 	}
 	for i, n := range nodes {
 		_, watched := n.(ServerWatcher)
-		h.nodes[i] = NodeState{Name: n.Name(), Watched: watched, Up: true}
+		// A watched node is up once a look at its server succeeded.
+		h.nodes[i] = NodeState{Name: n.Name(), Watched: watched, Up: !watched}
 	}
 	return h
 }

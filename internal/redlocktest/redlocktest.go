@@ -34,6 +34,9 @@ type Options struct {
 	Commands commands.Options
 	// Proxy are the listener's options.
 	Proxy proxy.Options
+	// Quorum, when set, adjusts the lock cluster's configuration (retry
+	// jitter, restart quarantine…) after the defaults above.
+	Quorum func(*quorum.Config)
 }
 
 // Instance is one redlockd serving on a free loopback port.
@@ -75,6 +78,9 @@ func StartOver(t testing.TB, servers []*redistest.Server, opts Options) *Instanc
 	cfg.NodeTimeout = 500 * time.Millisecond
 	if opts.NodeTimeout > 0 {
 		cfg.NodeTimeout = opts.NodeTimeout
+	}
+	if opts.Quorum != nil {
+		opts.Quorum(&cfg)
 	}
 	cl, err := quorum.New(nodes, cfg)
 	if err != nil {

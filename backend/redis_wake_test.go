@@ -1,0 +1,290 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+const (
+	wakeKey = "wake-key"
+	// slowJitter is the retry pause of the waiters here: an acquisition
+	// within wakeBound of the release can only be a wake-up.
+	slowJitter = 10 * time.Second
+	wakeBound  = 5 * time.Second
+	// pollBound bounds polling for an external condition.
+	pollBound = 10 * time.Second
+)
+
+// proxyOver builds one "proxy" (its own Redis nodes and Cluster) over the
+// servers, closed by the test's cleanup.
+func proxyOver(t *testing.T, servers []*redistest.Server, tune func(*quorum.Config)) *quorum.Cluster {
+	t.Helper()
+	nodes := make([]quorum.Node, len(servers))
+	for i, s := range servers {
+		r, err := NewRedis(s.Addr(), RedisOptions{HealthInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close() })
+		nodes[i] = r
+	}
+	return clusterOf(t, nodes, tune)
+}
+
+func clusterOf(t *testing.T, nodes []quorum.Node, tune func(*quorum.Config)) *quorum.Cluster {
+	t.Helper()
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = time.Second // loaded test machine; not what is measured
+	cfg.RetryDelayMin, cfg.RetryDelayMax = slowJitter, slowJitter
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	if tune != nil {
+		tune(&cfg)
+	}
+	c, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(pollBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// subscribers is the server's count of subscribers to the release channel.
+func subscribers(t *testing.T, s *redistest.Server) int64 {
+	t.Helper()
+	res, err := s.Client().Do(t.Context(), "pubsub", "numsub", releaseChannel).Slice()
+	if err != nil || len(res) != 2 {
+		return -1
+	}
+	n, _ := res[1].(int64)
+	return n
+}
+
+func waitSubscribed(t *testing.T, servers []*redistest.Server, n int64) {
+	t.Helper()
+	for _, s := range servers {
+		poll(t, "release subscriptions on "+s.Addr(), func() bool { return subscribers(t, s) >= n })
+	}
+}
+
+// setCalls is how many SET commands the server has run.
+func setCalls(t *testing.T, s *redistest.Server) int {
+	t.Helper()
+	text, err := s.Client().Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		return -1
+	}
+	v, _ := infoField(text, "cmdstat_set")
+	calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+	n, _ := strconv.Atoi(calls)
+	return n
+}
+
+type waitOutcome struct {
+	l   quorum.Lock
+	err error
+	at  time.Time
+}
+
+// waitBehindHolder starts a blocking acquire on c and returns once its
+// first round has been refused by every server (the holder has the lock),
+// so that only a wake-up or the slow jitter can start its next round.
+func waitBehindHolder(t *testing.T, c *quorum.Cluster, servers []*redistest.Server, wait time.Duration) <-chan waitOutcome {
+	t.Helper()
+	before := make([]int, len(servers))
+	for i, s := range servers {
+		before[i] = setCalls(t, s)
+	}
+	ch := make(chan waitOutcome, 1)
+	go func() {
+		l, err := c.AcquireWait(context.Background(), wakeKey, "waiter", time.Minute, wait)
+		ch <- waitOutcome{l, err, time.Now()}
+	}()
+	for i, s := range servers {
+		poll(t, "the waiter's first round on "+s.Addr(), func() bool { return setCalls(t, s) > before[i] })
+	}
+	return ch
+}
+
+func await(t *testing.T, ch <-chan waitOutcome) waitOutcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(slowJitter + pollBound):
+		t.Fatal("AcquireWait did not return")
+		return waitOutcome{}
+	}
+}
+
+func TestRedisWaitWokenByRelease(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	for _, across := range []bool{false, true} {
+		name := map[bool]string{false: "same proxy", true: "second proxy"}[across]
+		t.Run(name, func(t *testing.T) {
+			holder := proxyOver(t, servers, nil)
+			waiters := holder
+			if across {
+				waiters = proxyOver(t, servers, nil)
+			}
+			waitSubscribed(t, servers, 1)
+			if _, err := holder.Acquire(t.Context(), wakeKey, "holder", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			res := waitBehindHolder(t, waiters, servers, 3*slowJitter)
+			released := time.Now()
+			if ok, err := holder.Release(t.Context(), wakeKey, "holder"); !ok || err != nil {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			o := await(t, res)
+			if o.err != nil || o.l.Token != "waiter" {
+				t.Fatalf("waiter got %+v, %v", o.l, o.err)
+			}
+			if d := o.at.Sub(released); d > wakeBound {
+				t.Errorf("waiter acquired %v after the release; a wake-up takes far less than its %v jitter", d, slowJitter)
+			}
+			if _, err := waiters.Release(t.Context(), wakeKey, "waiter"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// notifyHidden hides the node's ReleaseNotifier, as a node of an older
+// build would: releases through it publish nothing.
+type notifyHidden struct{ quorum.Node }
+
+// TestRedisWaitNotWokenWithoutPublish is the negative control: with a
+// holder whose releases publish nothing, a waiter on another proxy sits
+// out its whole (short) wait.
+func TestRedisWaitNotWokenWithoutPublish(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	plain := proxyOver(t, servers, nil)
+	hidden := make([]quorum.Node, 0, len(servers))
+	for _, n := range plain.Nodes() {
+		hidden = append(hidden, notifyHidden{n})
+	}
+	holder := clusterOf(t, hidden, nil)
+	waiters := proxyOver(t, servers, nil)
+	waitSubscribed(t, servers, 1)
+	if _, err := holder.Acquire(t.Context(), wakeKey, "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	res := waitBehindHolder(t, waiters, servers, time.Second)
+	if ok, err := holder.Release(t.Context(), wakeKey, "holder"); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	if o := await(t, res); !errors.Is(o.err, quorum.ErrNotAcquired) {
+		t.Fatalf("unwoken waiter got %+v, %v; want ErrNotAcquired", o.l, o.err)
+	}
+}
+
+// TestRedisReleaseSubscriptionSurvivesRestart: after its server restarts,
+// a node subscribes again, and a release announced only there wakes a
+// waiter.
+func TestRedisReleaseSubscriptionSurvivesRestart(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	c := proxyOver(t, servers, nil)
+	waitSubscribed(t, servers, 1)
+	servers[0].Restart(t)
+	waitSubscribed(t, servers[:1], 1)
+
+	for _, s := range servers {
+		if err := s.Client().Set(t.Context(), wakeKey, "holder", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := waitBehindHolder(t, c, servers, 3*slowJitter)
+	announced := time.Now()
+	for _, s := range servers { // deleted behind the proxy's back: no announcement...
+		if err := s.Client().Del(t.Context(), wakeKey).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ...except this one, on the restarted server only.
+	if err := servers[0].Client().Publish(t.Context(), releaseChannel, wakeKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	o := await(t, res)
+	if o.err != nil {
+		t.Fatalf("waiter: %v", o.err)
+	}
+	if d := o.at.Sub(announced); d > wakeBound {
+		t.Errorf("waiter acquired %v after the announcement, want a wake-up", d)
+	}
+}
+
+func TestRedisDeleteAndCompareAndDeletePublish(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newTestRedis(t, srv.Addr())
+	ps := srv.Client().Subscribe(t.Context(), releaseChannel)
+	defer ps.Close()
+	if _, err := ps.Receive(t.Context()); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name        string
+		run         func() (bool, error)
+		want        bool
+		wantPublish bool
+	}{
+		{"compare-and-delete, other token", func() (bool, error) { return r.CompareAndDeleteNotify(t.Context(), "k", "other") }, false, false},
+		{"compare-and-delete, own token", func() (bool, error) { return r.CompareAndDeleteNotify(t.Context(), "k", "tok") }, true, true},
+		{"delete, absent", func() (bool, error) { return r.DeleteNotify(t.Context(), "k") }, false, false},
+		{"delete, present", func() (bool, error) {
+			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+				return false, err
+			}
+			return r.DeleteNotify(t.Context(), "k")
+		}, true, true},
+	}
+	if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		got, err := st.run()
+		if err != nil || got != st.want {
+			t.Fatalf("%s = %v, %v; want %v", st.name, got, err, st.want)
+		}
+		// A PING through the subscription orders the check: any message
+		// published before it arrives first.
+		if err := ps.Ping(t.Context(), st.name); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := ps.Receive(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, published := msg.(*redis.Message)
+		if published && m.Payload != "k" {
+			t.Fatalf("%s: published %q, want the key", st.name, m.Payload)
+		}
+		if published != st.wantPublish {
+			t.Fatalf("%s: published = %v (%v), want %v", st.name, published, msg, st.wantPublish)
+		}
+		if published {
+			if _, err := ps.Receive(t.Context()); err != nil { // the pong behind it
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// releaseChannel is the Pub/Sub channel on which a backend announces the
+// keys that releases deleted, to every proxy in front of it. Pub/Sub spans
+// all dbs of a server, so a non-zero db gets its own channel.
+const releaseChannel = "redlockd:released"
+
+// The release scripts publish inside the script, so a waiter on another
+// proxy hears of the release without the releaser paying a round trip.
+var (
+	compareAndDeleteNotifyScript = newScript(
+		`if redis.call("get",KEYS[1]) == ARGV[1] then redis.call("del",KEYS[1]) redis.call("publish",ARGV[2],KEYS[1]) return 1 end return 0`)
+	deleteNotifyScript = newScript(
+		`local n = redis.call("del",KEYS[1]) if n > 0 then redis.call("publish",ARGV[1],KEYS[1]) end return n`)
+)
+
+// defaultHealthInterval is how often a watched node looks at its server.
+const defaultHealthInterval = time.Second
+
+// redisWatch runs what a Cluster asks of a node in the background: the
+// release subscription and the look at the server's identity (run_id,
+// role). Both start on the first watcher and stop on Close.
+type redisWatch struct {
+	name     string
+	client   *redis.Client
+	channel  string
+	interval time.Duration
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	releases []func(key string)
+	servers  []func(quorum.ServerInfo)
+	pubsub   *redis.PubSub
+}
+
+func newRedisWatch(name string, client *redis.Client, db int, interval time.Duration) *redisWatch {
+	w := &redisWatch{name: name, client: client, channel: releaseChannel, interval: orDefault(interval, defaultHealthInterval)}
+	if db != 0 {
+		w.channel += ":" + strconv.Itoa(db)
+	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	return w
+}
+
+// CompareAndDeleteNotify implements quorum.ReleaseNotifier.
+func (r *Redis) CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error) {
+	rep, err := r.evalsha(ctx, compareAndDeleteNotifyScript, key, token, r.watch.channel)
+	n, err := intOf(rep, err)
+	if err != nil {
+		return false, wrap(ctx, "compare-and-delete", err)
+	}
+	return n > 0, nil
+}
+
+// DeleteNotify implements quorum.ReleaseNotifier.
+func (r *Redis) DeleteNotify(ctx context.Context, key string) (bool, error) {
+	rep, err := r.evalsha(ctx, deleteNotifyScript, key, r.watch.channel)
+	n, err := intOf(rep, err)
+	if err != nil {
+		return false, wrap(ctx, "DEL", err)
+	}
+	return n > 0, nil
+}
+
+// WatchReleases implements quorum.ReleaseNotifier over one Pub/Sub
+// connection per node, which reconnects and resubscribes after the server
+// restarts. Releases announced while it is down are missed (waiters then
+// retry on their jitter).
+func (r *Redis) WatchReleases(fn func(key string)) {
+	w := r.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.releases = append(w.releases, fn)
+	if len(w.releases) == 1 {
+		w.wg.Add(1)
+		go w.subscribeLoop()
+	}
+}
+
+// WatchServer implements quorum.ServerWatcher: the server is looked at
+// every health interval and on every new connection of the lock commands,
+// before the connection carries any of them.
+func (r *Redis) WatchServer(fn func(quorum.ServerInfo)) {
+	w := r.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.servers = append(w.servers, fn)
+	if len(w.servers) == 1 {
+		w.wg.Add(1)
+		go w.monitorLoop()
+	}
+}
+
+// stop ends both loops and waits for them. Safe to call twice.
+func (w *redisWatch) stop() {
+	w.mu.Lock()
+	w.closed = true
+	w.cancel()
+	ps := w.pubsub
+	w.mu.Unlock()
+	if ps != nil {
+		_ = ps.Close() // unblocks a pending receive
+	}
+	w.wg.Wait()
+}
+
+func (w *redisWatch) watchers() ([]func(string), []func(quorum.ServerInfo)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.releases, w.servers
+}
+
+func (w *redisWatch) report(in quorum.ServerInfo) {
+	_, fns := w.watchers()
+	for _, fn := range fns {
+		fn(in)
+	}
+}
+
+// monitorLoop looks at the server now and then every interval.
+func (w *redisWatch) monitorLoop() {
+	defer w.wg.Done()
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		in := w.probe()
+		if w.ctx.Err() != nil {
+			return // a look cut short by Close says nothing about the server
+		}
+		w.report(in)
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (w *redisWatch) probe() quorum.ServerInfo {
+	ctx, cancel := context.WithTimeout(w.ctx, max(w.interval, time.Second))
+	defer cancel()
+	text, err := w.client.Do(ctx, "info", "server", "replication").Text()
+	if isServerError(err) { // a server older than 7.0 takes one section only
+		text, err = w.client.Do(ctx, "info").Text()
+	}
+	if err != nil {
+		return quorum.ServerInfo{Err: wrap(ctx, "INFO", err)}
+	}
+	return parseServerInfo(text)
+}
+
+func isServerError(err error) bool {
+	var re redis.Error
+	return err != nil && errors.As(err, &re) && !errors.Is(err, redis.Nil)
+}
+
+// parseServerInfo reads run_id, role and connected_slaves from INFO text.
+func parseServerInfo(text string) quorum.ServerInfo {
+	var in quorum.ServerInfo
+	in.RunID, _ = infoField(text, "run_id")
+	in.Role, _ = infoField(text, "role")
+	if v, ok := infoField(text, "connected_slaves"); ok {
+		in.ConnectedSlaves, _ = strconv.Atoi(v)
+	}
+	if in.RunID == "" {
+		in.Err = errors.New("backend: INFO has no run_id")
+	}
+	return in
+}
+
+// onConnect looks at the server over a fresh connection of the lock
+// commands, before the connection carries any: a restarted server is known
+// to the Cluster before it can vote. Only a broken connection fails it; a
+// server that refuses INFO is reported, not cut off.
+func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
+	if _, fns := w.watchers(); len(fns) == 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+		defer nc.SetDeadline(time.Time{})
+	}
+	rep, err := roundTrip(nc, "info", "server", "replication")
+	if err == nil && rep.err() != nil {
+		rep, err = roundTrip(nc, "info")
+	}
+	if err != nil {
+		w.report(quorum.ServerInfo{Err: err})
+		return err
+	}
+	if err := rep.err(); err != nil {
+		w.report(quorum.ServerInfo{Err: err})
+		return nil
+	}
+	w.report(parseServerInfo(rep.str))
+	return nil
+}
+
+// roundTrip sends one command on a connection that nothing else uses yet
+// and reads its reply.
+func roundTrip(nc net.Conn, args ...string) (reply, error) {
+	if _, err := nc.Write(appendCommand(nil, args)); err != nil {
+		return reply{}, err
+	}
+	var buf []byte
+	tmp := make([]byte, 4096)
+	for {
+		rep, used, err := parseReply(buf)
+		if err != nil || used > 0 {
+			return rep, err
+		}
+		k, err := nc.Read(tmp)
+		if err != nil {
+			return reply{}, err
+		}
+		buf = append(buf, tmp[:k]...)
+	}
+}
+
+// subscribeLoop delivers the keys announced on the release channel. A
+// silent connection (no message, no pong for three intervals) is replaced:
+// a half-open TCP connection would otherwise be waited on forever.
+func (w *redisWatch) subscribeLoop() {
+	defer w.wg.Done()
+	ps := w.newPubSub(nil)
+	heard := time.Now()
+	for ps != nil {
+		msg, err := ps.ReceiveTimeout(w.ctx, w.interval)
+		if m, ok := msg.(*redis.Message); ok {
+			w.deliver(m.Payload)
+		}
+		switch {
+		case w.ctx.Err() != nil:
+			return
+		case err == nil:
+			heard = time.Now()
+		case isTimeout(err) && time.Since(heard) < 3*w.interval:
+			_ = ps.Ping(w.ctx)
+		case isTimeout(err):
+			ps, heard = w.newPubSub(ps), time.Now()
+		case !w.pause(100 * time.Millisecond):
+			return // closed while backing off from a refused connection
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// newPubSub replaces old (if any) with a fresh subscription; nil once the
+// node is closed.
+func (w *redisWatch) newPubSub(old *redis.PubSub) *redis.PubSub {
+	if old != nil {
+		_ = old.Close()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.pubsub = w.client.Subscribe(w.ctx, w.channel)
+	return w.pubsub
+}
+
+func (w *redisWatch) deliver(key string) {
+	fns, _ := w.watchers()
+	for _, fn := range fns {
+		fn(key)
+	}
+}
+
+func (w *redisWatch) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}

@@ -47,7 +47,8 @@ func TestLockInfoFenceAndHolds(t *testing.T) {
 		}
 	}
 	info := f.do("LOCKINFO", "o")
-	if !strings.Contains(info, "$holds :3 $backends") || strings.Count(info, "$holds :3}") != 3 {
+	// Acquire returns once a majority granted, so the third node may lag.
+	if !strings.Contains(info, "$holds :3 $backends") || strings.Count(info, "$holds :3}") < 2 {
 		t.Errorf("LOCKINFO of a lock held 3 times = %s", info)
 	}
 }

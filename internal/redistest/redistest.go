@@ -6,6 +6,7 @@ package redistest
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -36,6 +37,7 @@ type Server struct {
 	dir  string
 	args []string
 	out  *syncBuffer // stdout and stderr of every run
+	tls  *tls.Config // set: the port speaks only TLS, and this is how to reach it
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -49,11 +51,26 @@ type Server struct {
 // environment, not a reason to skip.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	return start(t, nil, args)
+}
+
+// StartTLS runs a redis-server whose port speaks only TLS (the plain port
+// is off). args must name the server's files (--tls-cert-file,
+// --tls-key-file, --tls-ca-cert-file, and --tls-auth-clients as wanted);
+// client is how the harness itself connects (start-up check, Client):
+// the CA it trusts and, when the server wants one, its certificate.
+func StartTLS(t testing.TB, client *tls.Config, args ...string) *Server {
+	t.Helper()
+	return start(t, client, args)
+}
+
+func start(t testing.TB, client *tls.Config, args []string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redistest: redis-server not found on PATH (apt-get install redis-server): %v", err)
 	}
-	s := &Server{bin: bin, dir: t.TempDir(), args: args, out: &syncBuffer{}}
+	s := &Server{bin: bin, dir: t.TempDir(), args: args, out: &syncBuffer{}, tls: client}
 	t.Cleanup(s.cleanup)
 	for try := 1; ; try++ {
 		s.port = freePort(t)
@@ -79,7 +96,7 @@ func StartN(t testing.TB, n int, args ...string) []*Server {
 	return servers
 }
 
-// Addr returns "127.0.0.1:port".
+// Addr returns "127.0.0.1:port" (the TLS port of a StartTLS server).
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 // Port returns the server's port.
@@ -130,6 +147,7 @@ func (s *Server) Client() *redis.Client {
 		s.client = redis.NewClient(&redis.Options{
 			Addr:            s.Addr(),
 			Password:        s.password(),
+			TLSConfig:       s.tls,
 			DisableIdentity: true,
 			// A test probing a stopped server needs its ctx to count.
 			ContextTimeoutEnabled: true,
@@ -169,10 +187,13 @@ func (s *Server) cleanup() {
 
 // run starts the process and waits until it answers PING.
 func (s *Server) run() error {
-	args := append([]string{
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir,
-	}, s.args...)
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if s.tls != nil {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}
+	}
+	args := append(append(port,
+		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir,
+	), s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	if err := cmd.Start(); err != nil {
@@ -208,7 +229,7 @@ func (s *Server) waitReady(done chan struct{}) error {
 			return fmt.Errorf("redis-server on port %d: %w", s.port, errExited)
 		default:
 		}
-		if ping(s.Addr()) {
+		if ping(s.Addr(), s.tls) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -219,8 +240,15 @@ func (s *Server) waitReady(done chan struct{}) error {
 
 // ping reports whether a server answers at addr. NOAUTH counts: the server
 // is up, it only wants the password; LOADING does not.
-func ping(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+func ping(addr string, tlsConf *tls.Config) bool {
+	var conn net.Conn
+	var err error
+	d := &net.Dialer{Timeout: 500 * time.Millisecond}
+	if tlsConf != nil {
+		conn, err = tls.DialWithDialer(d, "tcp", addr, tlsConf)
+	} else {
+		conn, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return false
 	}

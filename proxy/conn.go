@@ -42,6 +42,7 @@ func (s *Server) reject(c net.Conn) {
 func (s *Server) accept(c redcon.Conn) bool {
 	st := &connState{nc: c.NetConn(), sess: s.h.NewSession(c.RemoteAddr())}
 	st.w = NewWriter(st.sess.Proto)
+	st.maxReply = maxReplyBytes(s.opts.MaxReplyBytes)
 	if !s.track(st) {
 		// Shutdown is tearing connections down; this one came too late.
 		s.h.CloseSession(st.sess)
@@ -104,9 +105,26 @@ func (s *Server) serveRESP(c redcon.Conn, cmd redcon.Command) {
 	quit := s.runBatch(st, cmd, c.ReadPipeline())
 	err := st.flush()
 	s.flight.end()
+	if err != nil {
+		s.logWriteFailure(c, err)
+	}
 	if quit || err != nil {
 		st.done = true
 		c.Close()
+	}
+}
+
+// logWriteFailure names a client dropped for a limit; a client that went
+// away is not news.
+func (s *Server) logWriteFailure(c redcon.Conn, err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errReplyLimit):
+		s.log.Info("client closed: its pending replies exceed the output limit", "addr", c.RemoteAddr())
+	case errors.As(err, &ne) && ne.Timeout():
+		s.log.Info("client closed: it does not read its replies", "addr", c.RemoteAddr())
+	default:
+		s.log.Debug("writing replies failed", "addr", c.RemoteAddr(), "err", err)
 	}
 }
 
@@ -120,6 +138,10 @@ func (st *connState) flush() error {
 	b := st.w.Bytes()
 	if len(b) == 0 {
 		return nil
+	}
+	if st.maxReply > 0 && len(b) > st.maxReply {
+		st.w.buf = nil
+		return errReplyLimit
 	}
 	_, err := st.nc.Write(b)
 	if cap(b) > maxKeptBuffer {

@@ -32,7 +32,7 @@ func (g *gateListener) Accept() (net.Conn, error) {
 			g.srv.reject(c)
 			continue
 		}
-		return newGuardConn(c, g.srv.opts.MaxRequestBytes), nil
+		return newGuardConn(withWriteTimeout(c, g.srv.opts.WriteTimeout), g.srv.opts.MaxRequestBytes), nil
 	}
 }
 

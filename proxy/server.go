@@ -49,6 +49,21 @@ type Options struct {
 	// as Redis does past its query buffer limit. Nothing is allocated up
 	// front. Default 0: DefaultMaxRequestBytes (512 MiB).
 	MaxRequestBytes int
+	// IdleTimeout closes a client connection that sent nothing for this
+	// long; a command that is running (a LOCK WAIT) is not idleness.
+	// Default 0: never, like Redis's "timeout 0".
+	IdleTimeout time.Duration
+	// MaxReplyBytes caps the replies of one read batch that wait to be
+	// written: a client whose pipelined commands produce more is
+	// disconnected without them (Redis's client-output-buffer-limit).
+	// Default 0: DefaultMaxReplyBytes (64 MiB); negative: no cap.
+	MaxReplyBytes int
+	// WriteTimeout bounds how long one write of replies may block on a
+	// client that does not read them; past it the connection is closed,
+	// so a client that never reads holds no more than its own goroutine
+	// and buffer, and only for this long. Default 0: DefaultWriteTimeout
+	// (60s); negative: no bound.
+	WriteTimeout time.Duration
 }
 
 // Server accepts RESP connections and runs their commands through a
@@ -86,6 +101,8 @@ type connState struct {
 	sess *commands.Session
 	w    *Writer
 	done bool // QUIT or a failed write: ignore the rest of the batch
+	// maxReply is Options.MaxReplyBytes resolved; 0: no cap.
+	maxReply int
 }
 
 // New returns a Server that runs commands with h.
@@ -131,6 +148,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(),
 		s.serveRESP, s.accept, s.closed)
+	if s.opts.IdleTimeout > 0 {
+		rs.SetIdleClose(s.opts.IdleTimeout)
+	}
 	close(s.ready)
 	_ = rs.Serve(g) // redcon reports nothing useful: the gate keeps the cause
 	s.connWG.Wait()

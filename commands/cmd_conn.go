@@ -68,6 +68,9 @@ func (h *Handler) cmdAuth(c *call) {
 	user, pass := "default", c.arg(0)
 	if len(c.args) == 2 {
 		user, pass = c.arg(0), c.arg(1)
+	} else if h.opts.Password == "" {
+		c.w.WriteError(msgNoPassword)
+		return
 	}
 	if msg, ok := h.authenticate(c.s, user, pass); !ok {
 		c.w.WriteError(msg)
@@ -76,15 +79,12 @@ func (h *Handler) cmdAuth(c *call) {
 	c.w.WriteSimple("OK")
 }
 
-// authenticate checks a user and password in constant time.
+// authenticate checks a user and password in constant time. Without
+// --requirepass the default user takes any password, as Redis's "nopass"
+// default user does (AUTH default x, HELLO 3 AUTH default x: OK).
 func (h *Handler) authenticate(s *Session, user, pass string) (string, bool) {
-	if h.opts.Password == "" {
-		if len(user) > 0 && user != "default" {
-			return msgWrongPass, false
-		}
-		return msgNoPassword, false
-	}
-	okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(h.opts.Password)) == 1
+	okPass := h.opts.Password == "" ||
+		subtle.ConstantTimeCompare([]byte(pass), []byte(h.opts.Password)) == 1
 	if !okPass || user != "default" {
 		return msgWrongPass, false
 	}

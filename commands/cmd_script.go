@@ -15,39 +15,52 @@ func init() {
 }
 
 func (h *Handler) cmdEval(c *call) {
+	n, ok := numKeys(c)
+	if !ok {
+		return
+	}
 	s, ok := scripts[sha1Hex(c.arg(0))]
 	if !ok {
 		c.w.WriteError(msgOnlyLocks)
 		return
 	}
-	h.runScript(c, s)
+	h.runScript(c, s, n)
 }
 
 func (h *Handler) cmdEvalSHA(c *call) {
+	n, ok := numKeys(c)
+	if !ok {
+		return
+	}
 	s, ok := scripts[strings.ToLower(c.arg(0))]
 	if !ok {
 		c.w.WriteError(msgNoScript)
 		return
 	}
-	h.runScript(c, s)
+	h.runScript(c, s, n)
 }
 
-// runScript splits EVAL's numkeys, keys and args as Redis does.
-func (h *Handler) runScript(c *call, s *lockScript) {
-	if strings.HasSuffix(c.name, "_ro") && !s.readOnly {
-		c.w.WriteError(msgROScript)
-		return
-	}
+// numKeys checks EVAL's numkeys as Redis does, before it looks at the
+// script: a malformed call gets the same error whatever its body.
+func numKeys(c *call) (int64, bool) {
 	n, ok := parseInt(c.arg(1))
 	switch {
 	case !ok:
 		c.w.WriteError(msgNotInt)
-		return
-	case n < 0:
-		c.w.WriteError(msgNegKeys)
-		return
 	case n > int64(len(c.args)-2):
 		c.w.WriteError(msgTooManyKeys)
+	case n < 0:
+		c.w.WriteError(msgNegKeys)
+	default:
+		return n, true
+	}
+	return 0, false
+}
+
+// runScript splits EVAL's keys and args as Redis does.
+func (h *Handler) runScript(c *call, s *lockScript, n int64) {
+	if strings.HasSuffix(c.name, "_ro") && !s.readOnly {
+		c.w.WriteError(msgROScript)
 		return
 	}
 	rest := strs(c.args[2:])
@@ -79,14 +92,22 @@ func (h *Handler) cmdScript(c *call) {
 			_, ok := scripts[strings.ToLower(string(a))]
 			c.w.WriteInt(b2i(ok))
 		}
-	case sub == "FLUSH" && len(c.args) <= 2:
+	case sub == "FLUSH":
 		// The recognised scripts are built in: there is nothing to forget.
-		c.w.WriteSimple("OK")
-	case sub == "LOAD" || sub == "EXISTS" || sub == "FLUSH":
+		if len(c.args) == 1 || (len(c.args) == 2 && isFlushMode(c.arg(1))) {
+			c.w.WriteSimple("OK")
+			return
+		}
+		c.w.WriteError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+	case sub == "LOAD" || sub == "EXISTS":
 		c.w.WriteError(errArity("script|" + strings.ToLower(sub)))
 	default:
 		c.w.WriteError(errUnknownSub(c.arg(0), "SCRIPT"))
 	}
+}
+
+func isFlushMode(s string) bool {
+	return strings.EqualFold(s, "SYNC") || strings.EqualFold(s, "ASYNC")
 }
 
 func b2i(b bool) int64 {

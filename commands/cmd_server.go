@@ -23,6 +23,10 @@ func (h *Handler) cmdCommand(c *call) {
 	case "":
 		writeCommandInfos(c.w, sortedNames())
 	case "COUNT":
+		if len(c.args) != 1 {
+			c.w.WriteError(errArity("command|count"))
+			return
+		}
 		c.w.WriteInt(int64(len(table)))
 	case "INFO":
 		names := strs(c.args[1:])

@@ -39,16 +39,20 @@ func errUnknownSub(sub, cmd string) string {
 	return fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, cmd)
 }
 
-// errUnknownCommand formats Redis's reply to a command it does not know.
+// errUnknownCommand formats Redis's reply to a command it does not know:
+// the arguments are quoted one by one while less than 128 bytes of them
+// were written, each cut to what is left of those 128 bytes.
 func errUnknownCommand(name string, args [][]byte) string {
-	s := fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: ", name)
+	var quoted []byte
 	for _, a := range args {
-		if len(s) > 256 {
+		if len(quoted) >= 128 {
 			break
 		}
-		s += fmt.Sprintf("'%.128s' ", a)
+		quoted = append(quoted, '\'')
+		quoted = append(quoted, a[:min(len(a), 128-len(quoted)+1)]...)
+		quoted = append(quoted, '\'', ' ')
 	}
-	return s
+	return fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", name[:min(len(name), 128)], quoted)
 }
 
 // errNoQuorum formats the NOQUORUM error of SPEC §3.

@@ -54,12 +54,14 @@ func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
 		w.WriteError(errUnknownCommand(string(args[0]), args[1:]))
 		return
 	}
-	if !cmd.noAuth && !s.Authenticated() {
-		w.WriteError(msgNoAuth)
-		return
-	}
+	// Redis checks the arity before the login: a malformed command gets
+	// the same error whether or not the client authenticated.
 	if !arityOK(cmd.arity, len(args)) {
 		w.WriteError(errArity(name))
+		return
+	}
+	if !cmd.noAuth && !s.Authenticated() {
+		w.WriteError(msgNoAuth)
 		return
 	}
 	h.stats.commands.Add(1)

@@ -37,8 +37,13 @@ func (h *Handler) cmdQuit(c *call) {
 	c.w.WriteSimple("OK")
 }
 
-// cmdReset returns the connection to its state right after connecting.
+// cmdReset returns the connection to its state right after connecting, as
+// Redis's RESET does. The locks bound to the connection (KEEPALIVE, session
+// locks) are released as if it had closed: a fresh connection holds none,
+// and a pool that resets a connection before handing it to someone else
+// must not pass locks along that nobody would release.
 func (h *Handler) cmdReset(c *call) {
+	h.releaseSessionLocks(c.s)
 	c.s.mu.Lock()
 	c.s.proto = 2
 	c.s.name = ""

@@ -11,15 +11,17 @@ import (
 // Cluster runs Redlock operations over a fixed set of independent nodes.
 // It is safe for concurrent use.
 type Cluster struct {
-	nodes  []Node
-	cfg    Config
-	wake   *wakeRegistry
-	health *health
+	nodes   []Node
+	cfg     Config
+	wake    *wakeRegistry
+	health  *health
+	pending *retrier
 }
 
 // New returns a Cluster over nodes. It does not wait for them; nodes that
 // implement ServerWatcher or ReleaseNotifier start reporting to it in the
-// background, until each node is closed.
+// background, until each node is closed. Close stops the retries of
+// releases that did not reach a node (see Config.ReleaseRetry).
 func New(nodes []Node, cfg Config) (*Cluster, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("quorum: no nodes")
@@ -32,6 +34,7 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
 	c.health = newHealth(c.nodes, cfg)
+	c.pending = newRetrier(c.nodes, cfg)
 	c.watchServers()
 	c.watchReleases()
 	return c, nil

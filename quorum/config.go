@@ -36,6 +36,17 @@ type Config struct {
 	// Logger receives node state changes (restart, quarantine, refusal).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// ReleaseRetry is how often a release that a node did not answer (a
+	// timeout, a reset connection, a stalled or dead server) is sent to it
+	// again, until it answers or the key's ttl has passed; a failed
+	// acquire's SET that timed out is checked the same way, since it may
+	// land after the release. Default 200ms. 0 turns it off: such a
+	// leftover then stays on its node (a minority) until its ttl ends.
+	ReleaseRetry time.Duration
+	// MaxTTL is the largest ttl a lock may have. A release that does not
+	// know its lock's ttl is retried this long at most. Default 60s (the
+	// binary passes --max-ttl).
+	MaxTTL time.Duration
 }
 
 // DefaultConfig returns the documented defaults.
@@ -46,6 +57,8 @@ func DefaultConfig() Config {
 		RetryDelayMin: 5 * time.Millisecond,
 		RetryDelayMax: 50 * time.Millisecond,
 		Now:           time.Now,
+		ReleaseRetry:  200 * time.Millisecond,
+		MaxTTL:        60 * time.Second,
 	}
 }
 
@@ -60,6 +73,8 @@ func (c Config) Validate() error {
 		return errors.New("quorum: need 0 <= RetryDelayMin <= RetryDelayMax")
 	case c.RestartQuarantine < 0:
 		return errors.New("quorum: RestartQuarantine must not be negative")
+	case c.ReleaseRetry < 0 || c.MaxTTL < 0:
+		return errors.New("quorum: ReleaseRetry and MaxTTL must not be negative")
 	}
 	return nil
 }

@@ -4,6 +4,9 @@
 // per-node deadline), the majority rule Q = N/2+1, the validity arithmetic
 // (ttl - elapsed - drift, on Go's monotonic clock), the release on every node
 // after a failed acquire, and the jittered retries of a blocking acquire.
+// Releases that a node did not answer are remembered (bounded, per node)
+// and sent again until it answers or the key's ttl has passed; Close stops
+// those retries.
 //
 // It knows neither RESP nor any Redis client: nodes are reached through the
 // Node interface, implemented in package backend.

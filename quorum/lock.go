@@ -32,10 +32,13 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	var t tally
 	q := c.Quorum()
 	got := 0
+	// unanswered marks the nodes whose SET may still land after the release.
+	unanswered := make([]bool, len(c.nodes))
 	for got < len(c.nodes) {
 		r := <-ch
 		got++
 		t.add(r.val, r.err)
+		unanswered[r.node] = r.err != nil
 		if t.yes >= q {
 			break // later answers are not needed; their goroutines end on their own
 		}
@@ -47,9 +50,10 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	// Let straggling SETs land (each is bounded by the node timeout) before
 	// the release, or a late one would store the token after its delete.
 	for ; got < len(c.nodes); got++ {
-		<-ch
+		r := <-ch
+		unanswered[r.node] = r.err != nil
 	}
-	c.releaseAll(ctx, key, token)
+	c.releaseEverywhere(ctx, key, token, ttl, unanswered)
 	if t.answered() < q {
 		return Lock{}, c.noQuorum(&t)
 	}
@@ -110,7 +114,7 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (released bool
 	ctx, done := c.begin(ctx, OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
 	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
-		return compareAndDelete(ctx, n, key, token)
+		return c.releaseOn(ctx, n, key, token, 0, true)
 	})
 	if t.yes > 0 {
 		c.wake.notify(key)
@@ -124,10 +128,26 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (released bool
 	return false, nil
 }
 
+// releaseAll is the release after a failed operation: compare-and-delete
+// on every node, remembered for a retry where a node did not answer.
 func (c *Cluster) releaseAll(ctx context.Context, key, token string) {
-	c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
-		return n.CompareAndDelete(ctx, key, token)
+	c.releaseEverywhere(ctx, key, token, 0, nil)
+}
+
+// releaseEverywhere is releaseAll for a lock of ttl (0: unknown). A node
+// marked in unanswered did not answer the SET of a failed acquire: that SET
+// may still land after the release, so even a "not held" there is checked
+// again later.
+func (c *Cluster) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, unanswered []bool) {
+	ch := fanout(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
+		return c.releaseOn(ctx, n, key, token, ttl, false)
 	})
+	for range c.nodes {
+		r := <-ch
+		if r.err == nil && !r.val && unanswered != nil && unanswered[r.node] {
+			c.pending.add(r.node, key, token, ttl, true)
+		}
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -114,7 +114,13 @@ func (c *Cluster) ReleaseEach(ctx context.Context, keys []string, token string) 
 // releaseEach returns, per key, on how many nodes token held it.
 func (c *Cluster) releaseEach(ctx context.Context, keys []string, token string) ([]int, tally) {
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) ([]bool, error) {
-		return n.(MultiNode).ReleaseEach(ctx, keys, token)
+		held, err := n.(MultiNode).ReleaseEach(ctx, keys, token)
+		if i := c.indexOf(n); err != nil && i >= 0 {
+			for _, k := range keys {
+				c.pending.add(i, k, token, 0, false)
+			}
+		}
+		return held, err
 	})
 	held := make([]int, len(keys))
 	var t tally

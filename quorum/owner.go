@@ -166,16 +166,27 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 	})
 	var t tally
 	var still []held
+	var missed []int // nodes that did not answer (vetoed ones did)
 	for range c.nodes {
 		r := <-ch
 		t.add(r.val.token != "", r.err)
 		if r.err == nil && r.val.holds > 0 {
 			still = append(still, r.val)
 		}
+		if r.err != nil && !errors.Is(r.err, ErrQuarantined) && !errors.Is(r.err, ErrRefused) {
+			missed = append(missed, r.node)
+		}
 	}
 	_, remaining = majorityHeld(still, c.Quorum())
 	if remaining == 0 && len(still) > 0 {
 		c.releaseAll(ctx, key, token)
+	}
+	if remaining == 0 {
+		// The lock is free: a node that missed the last hold's drop keeps
+		// its copy until it is released there too.
+		for _, i := range missed {
+			c.pending.add(i, key, token, 0, false)
+		}
 	}
 	if remaining == 0 && t.yes > 0 {
 		c.wake.notify(key)

@@ -85,7 +85,7 @@ const (
 // which only matters for the reply, never for what is deleted.
 func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (ReleaseResult, error) {
 	ch := fanout(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (ReleaseResult, error) {
-		ok, err := compareAndDelete(ctx, n, key, token)
+		ok, err := c.releaseOn(ctx, n, key, token, 0, true)
 		if err != nil || ok {
 			return Released, err
 		}

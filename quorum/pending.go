@@ -1,0 +1,286 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Releases that did not reach a node are sent again once it answers.
+//
+// A compare-and-delete that timed out or lost its connection (a stalled
+// server, a reset mid-reply, a node that is down) leaves the token on that
+// node until its ttl ends; so does a SET that timed out in a failed
+// acquire and lands after the release behind it (a resumed SIGSTOPped
+// server runs what sat in its socket). Such a copy is a minority and cannot
+// grant the lock to anyone, but it makes that node vote "no" for the key
+// and so costs the key its fault tolerance until the ttl ends.
+//
+// The Cluster remembers each such (key, token) per node and retries the
+// compare-and-delete every Config.ReleaseRetry until the node answers. The
+// record is bounded: at most maxPendingPerNode entries per node (the oldest
+// are dropped first), and an entry is dropped once its ttl has passed, since
+// the key has expired on the node by then. Only tokens whose lock was
+// released or never granted are recorded, and tokens are unique per
+// acquisition, so a retry can never delete a lock that someone holds.
+//
+// A retry that finds the token absent is not the end: a SET that timed out
+// may still be on its way (for example on a connection the client already
+// gave up on), so the entry is checked once more a retry interval later.
+
+// maxPendingPerNode bounds the releases remembered for one node.
+const maxPendingPerNode = 10000
+
+type pendingRelease struct {
+	key, token string
+	// until is when the key expires on the node at the latest.
+	until time.Time
+	// confirmAt is zero until a retry found the token absent; from then on
+	// the next retry after confirmAt that finds it absent too ends the entry.
+	confirmAt time.Time
+}
+
+// pendingQueue holds one node's pending releases, oldest first.
+type pendingQueue struct {
+	mu       sync.Mutex
+	entries  []pendingRelease
+	size     atomic.Int64 // len(entries), read without the lock
+	draining atomic.Bool
+}
+
+// retrier owns the pending releases of every node and the timer that
+// retries them. No goroutine runs while nothing is pending.
+type retrier struct {
+	nodes    []Node
+	queues   []*pendingQueue
+	every    time.Duration // 0: off
+	horizon  time.Duration // ttl assumed when a release does not know it
+	timeout  time.Duration
+	limit    int
+	ctx      context.Context // cancelled by close
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	timer    *time.Timer
+	armed    bool
+	closed   bool
+	onceStop sync.Once
+}
+
+func newRetrier(nodes []Node, cfg Config) *retrier {
+	r := &retrier{
+		nodes: nodes, every: cfg.ReleaseRetry, horizon: cfg.MaxTTL,
+		timeout: cfg.NodeTimeout, limit: maxPendingPerNode,
+		queues: make([]*pendingQueue, len(nodes)),
+	}
+	if r.horizon <= 0 {
+		r.horizon = DefaultConfig().MaxTTL
+	}
+	for i := range r.queues {
+		r.queues[i] = &pendingQueue{}
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+// add remembers a release of key=token on node i that did not get an
+// answer. ttl <= 0: unknown, the horizon applies. answeredAbsent: the node
+// did answer "not held", but a straggling SET may still land, so the entry
+// only needs confirming.
+func (r *retrier) add(i int, key, token string, ttl time.Duration, answeredAbsent bool) {
+	if r.every <= 0 {
+		return
+	}
+	if ttl <= 0 {
+		ttl = r.horizon
+	}
+	now := time.Now()
+	e := pendingRelease{key: key, token: token, until: now.Add(ttl)}
+	if answeredAbsent {
+		e.confirmAt = now.Add(r.every)
+	}
+	q := r.queues[i]
+	q.mu.Lock()
+	q.entries = append(q.entries, e)
+	r.trimLocked(q, now)
+	q.mu.Unlock()
+	r.arm()
+}
+
+// trimLocked drops the oldest entries beyond the limit, then expired ones
+// at the front (entries behind them expire on the next drain).
+func (r *retrier) trimLocked(q *pendingQueue, now time.Time) {
+	drop := max(len(q.entries)-r.limit, 0)
+	for drop < len(q.entries) && now.After(q.entries[drop].until) {
+		drop++
+	}
+	if drop > 0 {
+		q.entries = append(q.entries[:0:0], q.entries[drop:]...)
+	}
+	q.size.Store(int64(len(q.entries)))
+}
+
+// arm schedules the next retry round unless one is scheduled or the
+// retrier is closed. Between rounds nothing runs: the timer holds no
+// goroutine.
+func (r *retrier) arm() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.armed {
+		return
+	}
+	r.armed = true
+	if r.timer == nil {
+		r.timer = time.AfterFunc(r.every, r.round)
+		return
+	}
+	r.timer.Reset(r.every)
+}
+
+// round drains every node with pending releases, each on its own
+// goroutine (a stalled node must not hold up the others), and schedules
+// the next round while anything is left.
+func (r *retrier) round() {
+	r.mu.Lock()
+	r.armed = false
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.wg.Add(1) // under mu, so that close never waits on a zero counter being raised
+	r.mu.Unlock()
+	defer r.wg.Done()
+	var wg sync.WaitGroup
+	for i, q := range r.queues {
+		if q.size.Load() > 0 && q.draining.CompareAndSwap(false, true) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer q.draining.Store(false)
+				r.drain(i)
+			}()
+		}
+	}
+	wg.Wait()
+	if r.pendingTotal() > 0 {
+		r.arm()
+	}
+}
+
+// drain retries node i's due releases in order, stopping at the first one
+// the node does not answer (it is still unreachable; that entry goes last,
+// so that one key that always fails cannot hold up the others).
+func (r *retrier) drain(i int) {
+	q := r.queues[i]
+	q.mu.Lock()
+	batch := q.entries
+	q.entries = nil
+	q.mu.Unlock()
+	var keep []pendingRelease
+	for j, e := range batch {
+		now := time.Now()
+		switch {
+		case now.After(e.until):
+			continue // expired on the node anyway
+		case r.ctx.Err() != nil || (!e.confirmAt.IsZero() && now.Before(e.confirmAt)):
+			keep = append(keep, e)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+		deleted, err := r.nodes[i].CompareAndDelete(ctx, e.key, e.token)
+		cancel()
+		switch {
+		case err != nil:
+			keep = append(append(keep, batch[j+1:]...), e)
+			r.putBack(q, keep)
+			return
+		case deleted || !e.confirmAt.IsZero():
+			// done: removed, or absent twice a retry interval apart
+		default:
+			e.confirmAt = now.Add(r.every)
+			keep = append(keep, e)
+		}
+	}
+	r.putBack(q, keep)
+}
+
+// putBack returns the entries a drain kept in front of those added
+// meanwhile (they are older).
+func (r *retrier) putBack(q *pendingQueue, keep []pendingRelease) {
+	q.mu.Lock()
+	q.entries = append(keep, q.entries...)
+	r.trimLocked(q, time.Now())
+	q.mu.Unlock()
+}
+
+func (r *retrier) pendingTotal() int64 {
+	var n int64
+	for _, q := range r.queues {
+		n += q.size.Load()
+	}
+	return n
+}
+
+// close stops the retries and waits for a running round. Safe to call
+// twice.
+func (r *retrier) close() {
+	r.onceStop.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		r.mu.Unlock()
+		r.cancel()
+		r.wg.Wait()
+	})
+}
+
+// PendingReleases reports, per node in configuration order, how many
+// releases wait to be sent to it again.
+func (c *Cluster) PendingReleases() []int {
+	out := make([]int, len(c.pending.queues))
+	for i, q := range c.pending.queues {
+		out[i] = int(q.size.Load())
+	}
+	return out
+}
+
+// Close stops retrying pending releases (what is left expires with its
+// ttl on the nodes) and waits for a retry in progress. It does not close
+// the nodes. Safe to call twice; the Cluster must not be used afterwards.
+func (c *Cluster) Close() error {
+	c.pending.close()
+	return nil
+}
+
+// indexOf finds n among the cluster's nodes (they are few), -1 if absent.
+func (c *Cluster) indexOf(n Node) int {
+	for i, m := range c.nodes {
+		if m == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// releaseOn is a compare-and-delete of key=token on node n, within a
+// fan-out; when the node does not answer, the release is remembered and
+// sent again later. notify: a user's release, which wakes waiters where the
+// node can.
+func (c *Cluster) releaseOn(ctx context.Context, n Node, key, token string, ttl time.Duration, notify bool) (bool, error) {
+	var ok bool
+	var err error
+	if notify {
+		ok, err = compareAndDelete(ctx, n, key, token)
+	} else {
+		ok, err = n.CompareAndDelete(ctx, key, token)
+	}
+	if err != nil {
+		if i := c.indexOf(n); i >= 0 {
+			c.pending.add(i, key, token, ttl, false)
+		}
+	}
+	return ok, err
+}

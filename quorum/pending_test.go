@@ -1,0 +1,210 @@
+package quorum
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func retryConfig() Config {
+	cfg := testConfig()
+	cfg.ReleaseRetry = 10 * time.Millisecond
+	return cfg
+}
+
+func closedCluster(t *testing.T, nodes []Node, cfg Config) *Cluster {
+	t.Helper()
+	c := newCluster(t, nodes, cfg)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// waitFor polls an external condition until it holds; the deadline only
+// prevents a hang.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 5s: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func totalPending(c *Cluster) int {
+	n := 0
+	for _, p := range c.PendingReleases() {
+		n += p
+	}
+	return n
+}
+
+// A release that one node did not answer is sent again once it answers.
+func TestReleaseRetriedOnNodeThatFailed(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		b    behavior
+	}{{"error", behaveErr}, {"stall", behaveStall}} {
+		t.Run(mode.name, func(t *testing.T) {
+			fs, nodes := newFakes(3)
+			c := closedCluster(t, nodes, retryConfig())
+			l, err := c.Acquire(context.Background(), key, mine, ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitAll(t, fs, opSetNX, 1)
+			fs[0].setOpBehavior(opCAD, mode.b)
+			if ok, err := c.Release(context.Background(), key, l.Token); !ok || err != nil {
+				t.Fatalf("Release = %v, %v", ok, err)
+			}
+			if got := c.PendingReleases(); !slices.Equal(got, []int{1, 0, 0}) {
+				t.Errorf("PendingReleases = %v, want [1 0 0]", got)
+			}
+			if h := holders(fs, key, mine); !slices.Equal(h, []string{"n0"}) {
+				t.Fatalf("holders after release = %v, want [n0]", h)
+			}
+			fs[0].waitCalls(t, opCAD, 2) // retried while still failing
+			fs[0].setOpBehavior(opCAD, behaveOK)
+			waitFor(t, "the retry removes n0's copy", func() bool {
+				return len(holders(fs, key, mine)) == 0 && totalPending(c) == 0
+			})
+		})
+	}
+}
+
+// ReleaseRetry 0 turns the retries off: nothing is remembered.
+func TestReleaseRetryOff(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := closedCluster(t, nodes, testConfig())
+	l, err := c.Acquire(context.Background(), key, mine, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAll(t, fs, opSetNX, 1)
+	fs[0].setOpBehavior(opCAD, behaveErr)
+	if ok, err := c.Release(context.Background(), key, l.Token); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	if got := totalPending(c); got != 0 {
+		t.Errorf("PendingReleases = %v with retries off", c.PendingReleases())
+	}
+}
+
+// A failed acquire whose SET did not answer on a node is checked again
+// there, since the SET may land after the release: the late copy is
+// removed, and nothing of another holder is touched.
+func TestFailedAcquireLateSetRemoved(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := closedCluster(t, nodes, retryConfig())
+	fs[0].setOpBehavior(opSetNX, behaveErr)
+	fs[1].put(key, other, ttl)
+	var late sync.Once
+	fs[0].setHook(func(op, k, tok string, _ bool, _ error) {
+		if op == opCAD {
+			late.Do(func() { fs[0].put(k, tok, ttl) }) // the SET lands just after the release
+		}
+	})
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); err == nil {
+		t.Fatal("acquire with one grant of three succeeded")
+	}
+	if h := holders(fs, key, mine); !slices.Equal(h, []string{"n0"}) {
+		t.Fatalf("holders after the failed acquire = %v, want the late copy on n0", h)
+	}
+	waitFor(t, "the late SET is removed", func() bool {
+		return len(holders(fs, key, mine)) == 0 && totalPending(c) == 0
+	})
+	if h := holders(fs, key, other); !slices.Equal(h, []string{"n1"}) {
+		t.Errorf("other token on %v, want [n1]", h)
+	}
+}
+
+// A SET that never lands ends the entry after two answers of "absent".
+func TestPendingEndsWhenAbsentTwice(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := closedCluster(t, nodes, retryConfig())
+	fs[0].setOpBehavior(opSetNX, behaveErr)
+	fs[1].setOpBehavior(opSetNX, behaveErr)
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); err == nil {
+		t.Fatal("acquire with one grant of three succeeded")
+	}
+	waitFor(t, "entries end", func() bool { return totalPending(c) == 0 })
+	for _, f := range fs[:2] {
+		if n := f.callCount(opCAD); n < 2 {
+			t.Errorf("%s: %d compare-and-deletes, want the release and at least one check", f.name, n)
+		}
+	}
+}
+
+// A successful lock is never touched by the retries, even on a node whose
+// SET did not answer in time.
+func TestHeldLockNotRetried(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := closedCluster(t, nodes, retryConfig())
+	fs[0].setOpBehavior(opSetNX, behaveErr)
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); err != nil {
+		t.Fatal(err)
+	}
+	if got := totalPending(c); got != 0 {
+		t.Errorf("PendingReleases = %v after a granted lock", c.PendingReleases())
+	}
+}
+
+// The record is bounded per node: the oldest entries go first, and those
+// past their ttl are dropped without a call.
+func TestPendingBounded(t *testing.T) {
+	fs, nodes := newFakes(1)
+	c := closedCluster(t, nodes, retryConfig())
+	r := c.pending
+	r.limit = 3
+	fs[0].setOpBehavior(opCAD, behaveErr)
+	for i := range 5 {
+		r.add(0, fmt.Sprint("k", i), mine, time.Hour, false)
+	}
+	r.queues[0].mu.Lock()
+	var keys []string
+	for _, e := range r.queues[0].entries {
+		keys = append(keys, e.key)
+	}
+	r.queues[0].mu.Unlock()
+	if !slices.Equal(keys, []string{"k2", "k3", "k4"}) {
+		t.Errorf("kept %v, want the newest three", keys)
+	}
+	c.Close()
+
+	fs2, nodes2 := newFakes(1)
+	c2 := closedCluster(t, nodes2, retryConfig())
+	c2.pending.add(0, "gone", mine, time.Nanosecond, false)
+	waitFor(t, "the expired entry is dropped", func() bool { return totalPending(c2) == 0 })
+	if n := fs2[0].callCount(opCAD); n != 0 {
+		t.Errorf("%d calls for an expired entry", n)
+	}
+}
+
+// Close stops the retries, is safe twice, and leaves no goroutine behind
+// (goleak checks the package).
+func TestCloseStopsRetries(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, retryConfig())
+	fs[0].setOpBehavior(opCAD, behaveStall)
+	l, err := c.Acquire(context.Background(), key, mine, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAll(t, fs, opSetNX, 1)
+	c.Release(context.Background(), key, l.Token)
+	fs[0].waitCalls(t, opCAD, 2)
+	c.Close()
+	c.Close()
+	n := fs[0].callCount(opCAD)
+	fs[0].setOpBehavior(opCAD, behaveOK)
+	// No sleep can prove a negative; a full retry round after Close would
+	// call the node again, so give it several intervals to do so.
+	time.Sleep(5 * retryConfig().ReleaseRetry)
+	if got := fs[0].callCount(opCAD); got != n {
+		t.Errorf("%d calls after Close, want none", got-n)
+	}
+}

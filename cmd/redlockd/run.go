@@ -41,7 +41,10 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	case errors.Is(err, errVersion):
 		fmt.Fprintf(stdout, "redlockd %s\n", Version)
 		return exitOK
-	case err != nil:
+	case err == nil:
+		err = checkListen(cfg.Listen)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "redlockd: %v\n", err)
 		return exitUsage
 	}

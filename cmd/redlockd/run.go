@@ -75,6 +75,7 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 	qcfg.NodeTimeout = cfg.NodeTimeout
 	qcfg.DriftFactor = cfg.DriftFactor
 	qcfg.RestartQuarantine = cfg.RestartQuarantine
+	qcfg.MaxTTL = cfg.MaxTTL
 	qcfg.Logger = log
 	var cluster *quorum.Cluster
 	var h *commands.Handler
@@ -85,6 +86,7 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 		log.Error("cannot build the lock cluster", "err", err)
 		return exitUsage
 	}
+	defer cluster.Close() // after the last command, before the nodes close
 	h = commands.New(cluster, commands.Options{
 		Password: cfg.RequirePass, MaxTTL: cfg.MaxTTL, SessionTTL: cfg.SessionTTL,
 		Version: Version, Logger: log, Observer: m, Info: m,

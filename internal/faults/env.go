@@ -62,13 +62,15 @@ func (e *Env) Nodes(t testing.TB) []quorum.Node {
 	return nodes
 }
 
-// Cluster builds a lock cluster over fresh nodes of every backend.
+// Cluster builds a lock cluster over fresh nodes of every backend, closed
+// by the test's cleanup.
 func (e *Env) Cluster(t testing.TB, cfg quorum.Config) *quorum.Cluster {
 	t.Helper()
 	c, err := quorum.New(e.Nodes(t), cfg)
 	if err != nil {
 		t.Fatalf("faults: cluster: %v", err)
 	}
+	t.Cleanup(func() { c.Close() }) // before the nodes close: cleanups run last first
 	return c
 }
 

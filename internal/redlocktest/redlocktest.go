@@ -110,6 +110,7 @@ func (in *Instance) serve(t testing.TB) {
 		if err := <-served; !errors.Is(err, proxy.ErrServerClosed) {
 			t.Errorf("redlocktest: Serve returned %v, want ErrServerClosed", err)
 		}
+		in.Cluster.Close()
 		for _, n := range in.Nodes {
 			n.Close()
 		}

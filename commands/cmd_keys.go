@@ -80,6 +80,9 @@ func (h *Handler) expire(c *call, unit time.Duration) {
 	var err error
 	if ttl <= 0 {
 		held, err = h.cluster.Delete(c.s.Context(), c.arg(0))
+		if err == nil {
+			h.unbindKey(c.arg(0))
+		}
 	} else {
 		held, err = h.cluster.Expire(c.s.Context(), c.arg(0), ttl)
 	}

@@ -121,6 +121,7 @@ func (h *Handler) cmdDel(c *call) {
 			writeLockError(c.w, c.name, err)
 			return
 		}
+		h.unbindKey(string(k))
 		if held {
 			n++
 		}

@@ -43,3 +43,35 @@ func TestResetReleasesBoundLocks(t *testing.T) {
 		t.Fatalf("PTTL of a session lock taken after RESET = %q", got)
 	}
 }
+
+// TestDelUnbindsLocks: DEL (and an expire to the past) takes a bound lock
+// away; the proxy stops renewing it instead of counting it lost later.
+func TestDelUnbindsLocks(t *testing.T) {
+	f := newFixture(t, Options{})
+	steps := [][]string{
+		{"SET", "s", "tok", "NX"},
+		{"LOCK", "k", "10000", "TOKEN", "kt", "KEEPALIVE"},
+		{"SET", "e", "et", "NX"},
+	}
+	for _, st := range steps {
+		if got := f.do(st...); got != "+OK" && got[0] != '[' {
+			t.Fatalf("%v = %q", st, got)
+		}
+	}
+	if got := f.do("DEL", "s", "k"); got != ":2" {
+		t.Fatalf("DEL = %q", got)
+	}
+	if got := f.do("PEXPIRE", "e", "0"); got != ":1" {
+		t.Fatalf("PEXPIRE e 0 = %q", got)
+	}
+	if ka := f.h.KeepaliveStats(); ka.Held != 0 || ka.Lost != 0 {
+		t.Fatalf("after DEL: %+v, want nothing held or lost", ka)
+	}
+	// The connection can take the key again and keep it.
+	if got := f.do("SET", "s", "tok", "NX"); got != "+OK" {
+		t.Fatalf("SET NX after DEL = %q", got)
+	}
+	if ka := f.h.KeepaliveStats(); ka.Held != 1 {
+		t.Fatalf("after a new SET NX: %+v, want 1 held", ka)
+	}
+}

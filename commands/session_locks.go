@@ -161,6 +161,27 @@ func (h *Handler) unbind(b *binding) {
 	b.kept.Stop(false)
 }
 
+// unbindKey stops renewing every lock bound to key, whatever its token:
+// DEL (or an expire to the past) took the key away from its holder, so a
+// renewal could only fail and count a loss nobody suffered.
+func (h *Handler) unbindKey(key string) {
+	r := &h.bound
+	r.mu.Lock()
+	var bs []*binding
+	for ref, b := range r.byRef {
+		if ref.key == key {
+			bs = append(bs, b)
+		}
+	}
+	for _, b := range bs {
+		r.remove(b)
+	}
+	r.mu.Unlock()
+	for _, b := range bs {
+		b.kept.Stop(false)
+	}
+}
+
 // releaseSessionLocks releases every lock bound to s; CloseSession calls
 // it after cancelling s, so a bind racing it sees s closed.
 func (h *Handler) releaseSessionLocks(s *Session) {

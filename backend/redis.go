@@ -81,9 +81,10 @@ func NewRedis(addr string, opts RedisOptions) (*Redis, error) {
 	if name == "" {
 		name = nodeName(o)
 	}
-	client := redis.NewClient(o)
-	w := newRedisWatch(name, client, o.DB, opts.HealthInterval)
-	return &Redis{name: name, client: client, mux: newNodeMux(o, opts.Conns, w.onConnect), watch: w}, nil
+	w := newRedisWatch(name, o.DB, opts.HealthInterval)
+	o.OnConnect = w.onClientConnect
+	w.client = redis.NewClient(o)
+	return &Redis{name: name, client: w.client, mux: newNodeMux(o, opts.Conns, w.onConnect), watch: w}, nil
 }
 
 func parseAddr(addr string, tlsConf *tls.Config) (*redis.Options, error) {

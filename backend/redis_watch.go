@@ -49,8 +49,10 @@ type redisWatch struct {
 	pubsub   *redis.PubSub
 }
 
-func newRedisWatch(name string, client *redis.Client, db int, interval time.Duration) *redisWatch {
-	w := &redisWatch{name: name, client: client, channel: releaseChannel, interval: orDefault(interval, defaultHealthInterval)}
+// newRedisWatch returns the watch of a node; its client is set once the
+// client exists, since the client's connect hook is the watch's.
+func newRedisWatch(name string, db int, interval time.Duration) *redisWatch {
+	w := &redisWatch{name: name, channel: releaseChannel, interval: orDefault(interval, defaultHealthInterval)}
 	if db != 0 {
 		w.channel += ":" + strconv.Itoa(db)
 	}
@@ -192,8 +194,7 @@ func parseServerInfo(text string) quorum.ServerInfo {
 
 // onConnect looks at the server over a fresh connection of the lock
 // commands, before the connection carries any: a restarted server is known
-// to the Cluster before it can vote. Only a broken connection fails it; a
-// server that refuses INFO is reported, not cut off.
+// to the Cluster before it can vote.
 func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
 	if _, fns := w.watchers(); len(fns) == 0 {
 		return nil
@@ -206,15 +207,37 @@ func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
 	if err == nil && rep.err() != nil {
 		rep, err = roundTrip(nc, "info")
 	}
-	if err != nil {
-		w.report(quorum.ServerInfo{Err: err})
-		return err
+	if err == nil {
+		err = rep.err()
 	}
-	if err := rep.err(); err != nil {
-		w.report(quorum.ServerInfo{Err: err})
+	return w.lookedAt(rep.str, err)
+}
+
+// onClientConnect is onConnect for the go-redis connections, which carry
+// the node's other commands (and this watch's own).
+func (w *redisWatch) onClientConnect(ctx context.Context, cn *redis.Conn) error {
+	if _, fns := w.watchers(); len(fns) == 0 {
 		return nil
 	}
-	w.report(parseServerInfo(rep.str))
+	text, err := cn.Info(ctx, "server", "replication").Result()
+	if isServerError(err) {
+		text, err = cn.Info(ctx).Result()
+	}
+	return w.lookedAt(text, err)
+}
+
+// lookedAt reports a look taken on a new connection. Only a broken
+// connection fails it; a server that refuses INFO is reported, not cut off.
+func (w *redisWatch) lookedAt(text string, err error) error {
+	if err != nil {
+		w.report(quorum.ServerInfo{Err: err})
+		var se serverError
+		if errors.As(err, &se) || isServerError(err) {
+			return nil
+		}
+		return err
+	}
+	w.report(parseServerInfo(text))
 	return nil
 }
 
@@ -277,13 +300,17 @@ func (w *redisWatch) newPubSub(old *redis.PubSub) *redis.PubSub {
 	if old != nil {
 		_ = old.Close()
 	}
+	// Subscribed outside the lock: the dial runs the connect hook, which
+	// reads the watchers.
+	ps := w.client.Subscribe(w.ctx, w.channel)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
+		_ = ps.Close()
 		return nil
 	}
-	w.pubsub = w.client.Subscribe(w.ctx, w.channel)
-	return w.pubsub
+	w.pubsub = ps
+	return ps
 }
 
 func (w *redisWatch) deliver(key string) {

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,57 @@ func TestRedisWatchStopsOnClose(t *testing.T) {
 			r.WatchServer(func(quorum.ServerInfo) { t.Error("a look after Close") })
 			r.WatchReleases(func(string) { t.Error("a release after Close") })
 			goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+		})
+	}
+}
+
+// TestRedisLookBeforeFirstCommand: after a restart, the new run_id is
+// reported before the first command on a new connection returns, on both
+// client paths, with the periodic look too slow to explain it.
+func TestRedisLookBeforeFirstCommand(t *testing.T) {
+	paths := []struct {
+		name string
+		call func(r *Redis) error
+	}{
+		{"lock commands", func(r *Redis) error {
+			_, err := r.SetNX(t.Context(), "k", "tok", time.Minute)
+			return err
+		}},
+		{"other commands", func(r *Redis) error {
+			_, err := r.Info(t.Context(), "server")
+			return err
+		}},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			r, err := NewRedis(srv.Addr(), RedisOptions{HealthInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Close() })
+			var mu sync.Mutex
+			var last string
+			r.WatchServer(func(in quorum.ServerInfo) {
+				if in.Err == nil {
+					mu.Lock()
+					last = in.RunID
+					mu.Unlock()
+				}
+			})
+			seen := func() string { mu.Lock(); defer mu.Unlock(); return last }
+			poll(t, "the first look", func() bool { return seen() != "" })
+			if err := p.call(r); err != nil {
+				t.Fatal(err)
+			}
+			old := seen()
+			srv.Restart(t)
+			// The first call may meet a connection the restart broke; the
+			// first one that succeeds ran on a new connection.
+			poll(t, "a call after the restart", func() bool { return p.call(r) == nil })
+			if got := seen(); got == old {
+				t.Fatalf("a call succeeded on the restarted server before its new run_id was reported (still %s)", got)
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,6 +44,34 @@ type Config struct {
 	LogLevel string
 	// MaxClients limits open client connections; 0 is unlimited. Default 10000.
 	MaxClients int
+	// MaxRequestSize caps one client request, in bytes. Default 512mb.
+	MaxRequestSize int
+	// IdleTimeout closes client connections idle this long; 0 never. Default 0.
+	IdleTimeout time.Duration
+	// ClientOutputLimit caps a client's replies waiting to be written, in
+	// bytes; 0 is no cap. Default 64mb.
+	ClientOutputLimit int
+	// ClientWriteTimeout closes a client whose replies could not be
+	// written for this long; 0 is no bound. Default 60s.
+	ClientWriteTimeout time.Duration
+	// TLSCertFile and TLSKeyFile, when both set, make the client listener
+	// speak TLS. Default none.
+	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile, when set, makes the listener require client
+	// certificates signed by it. Default none.
+	TLSCACertFile string
+	// BackendTLSCACertFile is the CA that rediss:// backends' certificates
+	// must chain to. Default: the system roots.
+	BackendTLSCACertFile string
+	// BackendTLSCertFile and BackendTLSKeyFile are the client certificate
+	// presented to rediss:// backends. Default none.
+	BackendTLSCertFile, BackendTLSKeyFile string
+	// BackendTLSInsecureSkipVerify accepts any certificate from rediss://
+	// backends (testing only). Default false.
+	BackendTLSInsecureSkipVerify bool
+
+	// clientTLS and backendTLS are built from the files above by loadConfig.
+	clientTLS, backendTLS *tls.Config
 }
 
 // setting is one configurable value: its flag name (also its YAML key),
@@ -77,6 +106,31 @@ var settings = []setting{
 		func(c *Config, v string) error { c.LogLevel = v; return nil }},
 	{"max-clients", "REDLOCKD_MAX_CLIENTS", "10000", "n", "largest number of client connections; 0 = unlimited",
 		func(c *Config, v string) (err error) { c.MaxClients, err = strconv.Atoi(v); return err }},
+	{"max-request-size", "REDLOCKD_MAX_REQUEST_SIZE", "512mb", "size", "largest client request (a command with its arguments); a bigger one closes the connection",
+		sizeSetter(func(c *Config) *int { return &c.MaxRequestSize })},
+	{"idle-timeout", "REDLOCKD_IDLE_TIMEOUT", "0s", "duration", "close client connections idle this long; 0 = never",
+		durationSetter(func(c *Config) *time.Duration { return &c.IdleTimeout })},
+	{"client-output-limit", "REDLOCKD_CLIENT_OUTPUT_LIMIT", "64mb", "size", "close a client whose pending replies exceed this; 0 = no limit",
+		sizeSetter(func(c *Config) *int { return &c.ClientOutputLimit })},
+	{"client-write-timeout", "REDLOCKD_CLIENT_WRITE_TIMEOUT", "60s", "duration", "close a client that does not read its replies for this long; 0 = no bound",
+		durationSetter(func(c *Config) *time.Duration { return &c.ClientWriteTimeout })},
+	{"tls-cert-file", "REDLOCKD_TLS_CERT_FILE", "", "file", "PEM certificate: with --tls-key-file, --listen speaks TLS",
+		func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
+	{"tls-key-file", "REDLOCKD_TLS_KEY_FILE", "", "file", "PEM private key of --tls-cert-file",
+		func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
+	{"tls-ca-cert-file", "REDLOCKD_TLS_CA_CERT_FILE", "", "file", "PEM CA: clients must present a certificate signed by it",
+		func(c *Config, v string) error { c.TLSCACertFile = v; return nil }},
+	{"backend-tls-ca-cert-file", "REDLOCKD_BACKEND_TLS_CA_CERT_FILE", "", "file", "PEM CA that rediss:// backends' certificates chain to; empty = system roots",
+		func(c *Config, v string) error { c.BackendTLSCACertFile = v; return nil }},
+	{"backend-tls-cert-file", "REDLOCKD_BACKEND_TLS_CERT_FILE", "", "file", "PEM client certificate for rediss:// backends",
+		func(c *Config, v string) error { c.BackendTLSCertFile = v; return nil }},
+	{"backend-tls-key-file", "REDLOCKD_BACKEND_TLS_KEY_FILE", "", "file", "PEM private key of --backend-tls-cert-file",
+		func(c *Config, v string) error { c.BackendTLSKeyFile = v; return nil }},
+	{"backend-tls-insecure-skip-verify", "REDLOCKD_BACKEND_TLS_INSECURE_SKIP_VERIFY", "false", "bool", "accept any certificate from rediss:// backends (testing only)",
+		func(c *Config, v string) (err error) {
+			c.BackendTLSInsecureSkipVerify, err = strconv.ParseBool(v)
+			return err
+		}},
 }
 
 // defaultDocs describes defaults that are not a fixed value.
@@ -135,7 +189,10 @@ func loadConfig(args []string, env func(string) string) (Config, error) {
 	if _, set := lookupAny(settingNamed("restart-quarantine"), flags, env, file); !set {
 		c.RestartQuarantine = c.MaxTTL
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, c.loadTLS()
 }
 
 func firstNonEmpty(vs ...string) string {
@@ -215,10 +272,15 @@ func parseFlags(args []string) (map[string]flagValue, error) {
 	got := map[string]flagValue{}
 	for _, s := range append(settings, setting{name: "config"}) {
 		name := s.name
-		fs.Func(name, s.usage, func(v string) error {
+		record := func(v string) error {
 			got[name] = flagValue{v, "--" + name}
 			return nil
-		})
+		}
+		if s.arg == "bool" {
+			fs.BoolFunc(name, s.usage, record) // "--name" alone means true
+		} else {
+			fs.Func(name, s.usage, record)
+		}
 	}
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -310,6 +372,10 @@ func (c Config) Validate() error {
 		{c.SessionTTL <= c.NodeTimeout, "session-ttl", c.SessionTTL, fmt.Sprintf("must be more than --node-timeout (%v)", c.NodeTimeout)},
 		{c.RestartQuarantine < 0, "restart-quarantine", c.RestartQuarantine, "must not be negative"},
 		{c.MaxClients < 0, "max-clients", c.MaxClients, "must not be negative"},
+		{c.MaxRequestSize < 1024, "max-request-size", c.MaxRequestSize, "must be at least 1kb"},
+		{c.IdleTimeout < 0, "idle-timeout", c.IdleTimeout, "must not be negative"},
+		{c.ClientOutputLimit < 0, "client-output-limit", c.ClientOutputLimit, "must not be negative"},
+		{c.ClientWriteTimeout < 0, "client-write-timeout", c.ClientWriteTimeout, "must not be negative"},
 		{c.LogFormat != "text" && c.LogFormat != "json", "log-format", c.LogFormat, "must be text or json"},
 		{!validLevel(c.LogLevel), "log-level", c.LogLevel, "must be debug, info, warn or error"},
 	}

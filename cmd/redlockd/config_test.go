@@ -34,6 +34,7 @@ func TestConfigDefaults(t *testing.T) {
 		Listen: "127.0.0.1:6380", NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01,
 		MaxTTL: time.Minute, SessionTTL: 30 * time.Second, RestartQuarantine: time.Minute,
 		LogFormat: "text", LogLevel: "info", MaxClients: 10000,
+		MaxRequestSize: 512 << 20, ClientOutputLimit: 64 << 20, ClientWriteTimeout: time.Minute,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -147,6 +148,11 @@ func TestConfigErrors(t *testing.T) {
 		{"negative clients", []string{"--max-clients", "-1"}, nil, "", `invalid --max-clients "-1": must not be negative`},
 		{"negative quarantine", []string{"--restart-quarantine", "-1s"}, nil, "", `invalid --restart-quarantine "-1s": must not be negative`},
 		{"empty listen", []string{"--listen", ""}, nil, "", `invalid --listen "": must not be empty`},
+		{"bad size", []string{"--max-request-size", "lots"}, nil, "", `invalid --max-request-size "lots": not a size (e.g. 1048576, 512kb, 64mb, 1gb)`},
+		{"tiny request size", []string{"--max-request-size", "100"}, nil, "", `invalid --max-request-size "100": must be at least 1kb`},
+		{"negative idle", []string{"--idle-timeout", "-1s"}, nil, "", `invalid --idle-timeout "-1s": must not be negative`},
+		{"negative output limit", []string{"--client-output-limit", "-1"}, nil, "", `invalid --client-output-limit "-1": not a size (e.g. 1048576, 512kb, 64mb, 1gb)`},
+		{"bad bool", []string{"--backend-tls-insecure-skip-verify=maybe"}, nil, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -91,11 +91,14 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 		Password: cfg.RequirePass, MaxTTL: cfg.MaxTTL, SessionTTL: cfg.SessionTTL,
 		Version: Version, Logger: log, Observer: m, Info: m,
 	})
-	srv := proxy.New(h, proxy.Options{Logger: log, MaxClients: cfg.MaxClients})
+	srv := proxy.New(h, proxyOptions(cfg, log))
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		log.Error("cannot listen", "addr", cfg.Listen, "err", err)
 		return exitFailed
+	}
+	if cfg.RequirePass == "" && exposed(ln.Addr()) {
+		log.Warn("listening on a non-loopback address without --requirepass: anyone who reaches it can take and break locks", "addr", ln.Addr().String())
 	}
 	stopMetrics, err := serveMetrics(ctx, cfg.MetricsAddr, m, cluster, log)
 	if err != nil {
@@ -106,9 +109,26 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 	defer stopMetrics()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("ready to accept connections", "addr", ln.Addr().String(),
+	log.Info("ready to accept connections", "addr", ln.Addr().String(), "tls", cfg.clientTLS != nil,
 		"backends", len(nodes), "quorum", cluster.Quorum(), "version", Version)
 	return waitAndShutdown(ctx, srv, served, log)
+}
+
+// proxyOptions maps the listener settings; the proxy spells "no limit" as
+// a negative value, the flags as 0.
+func proxyOptions(cfg Config, log *slog.Logger) proxy.Options {
+	o := proxy.Options{
+		Logger: log, TLSConfig: cfg.clientTLS, MaxClients: cfg.MaxClients,
+		MaxRequestBytes: cfg.MaxRequestSize, IdleTimeout: cfg.IdleTimeout,
+		MaxReplyBytes: cfg.ClientOutputLimit, WriteTimeout: cfg.ClientWriteTimeout,
+	}
+	if o.MaxReplyBytes == 0 {
+		o.MaxReplyBytes = -1
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = -1
+	}
+	return o
 }
 
 func waitAndShutdown(ctx context.Context, srv *proxy.Server, served <-chan error, log *slog.Logger) int {
@@ -141,7 +161,7 @@ func openNodes(ctx context.Context, cfg Config, log *slog.Logger) ([]quorum.Node
 	}
 	nodes := make([]quorum.Node, 0, len(cfg.Backends))
 	for _, addr := range cfg.Backends {
-		r, err := backend.NewRedis(addr, backend.RedisOptions{})
+		r, err := backend.NewRedis(addr, backend.RedisOptions{TLSConfig: cfg.backendTLS})
 		if err != nil {
 			closeNodes(nodes)
 			return nil, fmt.Errorf("invalid --backends %q: %v", addr, err)

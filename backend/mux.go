@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,9 +78,9 @@ type request struct {
 	// reader is merely late, from resetting a healthy connection and
 	// failing everything queued behind.
 	stale time.Time
-	state    atomic.Int32
-	done     chan result // buffered 1: exactly one delivery, never blocks
-	small    [160]byte
+	state atomic.Int32
+	done  chan result // buffered 1: exactly one delivery, never blocks
+	small [160]byte
 }
 
 type result struct {
@@ -190,6 +191,10 @@ func (l *line) run() {
 			l.shutdown()
 			return
 		}
+		// Let the callers that are already runnable queue their commands
+		// first: one write of many beats many writes of one, and a write to
+		// a socket costs far more than the pause.
+		runtime.Gosched()
 		l.mu.Lock()
 		batch, l.queue = l.queue, batch[:0]
 		l.mu.Unlock()

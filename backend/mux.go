@@ -165,6 +165,16 @@ func (l *line) enqueue(r *request) bool {
 	return true
 }
 
+// yieldBelow is the queue length under which the writer yields once
+// before taking the batch.
+const yieldBelow = 8
+
+func (l *line) queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
 func (l *line) close() {
 	l.mu.Lock()
 	if l.closed {
@@ -191,10 +201,15 @@ func (l *line) run() {
 			l.shutdown()
 			return
 		}
-		// Let the callers that are already runnable queue their commands
-		// first: one write of many beats many writes of one, and a write to
-		// a socket costs far more than the pause.
-		runtime.Gosched()
+		// With little queued, let the callers that are already runnable
+		// queue their commands first: one write of many beats many writes
+		// of one, and a write to a socket costs far more than the pause.
+		// Not under load: the yield goes to the back of the global run
+		// queue, which then holds thousands of goroutines, and the queue
+		// is long enough to make a good batch anyway.
+		if l.queued() < yieldBelow {
+			runtime.Gosched()
+		}
 		l.mu.Lock()
 		batch, l.queue = l.queue, batch[:0]
 		l.mu.Unlock()

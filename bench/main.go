@@ -31,6 +31,9 @@ type options struct {
 	cpuProfile string // CPU profile of redlockd during the N=3 runs
 	// nodeTimeout is redlockd's --node-timeout (default 50ms, as shipped).
 	nodeTimeout time.Duration
+	// retryTimeout reruns a redis-benchmark run that a NOQUORUM aborted
+	// (0: no rerun).
+	retryTimeout time.Duration
 }
 
 func main() {
@@ -74,6 +77,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.idle, "idle", 10000, "idle client connections for the memory run")
 	fs.StringVar(&o.out, "out", "bench/RESULTS.md", "results file (empty: none)")
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 50*time.Millisecond, "redlockd's --node-timeout")
+	fs.DurationVar(&o.retryTimeout, "retry-node-timeout", 500*time.Millisecond,
+		"rerun a redis-benchmark run that a NOQUORUM aborted with this node timeout (go-redsync's per-node timeout for a 10s expiry); 0: no rerun")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of redlockd during the N=3 runs")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -28,6 +28,9 @@ type results struct {
 type setNX struct {
 	c50, p16       float64
 	c50Run, p16Run benchRun
+	// c50Retry and p16Retry rerun an aborted run with the retry node
+	// timeout (go-redsync's per-node timeout), so that a figure exists.
+	c50Retry, p16Retry benchRun
 }
 
 const pipelineDepth = 16
@@ -114,6 +117,9 @@ func measureN(ctx context.Context, o options, dir string, n int, first bool, res
 	if err != nil {
 		return err
 	}
+	if err := retryAborted(ctx, o, addrs, &s); err != nil {
+		return err
+	}
 	res.proxy[n] = s
 	fmt.Fprintf(log, "redlockd N=%d: %s\n", n, s.describe(o.workers))
 	if err := measurePairs(ctx, o, n, addrs, px.addr, res, log); err != nil {
@@ -183,7 +189,15 @@ func mb(b int64) float64 { return float64(b) / (1 << 20) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
 
 func (s setNX) describe(workers int) string {
-	return fmt.Sprintf("-c %d %s; -c %d -P %d %s", workers, s.c50Run.describe(), workers, pipelineDepth, s.p16Run.describe())
+	return fmt.Sprintf("-c %d %s; -c %d -P %d %s", workers, describeRetry(s.c50Run, s.c50Retry),
+		workers, pipelineDepth, describeRetry(s.p16Run, s.p16Retry))
+}
+
+func describeRetry(run, retry benchRun) string {
+	if run.aborted != "" && (retry.rps > 0 || retry.aborted != "") {
+		return run.describe() + "; with the retry node timeout: " + retry.describe()
+	}
+	return run.describe()
 }
 
 func (b benchRun) describe() string {
@@ -191,4 +205,28 @@ func (b benchRun) describe() string {
 		return "aborted: " + b.aborted
 	}
 	return fmt.Sprintf("%.0f req/s (p50 %.2f p99 %.2f max %.2f ms)", b.rps, b.p50, b.p99, b.max)
+}
+
+// retryAborted reruns, through a redlockd with o.retryTimeout, the
+// redis-benchmark runs that aborted at the configured node timeout.
+func retryAborted(ctx context.Context, o options, addrs []string, s *setNX) error {
+	if o.retryTimeout <= 0 || (s.c50Run.aborted == "" && s.p16Run.aborted == "") {
+		return nil
+	}
+	px, err := startProxy(addrs, "", o.retryTimeout)
+	if err != nil {
+		return err
+	}
+	defer px.stop()
+	r, err := measureSetNX(ctx, o, px.addr, addrs, true)
+	if err != nil {
+		return err
+	}
+	if s.c50Run.aborted != "" {
+		s.c50Retry, s.c50 = r.c50Run, r.c50
+	}
+	if s.p16Run.aborted != "" {
+		s.p16Retry, s.p16 = r.p16Run, r.p16
+	}
+	return nil
 }

@@ -96,3 +96,18 @@ func layoutOf(name []byte) (keyLayout, bool) {
 	l, ok := concurrent[string(buf[:len(name)])]
 	return l, ok
 }
+
+// MayBlock reports whether a command can wait for long (LOCK … WAIT): the
+// proxy keeps such commands out of its limit on commands in flight, so
+// that waiters can never hold back the UNLOCK they are waiting for.
+func MayBlock(args [][]byte) bool {
+	if len(args) < 4 || !strings.EqualFold(string(args[0]), "lock") {
+		return false
+	}
+	for _, a := range args[3:] {
+		if strings.EqualFold(string(a), "wait") {
+			return true
+		}
+	}
+	return false
+}

@@ -41,3 +41,25 @@ func TestPipelineClassification(t *testing.T) {
 		}
 	}
 }
+
+func TestMayBlock(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"LOCK", "k", "100", "WAIT", "500"}, true},
+		{[]string{"lock", "k", "100", "TOKEN", "t", "wait", "5"}, true},
+		{[]string{"LOCK", "k", "100"}, false},
+		{[]string{"LOCK", "wait", "100"}, false}, // a key named wait
+		{[]string{"SET", "k", "wait", "NX"}, false},
+	}
+	for _, tc := range tests {
+		args := make([][]byte, len(tc.args))
+		for i, a := range tc.args {
+			args[i] = []byte(a)
+		}
+		if got := MayBlock(args); got != tc.want {
+			t.Errorf("MayBlock(%v) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

@@ -13,6 +13,28 @@ import (
 // once, and so the goroutines and reply buffers one client can hold.
 const maxConcurrent = 64
 
+// maxPipelined bounds the pipelined commands that run at once across all
+// connections. Beyond it, commands wait before their quorum round starts
+// rather than inside it: a pipeline of 16 from 50 clients would otherwise
+// put 800 rounds in flight, and the queueing among them alone can eat the
+// 50 ms node timeout. The figure is several times what keeps the backends
+// busy (throughput × round trip).
+const maxPipelined = 128
+
+// pipelineSlots is shared by every Server of the process; there is one in
+// practice.
+var pipelineSlots = make(chan struct{}, maxPipelined)
+
+// execLimited runs one pipelined command under the in-flight limit;
+// commands that may block for long (LOCK … WAIT) bypass it.
+func (s *Server) execLimited(st *connState, args [][]byte, w *Writer) {
+	if !commands.MayBlock(args) {
+		pipelineSlots <- struct{}{}
+		defer func() { <-pipelineSlots }()
+	}
+	s.h.Exec(st.sess, args, w)
+}
+
 // writerPool recycles the reply buffers of concurrently run commands.
 var writerPool = sync.Pool{New: func() any { return &Writer{} }}
 
@@ -87,9 +109,9 @@ func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
 		w.proto = st.w.proto
 		ws[k] = w
 		args := cmds[k].Args
-		wg.Go(func() { s.h.Exec(st.sess, args, w) })
+		wg.Go(func() { s.execLimited(st, args, w) })
 	}
-	s.h.Exec(st.sess, cmds[0].Args, st.w)
+	s.execLimited(st, cmds[0].Args, st.w)
 	wg.Wait()
 	for _, w := range ws[1:] {
 		st.w.buf = append(st.w.buf, w.buf...)

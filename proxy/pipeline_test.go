@@ -127,3 +127,18 @@ func readValue(t *testing.T, rd *bufio.Reader) byte {
 	}
 	return kind
 }
+
+// A batch longer than the in-flight limit and the per-connection run cap
+// still gets every reply, in order.
+func TestPipelineLongerThanLimits(t *testing.T) {
+	ts := startServer(t, Options{})
+	r := ts.dial(t)
+	const n = 3*maxPipelined + 5
+	var batch, want strings.Builder
+	for i := range n {
+		fmt.Fprintf(&batch, "SET long:%d t NX PX 10000\r\nECHO %d\r\n", i, i)
+		fmt.Fprintf(&want, "+OK\r\n$%d\r\n%d\r\n", len(strconv.Itoa(i)), i)
+	}
+	r.send(batch.String())
+	r.expect(want.String())
+}

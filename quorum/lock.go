@@ -32,13 +32,18 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	var t tally
 	q := c.Quorum()
 	got := 0
-	// unanswered marks the nodes whose SET may still land after the release.
+	// unanswered marks the nodes whose SET may still land after the release;
+	// refused marks those that answered nil: they never stored this SET, and
+	// what they hold (possibly the same token, from an earlier acquisition
+	// that is still valid) is not this round's to delete.
 	unanswered := make([]bool, len(c.nodes))
+	refused := make([]bool, len(c.nodes))
 	for got < len(c.nodes) {
 		r := <-ch
 		got++
 		t.add(r.val, r.err)
 		unanswered[r.node] = r.err != nil
+		refused[r.node] = r.err == nil && !r.val
 		if t.yes >= q {
 			break // later answers are not needed; their goroutines end on their own
 		}
@@ -52,8 +57,9 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	for ; got < len(c.nodes); got++ {
 		r := <-ch
 		unanswered[r.node] = r.err != nil
+		refused[r.node] = r.err == nil && !r.val
 	}
-	c.releaseEverywhere(ctx, key, token, ttl, unanswered)
+	c.releaseExcept(ctx, key, token, ttl, unanswered, refused)
 	if t.answered() < q {
 		return Lock{}, c.noQuorum(&t)
 	}
@@ -139,7 +145,16 @@ func (c *Cluster) releaseAll(ctx context.Context, key, token string) {
 // may still land after the release, so even a "not held" there is checked
 // again later.
 func (c *Cluster) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, unanswered []bool) {
+	c.releaseExcept(ctx, key, token, ttl, unanswered, nil)
+}
+
+// releaseExcept is releaseEverywhere that leaves alone the nodes marked in
+// skip.
+func (c *Cluster) releaseExcept(ctx context.Context, key, token string, ttl time.Duration, unanswered, skip []bool) {
 	ch := fanout(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
+		if i := c.indexOf(n); skip != nil && i >= 0 && skip[i] {
+			return false, nil
+		}
 		return c.releaseOn(ctx, n, key, token, ttl, false)
 	})
 	for range c.nodes {

@@ -124,9 +124,14 @@ func TestAcquireVotes(t *testing.T) {
 						t.Errorf("failed Acquire returned %+v", l)
 					}
 					assertNowhere(t, fs, key, mine)
-					for _, f := range fs {
-						if f.callCount(opCAD) != 1 {
-							t.Errorf("%s: %d releases after a failed acquire, want 1", f.name, f.callCount(opCAD))
+					for i, f := range fs {
+						// A node that answered nil never stored this SET: it is left alone.
+						want := 1
+						if i >= k && m.answered {
+							want = 0
+						}
+						if f.callCount(opCAD) != want {
+							t.Errorf("%s: %d releases after a failed acquire, want %d", f.name, f.callCount(opCAD), want)
 						}
 					}
 					if m.name == "held" {
@@ -270,9 +275,13 @@ func TestAcquireReleaseSurvivesCancel(t *testing.T) {
 		t.Fatal("test bug: ctx was not cancelled during Acquire")
 	}
 	assertNowhere(t, fs, key, mine)
-	for _, f := range fs {
-		if f.callCount(opCAD) != 1 {
-			t.Errorf("%s: %d releases, want 1", f.name, f.callCount(opCAD))
+	for i, f := range fs {
+		want := 1
+		if i >= 2 { // answered nil: never stored this SET
+			want = 0
+		}
+		if f.callCount(opCAD) != want {
+			t.Errorf("%s: %d releases, want %d", f.name, f.callCount(opCAD), want)
 		}
 	}
 	if got := holders(fs, key, other); len(got) != 3 {
@@ -583,4 +592,22 @@ func TestAcquireExpiredValidityReleasesStragglers(t *testing.T) {
 	}
 	fs[2].waitCalls(t, opSetNX, 1)
 	assertNowhere(t, fs, key, mine)
+}
+
+// TestFailedAcquireKeepsOwnEarlierLock: a client that repeats SET NX with the
+// token it already holds gets "not acquired", as from Redis, and its lock
+// stays: the nodes that refused hold that earlier acquisition.
+func TestFailedAcquireKeepsOwnEarlierLock(t *testing.T) {
+	fs, nodes := setupNodes([]nodeSetup{okN, okN, okN})
+	c := newCluster(t, nodes, testConfig())
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); err != nil {
+		t.Fatalf("first Acquire = %v", err)
+	}
+	waitAll(t, fs, opSetNX, 1)
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("repeated Acquire = %v, want ErrNotAcquired", err)
+	}
+	if got := holders(fs, key, mine); len(got) != 3 {
+		t.Fatalf("after a repeated acquire the token is on %v, want all 3 nodes", got)
+	}
 }

@@ -17,6 +17,9 @@ const (
 	protoMaxBulkLen = 512 << 20
 	// DefaultMaxRequestBytes is the default of Options.MaxRequestBytes.
 	DefaultMaxRequestBytes = 512 << 20
+	// bigBulk is the bulk size from which the guard forwards a request
+	// before it is complete.
+	bigBulk = 64 << 10
 )
 
 // guardConn checks the request stream before redcon parses it, so that
@@ -33,6 +36,14 @@ type guardConn struct {
 	maxRequest int
 
 	out  []byte // checked bytes not yet handed to redcon
+	// ready is how many bytes of out end at a request boundary. redcon
+	// gets only those: it parses an incomplete request again from its
+	// start on every read, which is quadratic in a request's arguments
+	// (seconds of CPU for a few MB of empty arguments arriving in pieces).
+	// The bytes of a big bulk go through as they come, so that a large
+	// value is not buffered twice; its few arguments are cheap to reparse.
+	ready int
+	big   bool // inside a bulk of at least bigBulk bytes
 	line []byte // the count line being collected
 	st   guardState
 	args int // arguments left in the multibulk request
@@ -64,7 +75,7 @@ func newGuardConn(c net.Conn, maxRequest int) *guardConn {
 // it first hands over what came before it, then writes Redis's error reply
 // and reports EOF, which makes redcon close the connection, as Redis does.
 func (g *guardConn) Read(p []byte) (int, error) {
-	for len(g.out) == 0 {
+	for g.ready == 0 {
 		if g.fail != "" {
 			g.rejectOnce()
 			return 0, io.EOF
@@ -79,8 +90,8 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		g.err = err
 		g.scan(g.rbuf[:n])
 	}
-	n := copy(p, g.out)
-	g.out = g.out[n:]
+	n := copy(p, g.out[:g.ready])
+	g.out, g.ready = g.out[n:], g.ready-n
 	if len(g.out) == 0 {
 		g.out = nil
 	}
@@ -125,6 +136,9 @@ func (g *guardConn) scan(b []byte) {
 			}
 		}
 	}
+	if g.st == stBulk && g.big {
+		g.ready = len(g.out)
+	}
 }
 
 func (g *guardConn) start(c byte) {
@@ -140,7 +154,7 @@ func (g *guardConn) start(c byte) {
 	}
 }
 
-func (g *guardConn) endRequest() { g.st, g.size = stStart, 0 }
+func (g *guardConn) endRequest() { g.st, g.size, g.ready = stStart, 0, len(g.out) }
 
 // collect gathers a count line; redcon then parses it from out, so only
 // the limits redcon lacks are checked here.
@@ -198,7 +212,7 @@ func (g *guardConn) headerDone(n int64, numeric bool) {
 	}
 	g.out = append(g.out, g.line...)
 	g.line = g.line[:0]
-	g.st, g.left = stBulk, int(n)+2
+	g.st, g.left, g.big = stBulk, int(n)+2, n >= bigBulk
 }
 
 func (g *guardConn) bulkDone() {

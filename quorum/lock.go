@@ -96,22 +96,37 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
 	ctx, done := c.begin(ctx, OpExtend)
 	defer func() { done(err, v, ttl) }()
+	return c.extendRound(ctx, key, token, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
+		return n.CompareAndExtend(ctx, key, token, ttl)
+	})
+}
+
+// extendRound runs op (an extend, in one of its forms) on every node and
+// returns the new validity when a majority agreed and it is positive.
+// Otherwise it releases token everywhere, as failRound does.
+func (c *Cluster) extendRound(ctx context.Context, key, token string, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error)) (time.Duration, error) {
 	if ttl <= 0 {
 		return 0, ErrInvalidTTL
 	}
 	t0 := c.cfg.Now()
-	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
-		return n.CompareAndExtend(ctx, key, token, ttl)
-	})
+	t := c.vote(ctx, op)
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
 	if t.yes >= c.Quorum() && validity > 0 {
 		return validity, nil
 	}
+	return 0, c.failRound(ctx, key, token, &t, failed)
+}
+
+// failRound is the end of a failed extend: it releases token everywhere,
+// so a lock is never left looking held by a caller who was told it is
+// not, and returns a *NoQuorumError when too few nodes answered, failed
+// otherwise.
+func (c *Cluster) failRound(ctx context.Context, key, token string, t *tally, failed error) error {
 	c.releaseAll(ctx, key, token)
 	if t.answered() < c.Quorum() {
-		return 0, c.noQuorum(&t)
+		return c.noQuorum(t)
 	}
-	return 0, ErrNotHeld
+	return failed
 }
 
 // Release deletes key on every node where it still holds token. It reports

@@ -216,23 +216,10 @@ func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duratio
 func (c *Cluster) extendHeld(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
 	ctx, done := c.begin(ctx, OpExtend)
 	defer func() { done(err, v, ttl) }()
-	if ttl <= 0 {
-		return 0, ErrInvalidTTL
-	}
-	t0 := c.cfg.Now()
-	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
+	return c.extendRound(ctx, key, token, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
 		if rn, ok := n.(Reentrant); ok {
 			return rn.ExtendHeld(ctx, key, HoldsKey(key), token, ttl)
 		}
 		return n.CompareAndExtend(ctx, key, token, ttl)
 	})
-	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
-	if t.yes >= c.Quorum() && validity > 0 {
-		return validity, nil
-	}
-	c.releaseAll(ctx, key, token)
-	if t.answered() < c.Quorum() {
-		return 0, c.noQuorum(&t)
-	}
-	return 0, ErrNotHeld
 }

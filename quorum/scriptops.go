@@ -59,11 +59,7 @@ func (c *Cluster) ExtendAdd(ctx context.Context, key, token string, add, limit t
 			return v, nil
 		}
 	}
-	c.releaseAll(ctx, key, token)
-	if t.answered() < c.Quorum() {
-		return 0, c.noQuorum(&t)
-	}
-	return 0, ErrNotHeld
+	return 0, c.failRound(ctx, key, token, &t, ErrNotHeld)
 }
 
 // ReleaseResult is ReleaseStatus's verdict.
@@ -122,25 +118,12 @@ func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (Release
 // majority holds it for token afterwards within the validity; a failure
 // releases the token everywhere, as a failed Acquire does.
 func (c *Cluster) ExtendOrAcquire(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	if ttl <= 0 {
-		return 0, ErrInvalidTTL
-	}
-	t0 := c.cfg.Now()
 	// Two atomic steps per node: whatever happens between them, the node
 	// ends up either holding token with the new ttl or voting no.
-	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
+	return c.extendRound(ctx, key, token, ttl, ErrNotAcquired, func(ctx context.Context, n Node) (bool, error) {
 		if ok, err := n.CompareAndExtend(ctx, key, token, ttl); ok || err != nil {
 			return ok, err
 		}
 		return n.SetNX(ctx, key, token, ttl)
 	})
-	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
-	if t.yes >= c.Quorum() && validity > 0 {
-		return validity, nil
-	}
-	c.releaseAll(ctx, key, token)
-	if t.answered() < c.Quorum() {
-		return 0, c.noQuorum(&t)
-	}
-	return 0, ErrNotAcquired
 }

@@ -241,7 +241,17 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	}
 	var live []*request
 	var last time.Time
+	now := time.Now()
 	for _, r := range batch {
+		// A request already past its deadline fails unsent. Sending it
+		// would only give the write a deadline in the past, and its
+		// failure would reset the connection under everyone else.
+		if !now.Before(r.deadline) {
+			if r.state.CompareAndSwap(stQueued, stSent) {
+				r.done <- result{err: errExpired}
+			}
+			continue
+		}
 		if r.state.CompareAndSwap(stQueued, stSent) {
 			out = append(out, r.buf...)
 			live = append(live, r)
@@ -285,6 +295,7 @@ func (l *line) track(w *wire, live []*request) bool {
 var (
 	errConnReset = errors.New("backend: connection reset")
 	errStalled   = errors.New("oldest request overdue")
+	errExpired   = fmt.Errorf("not sent: %w", context.DeadlineExceeded)
 )
 
 // overdue reports whether w's oldest request is stale.

@@ -87,13 +87,7 @@ func layoutOf(name []byte) (keyLayout, bool) {
 		l, ok := concurrent[strings.ToLower(string(name))]
 		return l, ok
 	}
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	l, ok := concurrent[string(buf[:len(name)])]
+	l, ok := concurrent[string(lowerInto(&buf, name))]
 	return l, ok
 }
 

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"strings"
 	"time"
 )
 
@@ -48,12 +47,12 @@ func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
 	if len(args) == 0 {
 		return
 	}
-	name := strings.ToLower(string(args[0]))
-	cmd, ok := table[name]
+	cmd, ok := lookup(args[0])
 	if !ok {
 		w.WriteError(errUnknownCommand(string(args[0]), args[1:]))
 		return
 	}
+	name := cmd.name
 	// Redis checks the arity before the login: a malformed command gets
 	// the same error whether or not the client authenticated.
 	if !arityOK(cmd.arity, len(args)) {

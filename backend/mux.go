@@ -23,6 +23,10 @@ const (
 	noDeadlineBudget = 5 * time.Second
 	// readBufSize is the reader's initial buffer: many replies per read.
 	readBufSize = 16 << 10
+	// minStaleGrace is the least time past its deadline that an unanswered
+	// request must wait before its connection counts as stalled: on a
+	// starved CPU the reader itself can be that late.
+	minStaleGrace = 250 * time.Millisecond
 )
 
 // muxConfig says how to open one connection to the server.
@@ -73,7 +77,7 @@ type request struct {
 	buf      []byte
 	deadline time.Time
 	// stale is when an unanswered request marks its connection as stalled:
-	// its deadline plus its whole budget again. The caller has given up at
+	// its deadline plus its whole budget again (at least minStaleGrace). The caller has given up at
 	// the deadline already; the grace keeps a CPU-starved proxy, whose
 	// reader is merely late, from resetting a healthy connection and
 	// failing everything queued behind.
@@ -100,7 +104,7 @@ func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error)
 	if !ok {
 		dl = now.Add(noDeadlineBudget)
 	}
-	r := &request{deadline: dl, stale: dl.Add(dl.Sub(now)), done: make(chan result, 1)}
+	r := &request{deadline: dl, stale: dl.Add(max(dl.Sub(now), minStaleGrace)), done: make(chan result, 1)}
 	r.buf = appendCommand(r.small[:0], args)
 	l := m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
 	if !l.enqueue(r) {
@@ -148,6 +152,10 @@ type wire struct {
 	nc      net.Conn
 	pending []*request // written, awaiting replies, oldest first
 	dead    bool
+	// looked is set when the reader, finding the oldest request stale,
+	// reads once more before resetting: a deadline wakes a Read without
+	// looking at the socket, where replies may be waiting.
+	looked bool
 }
 
 func (l *line) enqueue(r *request) bool {
@@ -409,6 +417,9 @@ func (l *line) read(w *wire) {
 		}
 		n, err := w.nc.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if n > 0 {
+			w.looked = false
+		}
 		if err != nil && !(errors.Is(err, os.ErrDeadlineExceeded) && l.rearm(w)) {
 			l.reset(w, err)
 			return
@@ -462,8 +473,13 @@ func (l *line) rearm(w *wire) bool {
 		return true
 	}
 	oldest := w.pending[0].stale
-	if !time.Now().Before(oldest) {
-		return false
+	if now := time.Now(); !now.Before(oldest) {
+		if w.looked {
+			return false
+		}
+		w.looked = true
+		_ = w.nc.SetReadDeadline(now.Add(time.Millisecond))
+		return true
 	}
 	_ = w.nc.SetReadDeadline(oldest)
 	return true

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 // compareAndDelete is the release script of SPEC §3 (also the one in the
@@ -23,7 +25,7 @@ func TestGoRedis(t *testing.T) {
 		protocol int
 	}{{"resp3-default", 0}, {"resp2", 2}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := in.client(t, tc.protocol)
+			c := in.Client(t, tc.protocol)
 			t.Run("hello", func(t *testing.T) { goRedisHello(t, c, tc.protocol) })
 			t.Run("lock-unlock", func(t *testing.T) { goRedisLock(t, in, c, "gr:"+tc.name+":lock") })
 			t.Run("setnx-get-pttl-eval", func(t *testing.T) { goRedisSetNX(t, in, c, "gr:"+tc.name+":setnx") })
@@ -67,7 +69,7 @@ func goRedisLock(t *testing.T, in *instance, c *redis.Client, key string) {
 	if token == "" || validity <= 0 || validity > 10000 {
 		t.Fatalf("LOCK = %#v; want a token and 0 < validity <= 10000", v)
 	}
-	if n := countEqual(in.backendValues(t, key), token); n < 2 {
+	if n := redlocktest.Count(in.BackendValues(t, key), token); n < 2 {
 		t.Fatalf("token on %d backends, want a majority", n)
 	}
 	// Contention is a null reply, never an error.
@@ -83,7 +85,7 @@ func goRedisLock(t *testing.T, in *instance, c *redis.Client, key string) {
 	if n, err := c.Do(ctx, "UNLOCK", key, token).Int64(); err != nil || n != 1 {
 		t.Fatalf("UNLOCK = %d, %v; want 1", n, err)
 	}
-	if n := countEqual(in.backendValues(t, key), "<nil>"); n != 3 {
+	if n := redlocktest.Count(in.BackendValues(t, key), "<nil>"); n != 3 {
 		t.Fatalf("after UNLOCK the key is absent on %d backends, want 3", n)
 	}
 	if err := c.Get(ctx, key).Err(); !errors.Is(err, redis.Nil) {
@@ -128,7 +130,7 @@ func goRedisSetNX(t *testing.T, in *instance, c *redis.Client, key string) {
 	if n, err := c.Eval(ctx, compareAndDeleteBody, []string{key}, "tok-3").Int64(); err != nil || n != 1 {
 		t.Fatalf("EVAL compare-and-delete = %d, %v; want 1", n, err)
 	}
-	if n := countEqual(in.backendValues(t, key), "<nil>"); n != 3 {
+	if n := redlocktest.Count(in.BackendValues(t, key), "<nil>"); n != 3 {
 		t.Fatalf("after release the key is absent on %d backends, want 3", n)
 	}
 }

@@ -52,7 +52,7 @@ func runNode(t *testing.T, script string, cases []nodeCase) {
 	in := startRedlockd(t)
 	for _, tc := range cases {
 		name := tc.group
-		env := []string{"REDLOCKD_ADDR=" + in.addr}
+		env := []string{"REDLOCKD_ADDR=" + in.Addr}
 		if tc.ioredis != "" {
 			name += "/" + tc.ioredis
 			env = append(env, "IOREDIS="+tc.ioredis)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 // python is Debian's interpreter, which sees Debian's python3-redis; the
@@ -33,7 +35,7 @@ func TestRedisPy(t *testing.T) {
 		{"timeout-none", []string{"ok timeout-none"}},
 	} {
 		t.Run(tc.group, func(t *testing.T) {
-			out := runTool(t, testCtx(t), "python", in.addr, py, "lock_test.py", "suite", tc.group)
+			out := runTool(t, testCtx(t), "python", in.Addr, py, "lock_test.py", "suite", tc.group)
 			wantLines(t, out, append(tc.want, "PASS")...)
 		})
 	}
@@ -52,7 +54,7 @@ func TestRedisPyKilledHolder(t *testing.T) {
 
 	cmd := exec.CommandContext(ctx, py, "lock_test.py", "hold", name)
 	cmd.Dir = "python"
-	cmd.Env = append(cmd.Environ(), "REDLOCKD_ADDR="+in.addr)
+	cmd.Env = append(cmd.Environ(), "REDLOCKD_ADDR="+in.Addr)
 	stdin, err := cmd.StdinPipe() // kept open: the child holds until killed
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +85,12 @@ func TestRedisPyKilledHolder(t *testing.T) {
 		t.Fatalf("child did not take the lock: %q, %v\n%s", line, err, stderr.String())
 	}
 
-	c := in.client(t, 2)
+	c := in.Client(t, 2)
 	if got, err := c.Get(ctx, name).Result(); err != nil || got != token {
 		t.Fatalf("GET while held = %q, %v; want %q", got, err, token)
 	}
 	// The proxy never stores a value without a ttl on a backend.
-	for i, s := range in.backends {
+	for i, s := range in.Backends {
 		if d, err := s.Client().PTTL(ctx, name).Result(); err != nil || d <= 0 || d > sessionTTL {
 			t.Errorf("backend %d: PTTL = %v, %v; want in (0, %v]", i, d, err, sessionTTL)
 		}
@@ -109,7 +111,7 @@ func TestRedisPyKilledHolder(t *testing.T) {
 	// backstop, so the bound is a few of them plus scheduling slack.
 	bound := 3*sessionTTL + 5*time.Second
 	waitFree(t, c, name, bound)
-	if n := countEqual(in.backendValues(t, name), "<nil>"); n != 3 {
+	if n := redlocktest.Count(in.BackendValues(t, name), "<nil>"); n != 3 {
 		t.Errorf("after release the key is absent on %d backends, want 3", n)
 	}
 	t.Logf("lock free %v after SIGKILL", time.Since(killed).Round(time.Millisecond))

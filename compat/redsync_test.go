@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 // TestRedsync runs go-redsync v4 unchanged with a single pool pointed at
@@ -14,13 +16,13 @@ import (
 func TestRedsync(t *testing.T) {
 	in := startRedlockd(t)
 	ctx := testCtx(t)
-	rs := redsync.New(goredis.NewPool(in.client(t, 0)))
+	rs := redsync.New(goredis.NewPool(in.Client(t, 0)))
 	const name = "redsync:orders"
 	m := rs.NewMutex(name, redsync.WithExpiry(8*time.Second), redsync.WithTries(1))
 	if err := m.LockContext(ctx); err != nil {
 		t.Fatalf("Lock: %v", err)
 	}
-	if n := countEqual(in.backendValues(t, name), m.Value()); n < 2 {
+	if n := redlocktest.Count(in.BackendValues(t, name), m.Value()); n < 2 {
 		t.Fatalf("token on %d backends, want a majority", n)
 	}
 
@@ -45,7 +47,7 @@ func TestRedsync(t *testing.T) {
 	if ok, err := m.UnlockContext(ctx); err != nil || !ok {
 		t.Fatalf("Unlock = %v, %v; want true", ok, err)
 	}
-	if n := countEqual(in.backendValues(t, name), "<nil>"); n != 3 {
+	if n := redlocktest.Count(in.BackendValues(t, name), "<nil>"); n != 3 {
 		t.Fatalf("after Unlock the key is absent on %d backends, want 3", n)
 	}
 	// Once released, the other mutex gets it; unlocking the first again
@@ -56,7 +58,7 @@ func TestRedsync(t *testing.T) {
 	if ok, _ := m.UnlockContext(ctx); ok {
 		t.Fatalf("stale Unlock reported success")
 	}
-	if n := countEqual(in.backendValues(t, name), other.Value()); n < 2 {
+	if n := redlocktest.Count(in.BackendValues(t, name), other.Value()); n < 2 {
 		t.Fatalf("stale Unlock removed the new holder's lock (token on %d backends)", n)
 	}
 	if ok, err := other.UnlockContext(ctx); err != nil || !ok {

@@ -13,8 +13,8 @@ import (
 // raw replies, one per line.
 func (in *instance) redisCLI(t *testing.T, ctx context.Context, cli string, args ...string) string {
 	t.Helper()
-	base := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(in.port)}
-	out := runTool(t, ctx, ".", in.addr, cli, append(base, args...)...)
+	base := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(in.Port)}
+	out := runTool(t, ctx, ".", in.Addr, cli, append(base, args...)...)
 	if strings.Contains(out, "ERR") || strings.Contains(out, "Error") {
 		t.Fatalf("redis-cli %s: error in output:\n%s", strings.Join(args, " "), out)
 	}
@@ -63,7 +63,7 @@ func TestRedisCLI(t *testing.T) {
 			// COMMAND DOCS for its hints, then reads the commands from
 			// stdin.
 			out := runToolStdin(t, ctx, "LOCK "+key+" 1000\nGET "+key+"\n", cli,
-				"-h", "127.0.0.1", "-p", strconv.Itoa(in.port), proto.flag)
+				"-h", "127.0.0.1", "-p", strconv.Itoa(in.Port), proto.flag)
 			if lines := strings.Fields(out); len(lines) != 3 || lines[0] != lines[2] {
 				t.Fatalf("piped LOCK and GET printed %q, want token, validity, token", out)
 			}
@@ -80,7 +80,7 @@ var completed = regexp.MustCompile(`(\d+) requests completed in`)
 func TestRedisBenchmark(t *testing.T) {
 	bench := lookTool(t, "redis-benchmark", "apt-get install redis-tools")
 	in := startRedlockd(t)
-	base := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(in.port), "-c", "10"}
+	base := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(in.Port), "-c", "10"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -91,7 +91,7 @@ func TestRedisBenchmark(t *testing.T) {
 		{"set-nx-px-pipelined", []string{"-n", "2000", "-r", "1000", "-P", "16", "SET", "lock:__rand_int__", "v", "NX", "PX", "1000"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := runTool(t, testCtx(t), ".", in.addr, bench, append(base, tc.args...)...)
+			out := runTool(t, testCtx(t), ".", in.Addr, bench, append(base, tc.args...)...)
 			if strings.Contains(out, "Error from server") || strings.Contains(out, "ERR") {
 				t.Fatalf("redis-benchmark reported an error:\n%s", out)
 			}
@@ -108,7 +108,7 @@ func TestRedisBenchmark(t *testing.T) {
 	}
 	// 4000 draws of 1000 keys collide for certain: the runs above did
 	// meet contention, and it was not an error.
-	info, err := in.client(t, 2).Info(testCtx(t), "stats").Result()
+	info, err := in.Client(t, 2).Info(testCtx(t), "stats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

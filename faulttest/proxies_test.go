@@ -1,15 +1,9 @@
 package faulttest
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,95 +14,12 @@ import (
 
 	"github.com/redlockd/redlockd/internal/check"
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 // Two redlockd processes in front of the same backends, end to end: the
 // clients speak RESP to the real binary, and one process is SIGKILLed while
 // its clients hold locks.
-
-// proc is one running redlockd.
-type proc struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{} // closed once the process has exited
-}
-
-// buildRedlockd builds the binary once for the test.
-func buildRedlockd(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(file))
-	bin := filepath.Join(t.TempDir(), "redlockd")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/redlockd")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// startRedlockd runs bin over servers and returns once it logged the
-// address it listens on; the test's cleanup kills it.
-func startRedlockd(t *testing.T, bin string, servers []*redistest.Server) *proc {
-	t.Helper()
-	var addrs []string
-	for _, s := range servers {
-		addrs = append(addrs, s.Addr())
-	}
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--log-format", "json",
-		"--backends", strings.Join(addrs, ","), "--node-timeout", "200ms")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan string, 1)
-	go func() {
-		defer close(p.done)
-		readyAddr(stderr, ready)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	select {
-	case p.addr = <-ready:
-	case <-p.done:
-		t.Fatal("redlockd exited before it was ready")
-	case <-time.After(30 * time.Second):
-		t.Fatal("redlockd not ready within 30s")
-	}
-	return p
-}
-
-// readyAddr sends the address of the "ready" log line, then drains rd
-// until the process closes it.
-func readyAddr(rd io.Reader, ready chan<- string) {
-	sc := bufio.NewScanner(rd)
-	for sc.Scan() {
-		var e map[string]any
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e["msg"] == "ready to accept connections" {
-			addr, _ := e["addr"].(string)
-			select {
-			case ready <- addr:
-			default:
-			}
-		}
-	}
-}
-
-// kill SIGKILLs the process and waits until it is gone.
-func (p *proc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-p.done
-}
 
 func respClient(t *testing.T, addr string) *redis.Client {
 	t.Helper()
@@ -138,18 +49,19 @@ func lock(ctx context.Context, c *redis.Client, key string, ttl time.Duration) (
 
 func TestTwoProxyProcesses(t *testing.T) {
 	servers := redistest.StartN(t, 3)
-	bin := buildRedlockd(t)
-	a, b := startRedlockd(t, bin, servers), startRedlockd(t, bin, servers)
+	bin := redlocktest.Build(t, "./cmd/redlockd")
+	a := redlocktest.StartProcess(t, bin, servers, "--node-timeout", "200ms")
+	b := redlocktest.StartProcess(t, bin, servers, "--node-timeout", "200ms")
 
 	t.Run("contention", func(t *testing.T) {
-		res := contendRESP(t, []string{a.addr, b.addr}, 6, 2, lockTTL, runFor())
+		res := contendRESP(t, []string{a.Addr, b.Addr}, 6, 2, lockTTL, runFor())
 		report(t, res)
 	})
 
 	t.Run("SIGKILL frees the locks after their ttl", func(t *testing.T) {
 		const ttl = 1500 * time.Millisecond
 		const margin = 300 * time.Millisecond
-		ca, cb := respClient(t, a.addr), respClient(t, b.addr)
+		ca, cb := respClient(t, a.Addr), respClient(t, b.Addr)
 		keys := []string{"killed:1", "killed:2", "killed:3"}
 		taken := map[string]time.Time{} // when A's LOCK returned: the ttl runs out after that
 		for _, k := range keys {
@@ -158,7 +70,7 @@ func TestTwoProxyProcesses(t *testing.T) {
 			}
 			taken[k] = time.Now()
 		}
-		a.kill(t)
+		a.Signal(t, syscall.SIGKILL)
 		freed := make(map[string]time.Time)
 		for len(freed) < len(keys) {
 			now := time.Now()

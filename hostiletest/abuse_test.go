@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/proxy"
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 func fdCount(t *testing.T) int {
@@ -34,7 +34,7 @@ func heapInUse() uint64 {
 // announced but never sent. Afterwards the proxy still answers, and the
 // process's fds and heap are back near where they started.
 func TestAbuseThenBaseline(t *testing.T) {
-	addr := startProxy(t, proxy.Options{})
+	addr := redlocktest.StartMemory(t, redlocktest.Options{}).Addr
 	ping(t, addr)
 	fds0, heap0 := fdCount(t), heapInUse()
 

@@ -2,7 +2,6 @@ package hostiletest
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -12,44 +11,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/proxy"
-	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
-
-// startProxy serves a proxy over three in-memory nodes on a loopback port.
-func startProxy(t *testing.T, opts proxy.Options) string {
-	t.Helper()
-	nodes := []quorum.Node{backend.NewMemory("m1"), backend.NewMemory("m2"), backend.NewMemory("m3")}
-	c, err := quorum.New(nodes, quorum.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := commands.New(c, commands.Options{})
-	srv := proxy.New(h, opts)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		<-served
-		for _, n := range nodes {
-			n.Close()
-		}
-	})
-	<-srv.Ready()
-	return ln.Addr().String()
 }
 
 // exchange is what a server did with some input: the bytes it answered
@@ -126,7 +93,7 @@ var hostileInputs = []struct {
 // input: the same reply bytes and the same close decision.
 func TestHostileInputLikeRedis(t *testing.T) {
 	redis := redistest.Start(t).Addr()
-	px := startProxy(t, proxy.Options{})
+	px := redlocktest.StartMemory(t, redlocktest.Options{}).Addr
 	const quiet = 300 * time.Millisecond
 	for _, tt := range hostileInputs {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,11 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/proxy"
-	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 func TestMain(m *testing.M) {
@@ -31,53 +26,6 @@ const (
 	services = 4
 	stock    = 15
 )
-
-// startRedlockd serves redlockd over three real redis-servers on a free
-// loopback port, stopped by t.Cleanup.
-func startRedlockd(t *testing.T) string {
-	t.Helper()
-	var nodes []quorum.Node
-	for _, s := range redistest.StartN(t, 3) {
-		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	cfg := quorum.DefaultConfig()
-	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
-	cl, err := quorum.New(nodes, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := proxy.New(commands.New(cl, commands.Options{}), proxy.Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		for _, n := range nodes {
-			n.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
-// build compiles this example into a temporary dir.
-func build(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inventory")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // sell runs the services against a fresh stock and returns the total of
 // sales they counted and the stock left.
@@ -144,9 +92,9 @@ func blockedClients(info string) int {
 }
 
 func TestInventory(t *testing.T) {
-	bin := build(t)
+	bin := redlocktest.Build(t, "./examples/inventory")
 	store := redistest.Start(t)
-	redlockd := startRedlockd(t)
+	redlockd := redlocktest.Start(t, redlocktest.Options{}).Addr
 
 	t.Run("without a lock it oversells", func(t *testing.T) {
 		sold, _ := sell(t, bin, store, redlockd)

@@ -23,7 +23,8 @@ import (
 
 // Options shape one instance. Zero values take the defaults noted.
 type Options struct {
-	// Backends is how many redis-server processes to start. Default 3.
+	// Backends is how many redis-server processes (in-memory nodes, for
+	// StartMemory) to start. Default 3.
 	Backends int
 	// ServerArgs are extra redis-server arguments for every backend.
 	ServerArgs []string
@@ -74,6 +75,31 @@ func StartOver(t testing.TB, servers []*redistest.Server, opts Options) *Instanc
 		in.Nodes = append(in.Nodes, n)
 		nodes[i] = n
 	}
+	in.start(t, nodes, opts)
+	return in
+}
+
+// StartMemory serves redlockd over Options.Backends in-memory nodes, for
+// tests of the listener and the command surface that need no Redis
+// (ServerArgs is ignored; Backends and Nodes stay empty).
+func StartMemory(t testing.TB, opts Options) *Instance {
+	t.Helper()
+	if opts.Backends == 0 {
+		opts.Backends = 3
+	}
+	nodes := make([]quorum.Node, opts.Backends)
+	for i := range nodes {
+		nodes[i] = backend.NewMemory(fmt.Sprintf("m%d", i+1))
+	}
+	in := &Instance{}
+	in.start(t, nodes, opts)
+	return in
+}
+
+// start builds the cluster, handler and server over nodes and serves
+// them; the test's cleanup closes the nodes.
+func (in *Instance) start(t testing.TB, nodes []quorum.Node, opts Options) {
+	t.Helper()
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond
 	if opts.NodeTimeout > 0 {
@@ -89,11 +115,10 @@ func StartOver(t testing.TB, servers []*redistest.Server, opts Options) *Instanc
 	in.Cluster = cl
 	in.Handler = commands.New(cl, opts.Commands)
 	in.Server = proxy.New(in.Handler, opts.Proxy)
-	in.serve(t)
-	return in
+	in.serve(t, nodes)
 }
 
-func (in *Instance) serve(t testing.TB) {
+func (in *Instance) serve(t testing.TB, nodes []quorum.Node) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +136,7 @@ func (in *Instance) serve(t testing.TB) {
 			t.Errorf("redlocktest: Serve returned %v, want ErrServerClosed", err)
 		}
 		in.Cluster.Close()
-		for _, n := range in.Nodes {
+		for _, n := range nodes {
 			n.Close()
 		}
 	})

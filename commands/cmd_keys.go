@@ -110,7 +110,7 @@ func (h *Handler) expireOptions(c *call) bool {
 }
 
 // cmdDelIfEq: DELIFEQ key token -> 1 released, 0 not held by token.
-func (h *Handler) cmdDelIfEq(c *call) { h.scriptRelease(c, c.arg(0), c.arg(1)) }
+func (h *Handler) cmdDelIfEq(c *call) { h.writeRelease(c, c.arg(0), c.arg(1)) }
 
 // cmdDelEx: DELEX key [IFEQ token] -> 1/0. Without a condition it is DEL.
 func (h *Handler) cmdDelEx(c *call) {
@@ -120,7 +120,7 @@ func (h *Handler) cmdDelEx(c *call) {
 	case len(c.args) != 3:
 		c.w.WriteError(msgSyntax)
 	case strings.EqualFold(c.arg(1), "IFEQ"):
-		h.scriptRelease(c, c.arg(0), c.arg(2))
+		h.writeRelease(c, c.arg(0), c.arg(2))
 	case isDelExCond(c.arg(1)):
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "delex", "only IFEQ compares tokens"))
 	default:

@@ -59,6 +59,8 @@ func (h *Handler) cmdUnlock(c *call) {
 	h.writeRelease(c, c.arg(0), c.arg(1))
 }
 
+// writeRelease is the compare-and-delete of UNLOCK and of most libraries'
+// release scripts: 1 when released from a majority, else 0.
 func (h *Handler) writeRelease(c *call, key, token string) {
 	ok, err := h.releaseToken(c.s.Context(), key, token)
 	if err != nil {

@@ -39,5 +39,5 @@ func scriptPotteryRelease(h *Handler, c *call, keys, args []string) {
 	if !scriptArgs(c, "pottery release", keys, args, 1, 1) {
 		return
 	}
-	h.scriptRelease(c, keys[0], args[0])
+	h.writeRelease(c, keys[0], args[0])
 }

@@ -14,7 +14,7 @@ func scriptRedisPyRelease(h *Handler, c *call, keys, args []string) {
 	if !scriptArgs(c, "redis-py release", keys, args, 1, 1) {
 		return
 	}
-	h.scriptRelease(c, keys[0], args[0])
+	h.writeRelease(c, keys[0], args[0])
 }
 
 // scriptRedisPyExtend: ARGV[3] == "0" adds ARGV[2] ms to the remaining ttl

@@ -28,10 +28,7 @@ func init() {
 // scriptRedlockAcquire: KEYS all absent on a majority of nodes, each node
 // all-or-nothing -> #KEYS; else 0. ARGV: value, duration ms.
 func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
-	if !scriptArgs(c, "node-redlock acquire", keys, args, -1, 2) {
-		return
-	}
-	ttl, ok := h.ttlArg(c, args[1], time.Millisecond)
+	ttl, ok := h.redlockTTL(c, "node-redlock acquire", keys, args)
 	if !ok {
 		return
 	}
@@ -48,10 +45,7 @@ func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
 // scriptRedlockExtend: all KEYS hold the value on a majority -> #KEYS, the
 // ttl replaced; else 0.
 func scriptRedlockExtend(h *Handler, c *call, keys, args []string) {
-	if !scriptArgs(c, "node-redlock extend", keys, args, -1, 2) {
-		return
-	}
-	ttl, ok := h.ttlArg(c, args[1], time.Millisecond)
+	ttl, ok := h.redlockTTL(c, "node-redlock extend", keys, args)
 	if !ok {
 		return
 	}
@@ -62,6 +56,15 @@ func scriptRedlockExtend(h *Handler, c *call, keys, args []string) {
 		_, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
 	}
 	h.writeRedlockCount(c, len(keys), err)
+}
+
+// redlockTTL checks the shape of a node-redlock acquire or extend (one or
+// more KEYS; ARGV value, duration ms) and returns its duration.
+func (h *Handler) redlockTTL(c *call, script string, keys, args []string) (time.Duration, bool) {
+	if !scriptArgs(c, script, keys, args, -1, 2) {
+		return 0, false
+	}
+	return h.ttlArg(c, args[1], time.Millisecond)
 }
 
 func (h *Handler) writeRedlockCount(c *call, n int, err error) {

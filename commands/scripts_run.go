@@ -48,16 +48,3 @@ func (h *Handler) scriptExtend(c *call, key, token, ms string) {
 	_, err := h.cluster.Extend(c.s.Context(), key, token, ttl)
 	h.writeScriptBool(c, err)
 }
-
-// scriptRelease is the compare-and-delete of most libraries: 1 or 0.
-func (h *Handler) scriptRelease(c *call, key, token string) {
-	ok, err := h.releaseToken(c.s.Context(), key, token)
-	if err != nil {
-		writeLockError(c.w, c.name, err)
-		return
-	}
-	if ok {
-		h.stats.released.Add(1)
-	}
-	c.w.WriteInt(b2i(ok))
-}

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,38 +167,38 @@ func (h *Handler) unbind(b *binding) {
 // DEL (or an expire to the past) took the key away from its holder, so a
 // renewal could only fail and count a loss nobody suffered.
 func (h *Handler) unbindKey(key string) {
-	r := &h.bound
-	r.mu.Lock()
-	var bs []*binding
-	for ref, b := range r.byRef {
-		if ref.key == key {
-			bs = append(bs, b)
+	h.dropBindings(func(r *bindings) []*binding {
+		var bs []*binding
+		for ref, b := range r.byRef {
+			if ref.key == key {
+				bs = append(bs, b)
+			}
 		}
-	}
-	for _, b := range bs {
-		r.remove(b)
-	}
-	r.mu.Unlock()
-	for _, b := range bs {
-		b.kept.Stop(false)
-	}
+		return bs
+	}, false)
 }
 
 // releaseSessionLocks releases every lock bound to s; CloseSession calls
 // it after cancelling s, so a bind racing it sees s closed.
 func (h *Handler) releaseSessionLocks(s *Session) {
+	h.dropBindings(func(r *bindings) []*binding {
+		return slices.Collect(maps.Values(r.bySession[s.ID]))
+	}, true)
+}
+
+// dropBindings removes the bindings that pick chooses (pick runs under
+// the registry's lock), then stops their keepers outside it; release also
+// releases their locks.
+func (h *Handler) dropBindings(pick func(*bindings) []*binding, release bool) {
 	r := &h.bound
 	r.mu.Lock()
-	var bs []*binding
-	for _, b := range r.bySession[s.ID] {
-		bs = append(bs, b)
-	}
+	bs := pick(r)
 	for _, b := range bs {
 		r.remove(b)
 	}
 	r.mu.Unlock()
 	for _, b := range bs {
-		b.kept.Stop(true)
+		b.kept.Stop(release)
 	}
 }
 

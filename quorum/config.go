@@ -30,6 +30,9 @@ type Config struct {
 	// run_id changed) sits out every vote, counted from when it came back:
 	// it may have lost locks it granted, so it waits until they would have
 	// expired (the "delayed restart" rule; keep it >= the largest ttl).
+	// A restart before this Cluster's first look counts too when the
+	// node's uptime is below it while another node's is not: the node then
+	// sits out until its start plus this quarantine.
 	// Only nodes that implement ServerWatcher are watched. Default 0: off
 	// (the binary sets it to --max-ttl).
 	RestartQuarantine time.Duration

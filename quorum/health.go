@@ -29,6 +29,11 @@ type ServerInfo struct {
 	Role string
 	// ConnectedSlaves is the number of replicas attached to a master.
 	ConnectedSlaves int
+	// Uptime is how long the server has been running (INFO's
+	// uptime_in_seconds, whole seconds); negative when it is not reported.
+	// The first look's uptime feeds the start-up quarantine (see
+	// quarantineYoungLocked).
+	Uptime time.Duration
 	// Err is set when the look failed; the other fields are then empty.
 	Err error
 }
@@ -82,6 +87,10 @@ type health struct {
 
 	mu    sync.Mutex
 	nodes []NodeState
+	// started is each node's server start, estimated from its uptime at
+	// the first look and moved by every restart seen; zero until a look
+	// reported an uptime.
+	started []time.Time
 }
 
 func newHealth(nodes []Node, cfg Config) *health {
@@ -92,6 +101,7 @@ func newHealth(nodes []Node, cfg Config) *health {
 		base:       cfg.Now(),
 		blocked:    make([]atomic.Int64, len(nodes)),
 		nodes:      make([]NodeState, len(nodes)),
+		started:    make([]time.Time, len(nodes)),
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -138,11 +148,20 @@ func (h *health) observe(i int, in ServerInfo) {
 		return
 	}
 	var logs []func()
-	if n.RunID != "" && in.RunID != n.RunID {
+	first := n.RunID == ""
+	if !first && in.RunID != n.RunID {
 		if h.quarantine > 0 {
 			n.QuarantinedUntil = h.now().Add(h.quarantine)
 		}
 		logs = append(logs, h.logRestart(*n, in.RunID))
+	}
+	if (first || in.RunID != n.RunID) && in.Uptime >= 0 {
+		// Whole seconds, rounded down: the estimate errs late, which
+		// makes a quarantine derived from it longer, not shorter.
+		h.started[i] = h.now().Add(-in.Uptime)
+	}
+	if first {
+		logs = append(logs, h.quarantineYoungLocked()...)
 	}
 	if in.ConnectedSlaves > 0 && n.ConnectedSlaves == 0 {
 		logs = append(logs, h.logReplicas(n.Name, in.ConnectedSlaves))
@@ -154,6 +173,47 @@ func (h *health) observe(i int, in ServerInfo) {
 	for _, l := range logs {
 		l()
 	}
+}
+
+// quarantineYoungLocked is the restart quarantine for restarts this proxy
+// did not see, because it started later: it runs on every node's first
+// look, so that the order in which the first looks arrive does not matter.
+// A node up for less than the quarantine, while another node has been up
+// for at least the quarantine, may have restarted empty after that other
+// node granted locks with it; it sits out every vote until its start plus
+// the quarantine. When no node is that old, the whole cluster started (or
+// restarted) within the quarantine and none is quarantined: this rule
+// cannot tell a cluster that is new from one that restarted together, nor
+// protect a lock taken while every node was young (a young node among
+// young peers; only a proxy that sees the run_id change covers that).
+func (h *health) quarantineYoungLocked() []func() {
+	if h.quarantine <= 0 || !h.anyOldLocked() {
+		return nil
+	}
+	var logs []func()
+	now := h.now()
+	for i, s := range h.started {
+		n := &h.nodes[i]
+		until := s.Add(h.quarantine)
+		if s.IsZero() || !now.Before(until) || !n.QuarantinedUntil.Before(until) {
+			continue
+		}
+		n.QuarantinedUntil = until
+		logs = append(logs, h.logYoung(n.Name, now.Sub(s), until))
+	}
+	return logs
+}
+
+// anyOldLocked tells whether some node's server has been up for at least
+// the quarantine.
+func (h *health) anyOldLocked() bool {
+	now := h.now()
+	for _, s := range h.started {
+		if !s.IsZero() && now.Sub(s) >= h.quarantine {
+			return true
+		}
+	}
+	return false
 }
 
 // recheckLocked recomputes which nodes are refused and every node's
@@ -208,6 +268,14 @@ func (h *health) logRestart(n NodeState, newID string) func() {
 		}
 		h.log.Warn("backend restarted: it may have lost locks, so it sits out every vote until its quarantine ends",
 			"backend", n.Name, "old_run_id", n.RunID, "run_id", newID, "quarantine", h.quarantine, "until", until)
+	}
+}
+
+func (h *health) logYoung(name string, uptime time.Duration, until time.Time) func() {
+	return func() {
+		h.log.Warn("backend started recently while another has been up longer than the restart quarantine: "+
+			"it may have lost locks, so it sits out every vote until its quarantine ends",
+			"backend", name, "uptime", uptime, "quarantine", h.quarantine, "until", until)
 	}
 }
 

@@ -31,11 +31,15 @@ func (w *watchedNode) WatchServer(fn func(quorum.ServerInfo)) {
 }
 
 func (w *watchedNode) look(runID, role string, replicas int) {
+	w.report(quorum.ServerInfo{RunID: runID, Role: role, ConnectedSlaves: replicas})
+}
+
+func (w *watchedNode) report(in quorum.ServerInfo) {
 	w.mu.Lock()
 	fns := w.fns
 	w.mu.Unlock()
 	for _, fn := range fns {
-		fn(quorum.ServerInfo{RunID: runID, Role: role, ConnectedSlaves: replicas})
+		fn(in)
 	}
 }
 
@@ -67,6 +71,16 @@ func (c *clock) advance(d time.Duration) {
 // watchedCluster is three watched nodes, each seen once with run_id r0..r2.
 func watchedCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*watchedNode, *clock) {
 	t.Helper()
+	c, ws, clk := unseenCluster(t, quarantine)
+	for i, w := range ws {
+		w.look("r"+string(rune('0'+i)), "master", 0)
+	}
+	return c, ws, clk
+}
+
+// unseenCluster is three watched nodes A, B, C that no look reached yet.
+func unseenCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*watchedNode, *clock) {
+	t.Helper()
 	clk := &clock{t: time.Now()}
 	ws := make([]*watchedNode, 3)
 	nodes := make([]quorum.Node, 3)
@@ -82,9 +96,6 @@ func watchedCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []
 	c, err := quorum.New(nodes, cfg)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for i, w := range ws {
-		w.look("r"+string(rune('0'+i)), "master", 0)
 	}
 	return c, ws, clk
 }

@@ -172,22 +172,32 @@ func TestMinorityKilled(t *testing.T) {
 }
 
 func TestMajorityKilled(t *testing.T) {
-	in := redlocktest.Start(t, redlocktest.Options{NodeTimeout: 100 * time.Millisecond})
+	const nodeTimeout = 300 * time.Millisecond
+	in := redlocktest.Start(t, redlocktest.Options{NodeTimeout: nodeTimeout})
 	c := in.Client(t, 2)
 	in.Backends[1].Kill()
 	in.Backends[2].Kill()
 	start := time.Now()
 	_, err := c.Do(ctxT(t), "LOCK", "res", 5000).Result()
 	took := time.Since(start)
-	if err == nil || !strings.HasPrefix(err.Error(), "NOQUORUM 1 of 3 backends answered: ") {
+	// The live backend normally answers ("1 of 3"); on a loaded machine it
+	// may miss the node timeout too ("0 of 3"): both are NOQUORUM.
+	if err == nil || !(strings.HasPrefix(err.Error(), "NOQUORUM 1 of 3 backends answered: ") ||
+		strings.HasPrefix(err.Error(), "NOQUORUM 0 of 3 backends answered: ")) {
 		t.Fatalf("LOCK with 2 of 3 backends dead: %v", err)
 	}
 	// Generous: a dead backend refuses at once; the bound is the node timeout, many times over.
-	if took > 20*100*time.Millisecond {
+	if took > 20*nodeTimeout {
 		t.Fatalf("NOQUORUM took %v", took)
 	}
-	if vals := in.BackendValues(t, "res"); vals[0] != "<nil>" {
-		t.Fatalf("the live backend kept the token after a failed acquire: %v", vals[0])
+	// A SET that missed its deadline may land late; the release retry then
+	// removes it, so the live backend is polled rather than read once.
+	deadline := time.Now().Add(5 * time.Second)
+	for vals := in.BackendValues(t, "res"); vals[0] != "<nil>"; vals = in.BackendValues(t, "res") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the live backend kept the token after a failed acquire: %v", vals[0])
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

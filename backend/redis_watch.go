@@ -178,13 +178,22 @@ func isServerError(err error) bool {
 	return err != nil && errors.As(err, &re) && !errors.Is(err, redis.Nil)
 }
 
-// parseServerInfo reads run_id, role and connected_slaves from INFO text.
+// parseServerInfo reads run_id, role, connected_slaves and
+// uptime_in_seconds from INFO text.
 func parseServerInfo(text string) quorum.ServerInfo {
-	var in quorum.ServerInfo
+	in := quorum.ServerInfo{Uptime: -1}
 	in.RunID, _ = infoField(text, "run_id")
 	in.Role, _ = infoField(text, "role")
 	if v, ok := infoField(text, "connected_slaves"); ok {
 		in.ConnectedSlaves, _ = strconv.Atoi(v)
+	}
+	if v, ok := infoField(text, "uptime_in_seconds"); ok {
+		// It is the difference of two clocks read in whole seconds, so it
+		// may exceed the true uptime by up to a second; the Cluster wants
+		// a lower bound.
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
+			in.Uptime = time.Duration(max(secs-1, 0)) * time.Second
+		}
 	}
 	if in.RunID == "" {
 		in.Err = errors.New("backend: INFO has no run_id")

@@ -29,8 +29,8 @@ type ServerInfo struct {
 	Role string
 	// ConnectedSlaves is the number of replicas attached to a master.
 	ConnectedSlaves int
-	// Uptime is how long the server has been running (INFO's
-	// uptime_in_seconds, whole seconds); negative when it is not reported.
+	// Uptime is how long the server has been running at least (from INFO's
+	// uptime_in_seconds); negative when it is not reported.
 	// The first look's uptime feeds the start-up quarantine (see
 	// quarantineYoungLocked).
 	Uptime time.Duration
@@ -156,8 +156,8 @@ func (h *health) observe(i int, in ServerInfo) {
 		logs = append(logs, h.logRestart(*n, in.RunID))
 	}
 	if (first || in.RunID != n.RunID) && in.Uptime >= 0 {
-		// Whole seconds, rounded down: the estimate errs late, which
-		// makes a quarantine derived from it longer, not shorter.
+		// Uptime is a lower bound: the estimate errs late, which makes a
+		// quarantine derived from it longer, not shorter.
 		h.started[i] = h.now().Add(-in.Uptime)
 	}
 	if first {

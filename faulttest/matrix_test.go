@@ -419,7 +419,21 @@ func TestExtendReachesMinority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Each([]int{0, 1}, func(b *faults.Backend) { b.Client().Del(ctxT(t, time.Second), "k") })
+	// Acquire returns once a majority granted: a SET still on its way
+	// would land after the DEL below and give the extend its majority.
+	eventually(t, 5*time.Second, "every backend holds the lock", func() bool {
+		for _, b := range e.Backends {
+			if b.Client().Get(ctxT(t, time.Second), "k").Val() != a.Token {
+				return false
+			}
+		}
+		return true
+	})
+	e.Each([]int{0, 1}, func(b *faults.Backend) {
+		if err := b.Client().Del(ctxT(t, 5*time.Second), "k").Err(); err != nil {
+			t.Fatalf("DEL on a backend directly: %v", err)
+		}
+	})
 	if _, err := c.Extend(ctxT(t, 5*time.Second), "k", a.Token, lockTTL); !errors.Is(err, quorum.ErrNotHeld) {
 		t.Fatalf("extend on a minority: %v, want not held", err)
 	}

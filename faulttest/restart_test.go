@@ -23,6 +23,13 @@ func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (che
 	ca, cb := e.Cluster(t, cfg), e.Cluster(t, cfg)
 	const ttl = 20 * time.Second // A's validity outlasts the whole scenario
 	rec := check.NewRecorder()
+	// Both proxies run before the crash: each has seen every server's
+	// run_id, so the restart is a change they can see. (A cluster whose
+	// first look comes after it cannot tell a restart among young
+	// backends; see the start-up quarantine.)
+	eventually(t, 10*time.Second, "both clusters looked at every backend", func() bool {
+		return lookedAtAll(ca) && lookedAtAll(cb)
+	})
 
 	e.Backends[2].Proxy.Set(faults.Blackhole)
 	t0 := time.Now()
@@ -97,4 +104,14 @@ func TestRestartQuarantineKeepsExclusion(t *testing.T) {
 	if !errors.Is(berr, quorum.ErrNotAcquired) && !errors.Is(berr, quorum.ErrNoQuorum) {
 		t.Fatal(fmt.Sprint("unexpected error: ", berr))
 	}
+}
+
+// lookedAtAll reports whether c has identified every node's server.
+func lookedAtAll(c *quorum.Cluster) bool {
+	for _, n := range c.NodeStates() {
+		if !n.Up || n.RunID == "" {
+			return false
+		}
+	}
+	return true
 }

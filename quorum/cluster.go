@@ -64,7 +64,10 @@ func fanout[T any](ctx context.Context, c *Cluster, op func(context.Context, Nod
 	out := make(chan result[T], len(c.nodes))
 	for i, n := range c.nodes {
 		go func() {
-			nctx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout)
+			// A node call is bounded by the node timeout alone: a client
+			// that hangs up mid-round must not leave the round half done
+			// (a SET abandoned on one node, a release skipped on another).
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.NodeTimeout)
 			defer cancel()
 			t0 := time.Now()
 			v, err := op(nctx, n)

@@ -25,6 +25,11 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	if ttl <= 0 {
 		return Lock{}, ErrInvalidTTL
 	}
+	// Node calls outlive a cancellation (see fanout), so a caller that is
+	// already gone must not start a round at all.
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
 	t0 := c.cfg.Now()
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) (bool, error) {
 		return n.SetNX(ctx, key, token, ttl)

@@ -38,6 +38,8 @@ type Server struct {
 	args []string
 	out  *syncBuffer // stdout and stderr of every run
 	tls  *tls.Config // set: the port speaks only TLS, and this is how to reach it
+	// readyBefore counts readyLine in out before the current run started.
+	readyBefore int
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -185,6 +187,9 @@ func (s *Server) cleanup() {
 	s.Kill()
 }
 
+// readyLine is what redis-server logs once it accepts connections.
+const readyLine = "Ready to accept connections"
+
 // run starts the process and waits until it answers PING.
 func (s *Server) run() error {
 	port := []string{"--port", strconv.Itoa(s.port)}
@@ -196,6 +201,7 @@ func (s *Server) run() error {
 	), s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
+	s.readyBefore = strings.Count(s.out.String(), readyLine)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
@@ -229,7 +235,10 @@ func (s *Server) waitReady(done chan struct{}) error {
 			return fmt.Errorf("redis-server on port %d: %w", s.port, errExited)
 		default:
 		}
-		if ping(s.Addr(), s.tls) {
+		// Our own process must say it is ready: another test's server may
+		// have taken a port this one just freed (a Restart), and would
+		// answer the PING in its place.
+		if strings.Count(s.out.String(), readyLine) > s.readyBefore && ping(s.Addr(), s.tls) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -12,6 +12,7 @@ import (
 // It is safe for concurrent use.
 type Cluster struct {
 	nodes   []Node
+	async   []AsyncNode // the same nodes, when every one is an AsyncNode
 	cfg     Config
 	wake    *wakeRegistry
 	health  *health
@@ -33,6 +34,7 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
+	c.async = asyncNodes(c.nodes)
 	c.health = newHealth(c.nodes, cfg)
 	c.pending = newRetrier(c.nodes, cfg)
 	c.watchServers()
@@ -114,13 +116,7 @@ func (c *Cluster) noQuorum(t *tally) error {
 // vote runs a boolean op on all nodes and waits for every answer (each is
 // bounded by the node timeout).
 func (c *Cluster) vote(ctx context.Context, op func(context.Context, Node) (bool, error)) tally {
-	var t tally
-	ch := fanout(ctx, c, op)
-	for range c.nodes {
-		r := <-ch
-		t.add(r.val, r.err)
-	}
-	return t
+	return c.voteWith(ctx, op, nil)
 }
 
 // cleanupCtx detaches from the caller's cancellation, so that a release

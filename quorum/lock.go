@@ -31,8 +31,10 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 		return Lock{}, err
 	}
 	t0 := c.cfg.Now()
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (bool, error) {
+	ch := fanoutWith(ctx, c, func(ctx context.Context, n Node) (bool, error) {
 		return n.SetNX(ctx, key, token, ttl)
+	}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
+		n.SetNXAsync(deadline, key, token, ttl, done)
 	})
 	var t tally
 	q := c.Quorum()
@@ -101,8 +103,10 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
 	ctx, done := c.begin(ctx, OpExtend)
 	defer func() { done(err, v, ttl) }()
-	return c.extendRound(ctx, key, token, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
+	return c.extendRoundWith(ctx, key, token, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
 		return n.CompareAndExtend(ctx, key, token, ttl)
+	}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
+		n.CompareAndExtendAsync(deadline, key, token, ttl, done)
 	})
 }
 
@@ -110,11 +114,17 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 // returns the new validity when a majority agreed and it is positive.
 // Otherwise it releases token everywhere, as failRound does.
 func (c *Cluster) extendRound(ctx context.Context, key, token string, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error)) (time.Duration, error) {
+	return c.extendRoundWith(ctx, key, token, ttl, failed, op, nil)
+}
+
+// extendRoundWith is extendRound that uses aop when every node is an
+// AsyncNode.
+func (c *Cluster) extendRoundWith(ctx context.Context, key, token string, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error), aop asyncOp[bool]) (time.Duration, error) {
 	if ttl <= 0 {
 		return 0, ErrInvalidTTL
 	}
 	t0 := c.cfg.Now()
-	t := c.vote(ctx, op)
+	t := c.voteWith(ctx, op, aop)
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
 	if t.yes >= c.Quorum() && validity > 0 {
 		return validity, nil
@@ -139,8 +149,10 @@ func (c *Cluster) failRound(ctx context.Context, key, token string, t *tally, fa
 func (c *Cluster) Release(ctx context.Context, key, token string) (released bool, err error) {
 	ctx, done := c.begin(ctx, OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
-	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
+	t := c.voteWith(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
 		return c.releaseOn(ctx, n, key, token, 0, true)
+	}, func(i int, n AsyncNode, deadline time.Time, done func(bool, error)) {
+		c.releaseOnAsync(i, n, deadline, key, token, 0, true, done)
 	})
 	if t.yes > 0 {
 		c.wake.notify(key)
@@ -171,11 +183,17 @@ func (c *Cluster) releaseEverywhere(ctx context.Context, key, token string, ttl 
 // releaseExcept is releaseEverywhere that leaves alone the nodes marked in
 // skip.
 func (c *Cluster) releaseExcept(ctx context.Context, key, token string, ttl time.Duration, unanswered, skip []bool) {
-	ch := fanout(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
+	ch := fanoutWith(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
 		if i := c.indexOf(n); skip != nil && i >= 0 && skip[i] {
 			return false, nil
 		}
 		return c.releaseOn(ctx, n, key, token, ttl, false)
+	}, func(i int, n AsyncNode, deadline time.Time, done func(bool, error)) {
+		if skip != nil && skip[i] {
+			done(false, nil)
+			return
+		}
+		c.releaseOnAsync(i, n, deadline, key, token, ttl, false, done)
 	})
 	for range c.nodes {
 		r := <-ch

@@ -75,10 +75,23 @@ func (c *Cluster) begin(ctx context.Context, op string) (context.Context, func(e
 
 // nodeDone reports one node call, labelled with the operation begin named.
 func (c *Cluster) nodeDone(ctx context.Context, n Node, t0 time.Time, err error) {
+	c.reportNode(c.opName(ctx), n, t0, err)
+}
+
+// opName is the operation begin named in ctx; "" without an Observer.
+func (c *Cluster) opName(ctx context.Context) string {
+	if c.cfg.Observer == nil {
+		return ""
+	}
+	op, _ := ctx.Value(opKey{}).(string)
+	return op
+}
+
+// reportNode reports one call to n within op, which began at t0.
+func (c *Cluster) reportNode(op string, n Node, t0 time.Time, err error) {
 	if c.cfg.Observer == nil {
 		return
 	}
-	op, _ := ctx.Value(opKey{}).(string)
 	c.cfg.Observer.NodeDone(n.Name(), op, time.Since(t0), err)
 }
 

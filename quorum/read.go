@@ -28,9 +28,13 @@ func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 	ctx, done := c.begin(ctx, OpGet)
 	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (view, error) {
+	ch := fanoutWith(ctx, c, func(ctx context.Context, n Node) (view, error) {
 		tok, pttl, ok, err := n.Get(ctx, key)
 		return view{tok, pttl, ok}, err
+	}, func(_ int, n AsyncNode, deadline time.Time, done func(view, error)) {
+		n.GetAsync(deadline, key, func(tok string, pttl time.Duration, ok bool, err error) {
+			done(view{tok, pttl, ok}, err)
+		})
 	})
 	var t tally
 	views := make([]view, 0, len(c.nodes))

@@ -84,7 +84,24 @@ type request struct {
 	stale time.Time
 	state atomic.Int32
 	done  chan result // buffered 1: exactly one delivery, never blocks
+	// cb, when set, replaces done (a request from submit): it is called
+	// once, by whoever first settles the request; fired says it was.
+	cb    func(reply, error)
+	fired atomic.Bool
 	small [160]byte
+}
+
+// finish delivers the request's outcome. A request from do is settled
+// exactly once by construction; one from submit can also be settled by
+// its line's sweeper at the deadline, so the first delivery wins.
+func (r *request) finish(rep reply, err error) {
+	if r.cb == nil {
+		r.done <- result{r: rep, err: err}
+		return
+	}
+	if r.fired.CompareAndSwap(false, true) {
+		r.cb(rep, err)
+	}
 }
 
 type result struct {
@@ -106,8 +123,7 @@ func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error)
 	}
 	r := &request{deadline: dl, stale: dl.Add(max(dl.Sub(now), minStaleGrace)), done: make(chan result, 1)}
 	r.buf = appendCommand(r.small[:0], args)
-	l := m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
-	if !l.enqueue(r) {
+	if !m.lineFor(key).enqueue(r) {
 		return reply{}, errMuxClosed
 	}
 	select {
@@ -119,6 +135,10 @@ func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error)
 		}
 		return reply{}, ctx.Err()
 	}
+}
+
+func (m *mux) lineFor(key string) *line {
+	return m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
 }
 
 // close stops every connection; requests in flight fail with errMuxClosed.
@@ -145,6 +165,7 @@ type line struct {
 	cur     *wire // nil while disconnected
 	closed  bool
 	readers sync.WaitGroup
+	sweeper // the deadlines of submitted requests; guarded by mu
 }
 
 // wire is one TCP connection of a line.
@@ -165,6 +186,9 @@ func (l *line) enqueue(r *request) bool {
 		return false
 	}
 	l.queue = append(l.queue, r)
+	if r.cb != nil {
+		l.watch(l, r)
+	}
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -242,7 +266,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	if err != nil {
 		for _, r := range batch {
 			if r.state.CompareAndSwap(stQueued, stSent) {
-				r.done <- result{err: err}
+				r.finish(reply{}, err)
 			}
 		}
 		return out
@@ -256,7 +280,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 		// failure would reset the connection under everyone else.
 		if !now.Before(r.deadline) {
 			if r.state.CompareAndSwap(stQueued, stSent) {
-				r.done <- result{err: errExpired}
+				r.finish(reply{}, errExpired)
 			}
 			continue
 		}
@@ -286,18 +310,21 @@ func (l *line) send(batch []*request, out []byte) []byte {
 // was empty the read deadline starts from the oldest request.
 func (l *line) track(w *wire, live []*request) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if w.dead {
-		for _, r := range live {
-			r.done <- result{err: errConnReset}
+	dead := w.dead
+	if !dead {
+		if len(w.pending) == 0 {
+			_ = w.nc.SetReadDeadline(live[0].stale)
 		}
-		return false
+		w.pending = append(w.pending, live...)
 	}
-	if len(w.pending) == 0 {
-		_ = w.nc.SetReadDeadline(live[0].stale)
+	l.mu.Unlock()
+	if dead {
+		// Outside the lock: a callback may submit again.
+		for _, r := range live {
+			r.finish(reply{}, errConnReset)
+		}
 	}
-	w.pending = append(w.pending, live...)
-	return true
+	return !dead
 }
 
 var (
@@ -431,6 +458,7 @@ func (l *line) read(w *wire) {
 // unparsed rest, moved to the front.
 func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
 	off := 0
+	now := time.Now()
 	for {
 		rep, n, err := parseReply(buf[off:])
 		if err != nil {
@@ -444,7 +472,13 @@ func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
 		if r == nil {
 			return buf, errProtocol // a reply nobody asked for
 		}
-		r.done <- result{r: rep}
+		if r.cb != nil && !now.Before(r.deadline) {
+			// Its caller's time was up before the reply was read, as a
+			// caller of do would have stopped waiting.
+			r.finish(reply{}, context.DeadlineExceeded)
+			continue
+		}
+		r.finish(rep, nil)
 	}
 	rest := copy(buf, buf[off:])
 	return buf[:rest], nil
@@ -503,7 +537,7 @@ func (l *line) reset(w *wire, cause error) {
 	w.nc.Close()
 	err := fmt.Errorf("%w: %w", errConnReset, cause)
 	for _, r := range pending {
-		r.done <- result{err: err}
+		r.finish(reply{}, err)
 	}
 }
 
@@ -513,10 +547,11 @@ func (l *line) shutdown() {
 	l.mu.Lock()
 	queue, w := l.queue, l.cur
 	l.queue = nil
+	l.stopSweeper()
 	l.mu.Unlock()
 	for _, r := range queue {
 		if r.state.CompareAndSwap(stQueued, stSent) {
-			r.done <- result{err: errMuxClosed}
+			r.finish(reply{}, errMuxClosed)
 		}
 	}
 	if w != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // BenchmarkSetNXParallel compares, side by side on one server, the node's
@@ -53,3 +54,60 @@ func BenchmarkSetNXParallel(b *testing.B) {
 }
 
 var redisSetArgs = redis.SetArgs{Mode: "NX", TTL: time.Minute}
+
+// BenchmarkClusterAcquireRelease is a lock+unlock pair through a Cluster
+// over three real servers, 50 callers: "async" is the Redis node as it is
+// (the fan-out submits straight to the multiplexer), "goroutines" hides
+// its AsyncNode methods, so each node call runs on a goroutine of its own
+// under a context with the node timeout.
+func BenchmarkClusterAcquireRelease(b *testing.B) {
+	var redises []*Redis
+	for range 3 {
+		srv := redistest.Start(b)
+		r, err := NewRedis(srv.Addr(), RedisOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		redises = append(redises, r)
+	}
+	for _, mode := range []string{"async", "goroutines"} {
+		b.Run(mode, func(b *testing.B) {
+			nodes := make([]quorum.Node, len(redises))
+			for i, r := range redises {
+				nodes[i] = r
+				if mode == "goroutines" {
+					nodes[i] = syncNode{r}
+				}
+			}
+			cfg := quorum.DefaultConfig()
+			cfg.NodeTimeout = time.Second
+			c, err := quorum.New(nodes, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			var n atomic.Int64
+			b.SetParallelism(25)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					key := "k" + strconv.FormatInt(n.Add(1), 10)
+					tok := quorum.NewToken()
+					if _, err := c.Acquire(ctx, key, tok, time.Minute); err != nil {
+						b.Error(err)
+						return
+					}
+					if ok, err := c.Release(ctx, key, tok); !ok || err != nil {
+						b.Error(ok, err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// syncNode shows only the quorum.Node methods of a node.
+type syncNode struct{ quorum.Node }

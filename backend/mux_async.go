@@ -1,0 +1,120 @@
+package backend
+
+import (
+	"context"
+	"time"
+)
+
+// submit queues one command and calls cb with its reply or error, exactly
+// once: from the reader when the reply comes before deadline, from the
+// writer or a reset when the command fails, or from the line's sweeper once
+// deadline has passed. Unlike do, no goroutine waits and no context or
+// timer is made per command: the line's one timer covers every deadline.
+// cb must not block; it may run before submit returns.
+func (m *mux) submit(deadline time.Time, key string, cb func(reply, error), args ...string) {
+	now := time.Now()
+	if !now.Before(deadline) {
+		cb(reply{}, errExpired)
+		return
+	}
+	r := &request{deadline: deadline, stale: deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb: cb}
+	r.buf = appendCommand(r.small[:0], args)
+	if !m.lineFor(key).enqueue(r) {
+		r.finish(reply{}, errMuxClosed)
+	}
+}
+
+// minSweepKeep is the least number of watched requests a line keeps before
+// it drops the settled ones from its list.
+const minSweepKeep = 256
+
+// sweeper fails a line's submitted requests whose deadline passed
+// unanswered. It keeps them in submission order, which is deadline order
+// when every caller uses the same node timeout, and one timer set for the
+// earliest deadline: under steady load the timer fires about once per
+// timeout, finds every request answered, and moves on. Its fields are
+// guarded by the line's mu.
+type sweeper struct {
+	watched []*request
+	limit   int         // compact watched when it reaches this length
+	timer   *time.Timer // nil until the first submitted request
+	armed   time.Time   // when timer fires; zero when it is not set
+}
+
+// watch adds r (queued, with a callback) to the sweep. l.mu is held.
+func (s *sweeper) watch(l *line, r *request) {
+	if len(s.watched) >= max(s.limit, minSweepKeep) {
+		s.compact()
+	}
+	s.watched = append(s.watched, r)
+	switch {
+	case s.timer == nil:
+		s.timer = time.AfterFunc(time.Until(r.deadline), l.sweep)
+		s.armed = r.deadline
+	case s.armed.IsZero() || r.deadline.Before(s.armed):
+		s.timer.Reset(time.Until(r.deadline))
+		s.armed = r.deadline
+	}
+}
+
+// compact drops the settled requests from watched.
+func (s *sweeper) compact() {
+	keep := s.watched[:0]
+	for _, r := range s.watched {
+		if !r.fired.Load() {
+			keep = append(keep, r)
+		}
+	}
+	clear(s.watched[len(keep):])
+	s.watched = keep
+	s.limit = 2 * len(keep)
+}
+
+// stopSweeper ends the timer; the line is closing and settles everything
+// it still holds itself. l.mu is held.
+func (s *sweeper) stopSweeper() {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.armed = time.Time{}
+	clear(s.watched)
+	s.watched = nil
+}
+
+// sweep runs on the line's timer: it settles every request whose deadline
+// has passed and sets the timer for the earliest one left.
+func (l *line) sweep() {
+	now := time.Now()
+	var expired []*request
+	l.mu.Lock()
+	s := &l.sweeper
+	keep := s.watched[:0]
+	var next time.Time
+	for _, r := range s.watched {
+		switch {
+		case r.fired.Load():
+		case !now.Before(r.deadline):
+			expired = append(expired, r)
+		default:
+			keep = append(keep, r)
+			if next.IsZero() || r.deadline.Before(next) {
+				next = r.deadline
+			}
+		}
+	}
+	clear(s.watched[len(keep):])
+	s.watched, s.limit, s.armed = keep, 2*len(keep), next
+	if !next.IsZero() && !l.closed {
+		s.timer.Reset(next.Sub(now))
+	}
+	l.mu.Unlock()
+	for _, r := range expired {
+		// A request still queued is never sent; one already written may
+		// yet be answered, and its reply is then dropped.
+		if r.state.CompareAndSwap(stQueued, stAbandoned) {
+			r.finish(reply{}, errExpired)
+		} else {
+			r.finish(reply{}, context.DeadlineExceeded)
+		}
+	}
+}

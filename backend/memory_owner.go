@@ -46,6 +46,9 @@ func (m *Memory) Unhold(ctx context.Context, key, holdsKey, token string) (remai
 		}
 		m.store(holdsKey, formatHolds(token, remaining), e.expires)
 	})
+	if err == nil && ok && remaining == 0 {
+		m.releases.notify(key) // outside the node's lock, as the other releases
+	}
 	return remaining, ok, err
 }
 

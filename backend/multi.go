@@ -41,6 +41,7 @@ local out = {}
 for i, key in ipairs(KEYS) do
   if redis.call("get", key) == ARGV[1] then
     redis.call("del", key)
+    redis.call("publish", ARGV[2], key)
     out[i] = 1
   else
     out[i] = 0
@@ -87,7 +88,7 @@ func (r *Redis) ExtendAll(ctx context.Context, keys []string, token string, ttl 
 
 // ReleaseEach implements quorum.MultiNode.
 func (r *Redis) ReleaseEach(ctx context.Context, keys []string, token string) ([]bool, error) {
-	res, err := releaseEachScript.Run(ctx, r.client, keys, token).Int64Slice()
+	res, err := releaseEachScript.Run(ctx, r.client, keys, token, r.watch.channel).Int64Slice()
 	if err != nil {
 		return nil, wrap(ctx, "multi-key release", err)
 	}
@@ -174,6 +175,11 @@ func (m *Memory) ReleaseEach(ctx context.Context, keys []string, token string) (
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i, k := range keys {
+		if out[i] {
+			m.releases.notify(k)
+		}
 	}
 	return out, nil
 }

@@ -256,6 +256,20 @@ func TestRedisDeleteAndCompareAndDeletePublish(t *testing.T) {
 			}
 			return r.DeleteNotify(t.Context(), "k")
 		}, true, true},
+		{"last hold dropped", func() (bool, error) {
+			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+				return false, err
+			}
+			n, ok, err := r.Unhold(t.Context(), "k", "k:holds", "tok")
+			return ok && n == 0, err
+		}, true, true},
+		{"multi-key release", func() (bool, error) {
+			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+				return false, err
+			}
+			res, err := r.ReleaseEach(t.Context(), []string{"k"}, "tok")
+			return len(res) == 1 && res[0], err
+		}, true, true},
 	}
 	if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"sync"
+	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -108,8 +109,8 @@ func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
 		w := writerPool.Get().(*Writer)
 		w.proto = st.w.proto
 		ws[k] = w
-		args := cmds[k].Args
-		wg.Go(func() { s.execLimited(st, args, w) })
+		wg.Add(1)
+		s.goExec(pipeTask{st: st, args: cmds[k].Args, w: w, wg: &wg})
 	}
 	s.execLimited(st, cmds[0].Args, st.w)
 	wg.Wait()
@@ -119,6 +120,64 @@ func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
 			w.Reset()
 			w.proto = nil
 			writerPool.Put(w)
+		}
+	}
+}
+
+// pipeTask is one command of a concurrent run.
+type pipeTask struct {
+	st   *connState
+	args [][]byte
+	w    *Writer
+	wg   *sync.WaitGroup
+}
+
+// maxIdleWorkers bounds the workers kept waiting for pipelined commands,
+// and workerIdle how long one waits before it ends.
+const (
+	maxIdleWorkers = maxPipelined
+	workerIdle     = 500 * time.Millisecond
+)
+
+// goExec runs t on an idle worker, or on a new one when none is idle.
+func (s *Server) goExec(t pipeTask) {
+	select {
+	case s.work <- t:
+	default:
+		go s.worker(t)
+	}
+}
+
+// worker runs pipelined commands. It waits a while for the next one (while
+// fewer than maxIdleWorkers wait, and until the server is done): under
+// load a command then runs on a goroutine whose stack has already grown to
+// what a command needs, instead of a new goroutine that grows (copies) its
+// stack every time. Once the load stops, the workers end.
+func (s *Server) worker(t pipeTask) {
+	var idle *time.Timer
+	for {
+		s.execLimited(t.st, t.args, t.w)
+		t.wg.Done()
+		t = pipeTask{} // hold nothing of a finished batch while idle
+		if s.idle.Add(1) > maxIdleWorkers {
+			s.idle.Add(-1)
+			return
+		}
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
+		select {
+		case t = <-s.work:
+			s.idle.Add(-1)
+		case <-idle.C:
+			s.idle.Add(-1)
+			return
+		case <-s.done:
+			s.idle.Add(-1)
+			idle.Stop()
+			return
 		}
 	}
 }

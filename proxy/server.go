@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -91,6 +92,9 @@ type Server struct {
 
 	connWG   sync.WaitGroup // accepted connections not yet cleaned up
 	rejectWG sync.WaitGroup // "max clients" replies being written
+
+	work chan pipeTask // to an idle worker (see worker)
+	idle atomic.Int32  // workers waiting on work
 }
 
 // connState is what a connection carries in its redcon context. It is only
@@ -122,6 +126,7 @@ func New(h *commands.Handler, opts Options) *Server {
 		released: make(chan struct{}),
 		done:     make(chan struct{}),
 		conns:    make(map[*connState]struct{}),
+		work:     make(chan pipeTask),
 	}
 }
 

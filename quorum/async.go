@@ -17,6 +17,10 @@ import (
 // itself: an answer it has not had by then is an error that matches
 // context.DeadlineExceeded, reported soon after deadline. The answers and
 // errors are those of the Node method of the same name.
+//
+// A type that embeds an AsyncNode and overrides its Node methods (a test
+// double, a wrapper adding faults or metrics) must override these too, or
+// hide them: the Cluster calls these instead of the Node methods.
 type AsyncNode interface {
 	Node
 	SetNXAsync(deadline time.Time, key, token string, ttl time.Duration, done func(bool, error))

@@ -64,16 +64,18 @@ type result[T any] struct {
 // strands a sender; every goroutine ends within the node timeout.
 func fanout[T any](ctx context.Context, c *Cluster, op func(context.Context, Node) (T, error)) <-chan result[T] {
 	out := make(chan result[T], len(c.nodes))
+	// A node call is bounded by the node timeout alone: a client that
+	// hangs up mid-round must not leave the round half done (a SET
+	// abandoned on one node, a release skipped on another).
+	detached := context.WithoutCancel(ctx)
+	opName := c.opName(ctx)
 	for i, n := range c.nodes {
 		go func() {
-			// A node call is bounded by the node timeout alone: a client
-			// that hangs up mid-round must not leave the round half done
-			// (a SET abandoned on one node, a release skipped on another).
-			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.NodeTimeout)
+			nctx, cancel := context.WithTimeout(detached, c.cfg.NodeTimeout)
 			defer cancel()
 			t0 := time.Now()
 			v, err := op(nctx, n)
-			c.nodeDone(ctx, n, t0, err)
+			c.reportNode(opName, n, t0, err)
 			if err == nil {
 				// Checked after the call, so that a restart meanwhile counts too.
 				if err = c.health.veto(i); err != nil {

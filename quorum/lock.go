@@ -43,8 +43,8 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	// refused marks those that answered nil: they never stored this SET, and
 	// what they hold (possibly the same token, from an earlier acquisition
 	// that is still valid) is not this round's to delete.
-	unanswered := make([]bool, len(c.nodes))
-	refused := make([]bool, len(c.nodes))
+	marks := make([]bool, 2*len(c.nodes)) // one allocation for both
+	unanswered, refused := marks[:len(c.nodes)], marks[len(c.nodes):]
 	for got < len(c.nodes) {
 		r := <-ch
 		got++

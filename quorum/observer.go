@@ -73,12 +73,7 @@ func (c *Cluster) begin(ctx context.Context, op string) (context.Context, func(e
 	}
 }
 
-// nodeDone reports one node call, labelled with the operation begin named.
-func (c *Cluster) nodeDone(ctx context.Context, n Node, t0 time.Time, err error) {
-	c.reportNode(c.opName(ctx), n, t0, err)
-}
-
-// opName is the operation begin named in ctx; "" without an Observer.
+// opName is the operation begin named in ctx, for labelling node calls; "" without an Observer.
 func (c *Cluster) opName(ctx context.Context) string {
 	if c.cfg.Observer == nil {
 		return ""

@@ -60,7 +60,11 @@ func parseReply(b []byte) (r reply, n int, err error) {
 	r.kind = line[0]
 	switch r.kind {
 	case '+', '-':
-		r.str = string(line[1:])
+		if string(line) == "+OK" {
+			r.str = "OK" // the common status reply, without an allocation
+		} else {
+			r.str = string(line[1:])
+		}
 		return r, n, nil
 	case ':':
 		r.num, err = atoi(line[1:])

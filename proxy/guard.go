@@ -91,9 +91,14 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		g.scan(g.rbuf[:n])
 	}
 	n := copy(p, g.out[:g.ready])
-	g.out, g.ready = g.out[n:], g.ready-n
-	if len(g.out) == 0 {
-		g.out = nil
+	g.ready -= n
+	switch {
+	case n < len(g.out):
+		g.out = g.out[n:]
+	case cap(g.out) > bigBulk:
+		g.out = nil // a big request's buffer is not kept
+	default:
+		g.out = g.out[:0] // the next request reuses the buffer
 	}
 	return n, nil
 }

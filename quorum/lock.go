@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -183,6 +184,9 @@ func (c *Cluster) releaseEverywhere(ctx context.Context, key, token string, ttl 
 // releaseExcept is releaseEverywhere that leaves alone the nodes marked in
 // skip.
 func (c *Cluster) releaseExcept(ctx context.Context, key, token string, ttl time.Duration, unanswered, skip []bool) {
+	if skip != nil && !slices.Contains(skip, false) {
+		return // every node refused the SET (plain contention): nothing to release
+	}
 	ch := fanoutWith(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
 		if i := c.indexOf(n); skip != nil && i >= 0 && skip[i] {
 			return false, nil

@@ -64,3 +64,16 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("results hold a NaN or Inf:\n%s", md)
 	}
 }
+
+func TestKeptNotes(t *testing.T) {
+	notes := notesHeading + "\n\nwhy\n"
+	for _, tt := range []struct{ old, want string }{
+		{"", ""},
+		{"# tables only\n", ""},
+		{"# tables\n\n" + notes, "\n" + notes},
+	} {
+		if got := keptNotes(tt.old); got != tt.want {
+			t.Errorf("keptNotes(%q) = %q, want %q", tt.old, got, tt.want)
+		}
+	}
+}

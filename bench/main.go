@@ -57,7 +57,9 @@ func main() {
 		os.Exit(1)
 	}
 	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(res.markdown()), 0o644); err != nil {
+		old, _ := os.ReadFile(o.out)
+		text := res.markdown() + keptNotes(string(old))
+		if err := os.WriteFile(o.out, []byte(text), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

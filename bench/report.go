@@ -149,3 +149,18 @@ func (r *results) markdown() string {
 	b.WriteString(r.tables())
 	return b.String()
 }
+
+// notesHeading starts the hand-written part of the results file: what the
+// profile of a run showed and what would close a missed target. A new run
+// rewrites the tables above it and keeps it, so update it with the figures.
+const notesHeading = "## Analysis (hand-written; kept by `go run ./bench`)"
+
+// keptNotes returns the hand-written part of an earlier results file, from
+// notesHeading on, after a blank line; "" when it has none.
+func keptNotes(old string) string {
+	i := strings.Index(old, notesHeading)
+	if i < 0 {
+		return ""
+	}
+	return "\n" + old[i:]
+}

@@ -86,7 +86,7 @@ type request struct {
 	done  chan result // buffered 1: exactly one delivery, never blocks
 	// cb, when set, replaces done (a request from submit): it is called
 	// once, by whoever first settles the request; fired says it was.
-	cb    func(reply, error)
+	cb    answerer
 	fired atomic.Bool
 	small [160]byte
 }
@@ -100,7 +100,7 @@ func (r *request) finish(rep reply, err error) {
 		return
 	}
 	if r.fired.CompareAndSwap(false, true) {
-		r.cb(rep, err)
+		r.cb.answer(rep, err)
 	}
 }
 

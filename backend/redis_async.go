@@ -11,7 +11,9 @@ import (
 )
 
 // The lock commands go straight into the multiplexer's queue; their
-// replies are handled by the reader that receives them.
+// replies are read by the reader that receives them, through answerers
+// that need no allocation beyond the request's own (SET NX) or one
+// (a script, which must be able to send itself again).
 var _ quorum.AsyncNode = (*Redis)(nil)
 
 // SetNXAsync implements quorum.AsyncNode.
@@ -21,33 +23,32 @@ func (r *Redis) SetNXAsync(deadline time.Time, key, token string, ttl time.Durat
 		done(false, err)
 		return
 	}
-	r.mux.submit(deadline, key, func(rep reply, err error) {
-		if err == nil {
-			err = rep.err()
-		}
-		if err != nil {
-			done(false, fmt.Errorf("backend: SET NX: %w", err))
-			return
-		}
-		done(!rep.null, nil) // null: held, by any token
-	}, "set", key, token, "nx", "px", px)
+	r.mux.submit(deadline, key, setNXAnswer(done), "set", key, token, "nx", "px", px)
+}
+
+// setNXAnswer reads SET NX's reply: OK when stored, null when the key is
+// held (by any token).
+type setNXAnswer func(bool, error)
+
+func (done setNXAnswer) answer(rep reply, err error) {
+	if err == nil {
+		err = rep.err()
+	}
+	if err != nil {
+		done(false, fmt.Errorf("backend: SET NX: %w", err))
+		return
+	}
+	done(!rep.null, nil)
 }
 
 // CompareAndDeleteAsync implements quorum.AsyncNode.
 func (r *Redis) CompareAndDeleteAsync(deadline time.Time, key, token string, notify bool, done func(bool, error)) {
-	cb := func(rep reply, err error) {
-		n, err := intOf(rep, err)
-		if err != nil {
-			done(false, fmt.Errorf("backend: compare-and-delete: %w", err))
-			return
-		}
-		done(n > 0, nil)
-	}
+	c := &scriptCall{r: r, s: compareAndDeleteScript, op: "compare-and-delete", deadline: deadline, key: key, done: done}
+	c.args[0], c.nargs = token, 1
 	if notify {
-		r.evalshaAsync(deadline, compareAndDeleteNotifyScript, cb, key, token, r.watch.channel)
-		return
+		c.s, c.args[1], c.nargs = compareAndDeleteNotifyScript, r.watch.channel, 2
 	}
-	r.evalshaAsync(deadline, compareAndDeleteScript, cb, key, token)
+	c.send()
 }
 
 // CompareAndExtendAsync implements quorum.AsyncNode.
@@ -57,19 +58,14 @@ func (r *Redis) CompareAndExtendAsync(deadline time.Time, key, token string, ttl
 		done(false, err)
 		return
 	}
-	r.evalshaAsync(deadline, compareAndExtendScript, func(rep reply, err error) {
-		n, err := intOf(rep, err)
-		if err != nil {
-			done(false, fmt.Errorf("backend: compare-and-extend: %w", err))
-			return
-		}
-		done(n > 0, nil)
-	}, key, token, px)
+	c := &scriptCall{r: r, s: compareAndExtendScript, op: "compare-and-extend", deadline: deadline, key: key, done: done}
+	c.args[0], c.args[1], c.nargs = token, px, 2
+	c.send()
 }
 
 // GetAsync implements quorum.AsyncNode.
 func (r *Redis) GetAsync(deadline time.Time, key string, done func(string, time.Duration, bool, error)) {
-	r.evalshaAsync(deadline, getScript, func(rep reply, err error) {
+	c := &scriptCall{r: r, s: getScript, deadline: deadline, key: key, read: func(rep reply, err error) {
 		switch {
 		case err != nil:
 			done("", 0, false, fmt.Errorf("backend: GET: %w", err))
@@ -78,30 +74,54 @@ func (r *Redis) GetAsync(deadline time.Time, key string, done func(string, time.
 		default:
 			done(parseGet(rep))
 		}
-	}, key)
+	}}
+	c.send()
 }
 
-// evalshaAsync is evalsha through submit: cb gets the reply, or the error
-// (a server's error reply included). A NOSCRIPT reply sends the script's
-// text with EVAL, under the same deadline.
-func (r *Redis) evalshaAsync(deadline time.Time, s *redis.Script, cb func(reply, error), key string, args ...string) {
-	full := make([]string, 0, 4+len(args))
-	full = append(full, "evalsha", s.Hash(), "1", key)
-	full = append(full, args...)
-	r.mux.submit(deadline, key, func(rep reply, err error) {
-		if err == nil {
-			err = rep.err()
-		}
-		if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			cb(rep, err)
-			return
-		}
-		full[0], full[1] = "eval", scriptBody(s)
-		r.mux.submit(deadline, key, func(rep reply, err error) {
-			if err == nil {
-				err = rep.err()
-			}
-			cb(rep, err)
-		}, full...)
-	}, full...)
+// scriptCall is one script run through submit, as evalsha runs it for the
+// blocking methods: EVALSHA, and on a NOSCRIPT reply the script's text
+// with EVAL, under the same deadline. An integer reply above 0 is a yes
+// for done; read, when set, takes the reply (or error) instead.
+type scriptCall struct {
+	r        *Redis
+	s        *redis.Script
+	op       string // names the command in errors
+	deadline time.Time
+	key      string
+	args     [2]string
+	nargs    int
+	eval     bool
+	done     func(bool, error)
+	read     func(reply, error)
+}
+
+func (c *scriptCall) send() {
+	var buf [6]string
+	full := append(buf[:0], "evalsha", c.s.Hash(), "1", c.key)
+	if c.eval {
+		full[0], full[1] = "eval", scriptBody(c.s)
+	}
+	full = append(full, c.args[:c.nargs]...)
+	c.r.mux.submit(c.deadline, c.key, c, full...)
+}
+
+func (c *scriptCall) answer(rep reply, err error) {
+	if err == nil {
+		err = rep.err()
+	}
+	if err != nil && !c.eval && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		c.eval = true
+		c.send()
+		return
+	}
+	if c.read != nil {
+		c.read(rep, err)
+		return
+	}
+	n, err := intOf(rep, err)
+	if err != nil {
+		c.done(false, fmt.Errorf("backend: %s: %w", c.op, err))
+		return
+	}
+	c.done(n > 0, nil)
 }

@@ -10,5 +10,8 @@
 //
 // Every method takes ctx first and returns by its deadline: the quorum gives
 // each call its own per-node timeout, so a stalled backend costs one timeout,
-// never a whole request.
+// never a whole request. Redis also implements quorum.AsyncNode for the hot
+// operations: they go straight into the multiplexer's queue with an absolute
+// deadline and are answered from its reader, or failed by the connection's
+// one deadline timer.
 package backend

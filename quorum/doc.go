@@ -1,7 +1,8 @@
 // Package quorum implements the Redlock algorithm over N independent nodes.
 //
-// It owns the fan-out (one goroutine per node, each call bounded by its own
-// per-node deadline), the majority rule Q = N/2+1, the validity arithmetic
+// It owns the fan-out (every node called at once, each call bounded by the
+// per-node deadline: through AsyncNode where every node implements it, else
+// one goroutine per node), the majority rule Q = N/2+1, the validity arithmetic
 // (ttl - elapsed - drift, on Go's monotonic clock), the release on every node
 // after a failed acquire, and the jittered retries of a blocking acquire.
 // Releases that a node did not answer are remembered (bounded, per node)

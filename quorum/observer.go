@@ -8,8 +8,10 @@ import (
 
 // Observer learns what the cluster does, for metrics and logs, without the
 // quorum package knowing how they are kept. Its methods are called from the
-// fan-out goroutines and from callers' goroutines at once, so they must be
-// safe for concurrent use, and quick: they run on the lock's critical path.
+// fan-out goroutines, from the goroutines on which AsyncNodes answer (a
+// backend connection's reader) and from callers' goroutines at once, so they
+// must be safe for concurrent use, and quick: they run on the lock's
+// critical path.
 type Observer interface {
 	// NodeDone reports one call to one node within operation op: how long
 	// it took and its error (nil when the node answered, yes or no).

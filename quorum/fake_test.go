@@ -335,7 +335,7 @@ func (c *fakeClock) Now() time.Time {
 // delays, real clock.
 func testConfig() Config {
 	cfg := DefaultConfig()
-	cfg.NodeTimeout = 20 * time.Millisecond
+	cfg.NodeTimeout = 100 * time.Millisecond
 	cfg.RetryDelayMin = time.Millisecond
 	cfg.RetryDelayMax = 5 * time.Millisecond
 	// Retried releases would add calls that tests count; pending_test.go

@@ -21,6 +21,12 @@ type Lock struct {
 // cancellation cannot cut short) and returns ErrNotAcquired (contention) or
 // a *NoQuorumError (too few nodes answered).
 func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
+	return c.acquire(ctx, key, token, ttl, 0)
+}
+
+// acquire is Acquire that, with mark > 0, marks key as waited for on the
+// nodes that are WaitMarkers, in the same step as their SET NX.
+func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (l Lock, err error) {
 	ctx, done := c.begin(ctx, OpAcquire)
 	defer func() { done(err, l.Validity, ttl) }()
 	if ttl <= 0 {
@@ -33,8 +39,15 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	}
 	t0 := c.cfg.Now()
 	ch := fanoutWith(ctx, c, func(ctx context.Context, n Node) (bool, error) {
+		if m, ok := n.(WaitMarker); ok && mark > 0 {
+			return m.SetNXMarked(ctx, key, token, ttl, mark)
+		}
 		return n.SetNX(ctx, key, token, ttl)
 	}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
+		if m, ok := n.(AsyncWaitMarker); ok && mark > 0 {
+			m.SetNXMarkedAsync(deadline, key, token, ttl, mark, done)
+			return
+		}
 		n.SetNXAsync(deadline, key, token, ttl, done)
 	})
 	var t tally
@@ -80,15 +93,26 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 // notified by a ReleaseNotifier node) cuts the pause short for the oldest
 // waiter of the key. A NoQuorumError is retried like contention while time
 // remains; the last round's error is returned.
+//
+// The first round is a plain Acquire, so an uncontended lock costs nothing
+// more. Every later round marks the key as waited for on the WaitMarker
+// nodes, and the first of them runs at once, before any pause: a release
+// that landed between the first round and the mark published nothing, but
+// the marked round then finds the key free.
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
 	// Joined before the first round, so that a release during it is not missed.
 	w := c.wake.join(key)
+	var mark time.Duration
 	for {
-		l, err := c.Acquire(ctx, key, token, ttl)
+		l, err := c.acquire(ctx, key, token, ttl, mark)
 		if err == nil || err == ErrInvalidTTL {
 			c.wake.leave(w, err == nil)
 			return l, err
+		}
+		first := mark == 0
+		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
+			continue
 		}
 		if !c.pauseForRetry(ctx, w, deadline) {
 			c.wake.leave(w, false)

@@ -13,7 +13,8 @@ import (
 // released instead of at its next retry.
 //
 // Notifications are hints, never votes: one may be lost (a reconnect, a
-// node that is down), and a waiter then falls back to its retry jitter.
+// node that is down), and a waiter then falls back to its retry jitter. A
+// node that is also a WaitMarker notifies only releases of marked keys.
 type ReleaseNotifier interface {
 	// CompareAndDeleteNotify is CompareAndDelete that, when it deletes,
 	// also notifies every watcher of the node, within the same round trip.
@@ -23,6 +24,49 @@ type ReleaseNotifier interface {
 	// WatchReleases calls fn with the key of every notified release on the
 	// node until the node is closed. fn does not block.
 	WatchReleases(fn func(key string))
+}
+
+// WaitMarker is an optional extension of a ReleaseNotifier node that
+// notifies only the releases of keys a waiter has marked, so that an
+// uncontended release costs neither the node nor the proxies watching it
+// a notification. A blocking acquire marks its key in every round after
+// its first, as part of that round's SET NX: the two are one atomic step
+// on the node, so a release there comes either before it (and the SET
+// finds the key free) or after it (and notifies).
+type WaitMarker interface {
+	ReleaseNotifier
+	// SetNXMarked is SetNX that, when key is held, marks key as waited for
+	// during mark (never shortening an earlier mark): until then its
+	// release notifies.
+	SetNXMarked(ctx context.Context, key, token string, ttl, mark time.Duration) (bool, error)
+}
+
+// AsyncWaitMarker is WaitMarker for an AsyncNode; a Cluster of AsyncNodes
+// calls SetNXMarkedAsync instead of SetNXMarked.
+type AsyncWaitMarker interface {
+	WaitMarker
+	SetNXMarkedAsync(deadline time.Time, key, token string, ttl, mark time.Duration, done func(bool, error))
+}
+
+// markTTL is how long a waiter's round marks its key: until the waiter's
+// deadline, capped at twice the longest gap between two of its rounds (a
+// pause and a round with its cleanup), since each round marks again. It
+// is 0 when no node is a WaitMarker or the deadline has passed.
+func (c *Cluster) markTTL(deadline time.Time) time.Duration {
+	left := deadline.Sub(c.cfg.Now())
+	if left <= 0 || !c.anyWaitMarker() {
+		return 0
+	}
+	return min(left, max(2*(c.cfg.RetryDelayMax+2*c.cfg.NodeTimeout), time.Second))
+}
+
+func (c *Cluster) anyWaitMarker() bool {
+	for _, n := range c.nodes {
+		if _, ok := n.(WaitMarker); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // compareAndDelete is a user's release: it notifies waiters where the node

@@ -1,0 +1,99 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// markingNode is a fakeNode that is a WaitMarker: it records each mark.
+type markingNode struct {
+	*fakeNode
+	mu    sync.Mutex
+	marks []time.Duration
+}
+
+func (m *markingNode) CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error) {
+	return m.CompareAndDelete(ctx, key, token)
+}
+
+func (m *markingNode) DeleteNotify(ctx context.Context, key string) (bool, error) {
+	return m.Delete(ctx, key)
+}
+
+func (m *markingNode) WatchReleases(func(string)) {}
+
+func (m *markingNode) SetNXMarked(ctx context.Context, key, token string, ttl, mark time.Duration) (bool, error) {
+	m.mu.Lock()
+	m.marks = append(m.marks, mark)
+	m.mu.Unlock()
+	return m.SetNX(ctx, key, token, ttl)
+}
+
+func (m *markingNode) marked() []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]time.Duration(nil), m.marks...)
+}
+
+func markingCluster(t *testing.T, holder string) []*markingNode {
+	t.Helper()
+	fs, _ := newFakes(3)
+	ms := make([]*markingNode, len(fs))
+	for i, f := range fs {
+		if holder != "" {
+			f.put(key, holder, time.Minute)
+		}
+		ms[i] = &markingNode{fakeNode: f}
+	}
+	return ms
+}
+
+func clusterOfMarking(t *testing.T, ms []*markingNode, cfg Config) *Cluster {
+	t.Helper()
+	nodes := make([]Node, len(ms))
+	for i, m := range ms {
+		nodes[i] = m
+	}
+	c, err := New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestAcquireWaitMarksOnlyWhenRefused: an uncontended blocking acquire
+// marks nothing; a refused one marks in a second round at once (not after
+// its hour of jitter), for no longer than its wait.
+func TestAcquireWaitMarksOnlyWhenRefused(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour
+
+	free := markingCluster(t, "")
+	if _, err := clusterOfMarking(t, free, cfg).AcquireWait(context.Background(), key, mine, ttl, time.Minute); err != nil {
+		t.Fatalf("uncontended AcquireWait: %v", err)
+	}
+	for _, m := range free {
+		if got := m.marked(); len(got) != 0 {
+			t.Errorf("%s marked %v for an uncontended acquire", m.Name(), got)
+		}
+	}
+
+	held := markingCluster(t, other)
+	const wait = 300 * time.Millisecond
+	_, err := clusterOfMarking(t, held, cfg).AcquireWait(context.Background(), key, mine, ttl, wait)
+	if !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("AcquireWait behind a holder = %v, want ErrNotAcquired", err)
+	}
+	for _, m := range held {
+		got := m.marked()
+		if len(got) != 1 || got[0] <= 0 || got[0] > wait {
+			t.Errorf("%s marks = %v, want one in (0, %v]", m.Name(), got, wait)
+		}
+		if n := m.callCount(opSetNX); n != 2 {
+			t.Errorf("%s ran %d SET NX, want 2 (the plain round, then the marked one)", m.Name(), n)
+		}
+	}
+}

@@ -28,7 +28,9 @@ func (w *releaseWatchers) notify(key string) {
 
 // CompareAndDeleteNotify implements quorum.ReleaseNotifier: every Cluster
 // over this node hears of the release, as proxies sharing a Redis backend
-// do through its release channel.
+// do through its release channel. Unlike a Redis node it is no
+// quorum.WaitMarker and tells of every release, waited for or not: the
+// notice is a function call in the same process, cheaper than a mark.
 func (m *Memory) CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error) {
 	ok, err := m.CompareAndDelete(ctx, key, token)
 	if ok {

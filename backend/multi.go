@@ -36,12 +36,15 @@ for _, key in ipairs(KEYS) do
   redis.call("pexpire", key, ARGV[2])
 end
 return 1`)
+	// KEYS are the keys, then their wait keys (see waitKey).
 	releaseEachScript = redis.NewScript(`
 local out = {}
-for i, key in ipairs(KEYS) do
+local n = #KEYS / 2
+for i = 1, n do
+  local key = KEYS[i]
   if redis.call("get", key) == ARGV[1] then
     redis.call("del", key)
-    redis.call("publish", ARGV[2], key)
+    if redis.call("exists", KEYS[n + i]) == 1 then redis.call("publish", ARGV[2], key) end
     out[i] = 1
   else
     out[i] = 0
@@ -88,7 +91,7 @@ func (r *Redis) ExtendAll(ctx context.Context, keys []string, token string, ttl 
 
 // ReleaseEach implements quorum.MultiNode.
 func (r *Redis) ReleaseEach(ctx context.Context, keys []string, token string) ([]bool, error) {
-	res, err := releaseEachScript.Run(ctx, r.client, keys, token, r.watch.channel).Int64Slice()
+	res, err := releaseEachScript.Run(ctx, r.client, waitKeys(keys), token, r.watch.channel).Int64Slice()
 	if err != nil {
 		return nil, wrap(ctx, "multi-key release", err)
 	}

@@ -46,9 +46,24 @@ func (r *Redis) CompareAndDeleteAsync(deadline time.Time, key, token string, not
 	c := &scriptCall{r: r, s: compareAndDeleteScript, op: "compare-and-delete", deadline: deadline, key: key, done: done}
 	c.args[0], c.nargs = token, 1
 	if notify {
-		c.s, c.args[1], c.nargs = compareAndDeleteNotifyScript, r.watch.channel, 2
+		c.s, c.key2, c.args[1], c.nargs = compareAndDeleteNotifyScript, waitKey(key), r.watch.channel, 2
 	}
 	c.send()
+}
+
+// SetNXMarkedAsync implements quorum.AsyncWaitMarker.
+func (r *Redis) SetNXMarkedAsync(deadline time.Time, key, token string, ttl, mark time.Duration, done func(bool, error)) {
+	px, err := ms(ttl)
+	if err == nil {
+		var markPX string
+		if markPX, err = ms(mark); err == nil {
+			c := &scriptCall{r: r, s: setNXMarkedScript, op: "marked SET NX", deadline: deadline, key: key, key2: waitKey(key), done: done}
+			c.args[0], c.args[1], c.args[2], c.nargs = token, px, markPX, 3
+			c.send()
+			return
+		}
+	}
+	done(false, err)
 }
 
 // CompareAndExtendAsync implements quorum.AsyncNode.
@@ -88,7 +103,8 @@ type scriptCall struct {
 	op       string // names the command in errors
 	deadline time.Time
 	key      string
-	args     [2]string
+	key2     string // a second key, when the script takes two
+	args     [3]string
 	nargs    int
 	eval     bool
 	done     func(bool, error)
@@ -96,8 +112,11 @@ type scriptCall struct {
 }
 
 func (c *scriptCall) send() {
-	var buf [6]string
+	var buf [8]string
 	full := append(buf[:0], "evalsha", c.s.Hash(), "1", c.key)
+	if c.key2 != "" {
+		full[2], full = "2", append(full, c.key2)
+	}
 	if c.eval {
 		full[0], full[1] = "eval", scriptBody(c.s)
 	}

@@ -61,9 +61,22 @@ func (r *Redis) do(ctx context.Context, key string, args ...string) (reply, erro
 // evalsha runs a script by its SHA1 and loads it with EVAL when the server
 // does not know it (after a restart or SCRIPT FLUSH).
 func (r *Redis) evalsha(ctx context.Context, s *redis.Script, key string, args ...string) (reply, error) {
-	full := make([]string, 0, 4+len(args))
-	full = append(full, "evalsha", s.Hash(), "1", key)
+	return r.evalshaKeys(ctx, s, []string{key}, args...)
+}
+
+// evalsha2 is evalsha for a script of two keys.
+func (r *Redis) evalsha2(ctx context.Context, s *redis.Script, key, key2 string, args ...string) (reply, error) {
+	return r.evalshaKeys(ctx, s, []string{key, key2}, args...)
+}
+
+// evalshaKeys is evalsha for a script of any number of keys; the first
+// picks the connection.
+func (r *Redis) evalshaKeys(ctx context.Context, s *redis.Script, keys []string, args ...string) (reply, error) {
+	full := make([]string, 0, 3+len(keys)+len(args))
+	full = append(full, "evalsha", s.Hash(), strconv.Itoa(len(keys)))
+	full = append(full, keys...)
 	full = append(full, args...)
+	key := keys[0]
 	rep, err := r.do(ctx, key, full...)
 	if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		return rep, err

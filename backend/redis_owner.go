@@ -39,7 +39,11 @@ if h then
   if t == ARGV[1] then n = tonumber(c) end
 end
 n = n - 1
-if n <= 0 then redis.call("del", KEYS[1], KEYS[2]) redis.call("publish", ARGV[2], KEYS[1]) return 0 end
+if n <= 0 then
+  redis.call("del", KEYS[1], KEYS[2])
+  if redis.call("exists", KEYS[3]) == 1 then redis.call("publish", ARGV[2], KEYS[1]) end
+  return 0
+end
 local ttl = redis.call("pttl", KEYS[1])
 if ttl > 0 then redis.call("set", KEYS[2], ARGV[1] .. " " .. n, "px", ttl) end
 return n`)
@@ -85,9 +89,9 @@ func (r *Redis) Reenter(ctx context.Context, key, holdsKey, prefix string, ttl t
 
 // Unhold implements quorum.Reentrant.
 func (r *Redis) Unhold(ctx context.Context, key, holdsKey, token string) (int64, bool, error) {
-	// The last hold's release is announced like any other, so waiters on
-	// other proxies wake at once.
-	n, err := unholdScript.Run(ctx, r.client, []string{key, holdsKey}, token, r.watch.channel).Int64()
+	// The last hold's release is announced like any other (when a waiter
+	// marked the key), so waiters on other proxies wake at once.
+	n, err := unholdScript.Run(ctx, r.client, []string{key, holdsKey, waitKey(key)}, token, r.watch.channel).Int64()
 	if err != nil {
 		return 0, false, wrap(ctx, "unhold", err)
 	}

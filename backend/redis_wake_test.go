@@ -3,9 +3,9 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,19 +86,6 @@ func waitSubscribed(t *testing.T, servers []*redistest.Server, n int64) {
 	}
 }
 
-// setCalls is how many SET commands the server has run.
-func setCalls(t *testing.T, s *redistest.Server) int {
-	t.Helper()
-	text, err := s.Client().Info(t.Context(), "commandstats").Result()
-	if err != nil {
-		return -1
-	}
-	v, _ := infoField(text, "cmdstat_set")
-	calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-	n, _ := strconv.Atoi(calls)
-	return n
-}
-
 type waitOutcome struct {
 	l   quorum.Lock
 	err error
@@ -106,23 +93,27 @@ type waitOutcome struct {
 }
 
 // waitBehindHolder starts a blocking acquire on c and returns once its
-// first round has been refused by every server (the holder has the lock),
-// so that only a wake-up or the slow jitter can start its next round.
+// marked round has been refused by every server (the holder has the lock)
+// and left its mark there, so that only a wake-up or the slow jitter can
+// start its next round.
 func waitBehindHolder(t *testing.T, c *quorum.Cluster, servers []*redistest.Server, wait time.Duration) <-chan waitOutcome {
 	t.Helper()
-	before := make([]int, len(servers))
-	for i, s := range servers {
-		before[i] = setCalls(t, s)
-	}
 	ch := make(chan waitOutcome, 1)
 	go func() {
 		l, err := c.AcquireWait(context.Background(), wakeKey, "waiter", time.Minute, wait)
 		ch <- waitOutcome{l, err, time.Now()}
 	}()
-	for i, s := range servers {
-		poll(t, "the waiter's first round on "+s.Addr(), func() bool { return setCalls(t, s) > before[i] })
+	for _, s := range servers {
+		poll(t, "the waiter's mark on "+s.Addr(), func() bool { return marked(t, s, wakeKey) })
 	}
 	return ch
+}
+
+// marked reports whether a waiter's mark of key is on s.
+func marked(t *testing.T, s *redistest.Server, key string) bool {
+	t.Helper()
+	n, err := s.Client().Exists(t.Context(), waitKey(key)).Result()
+	return err == nil && n == 1
 }
 
 func await(t *testing.T, ch <-chan waitOutcome) waitOutcome {
@@ -233,19 +224,51 @@ func TestRedisReleaseSubscriptionSurvivesRestart(t *testing.T) {
 	}
 }
 
-func TestRedisDeleteAndCompareAndDeletePublish(t *testing.T) {
-	srv := redistest.Start(t)
-	r := newTestRedis(t, srv.Addr())
+// subscribeReleases subscribes to srv's release channel directly, as
+// another proxy would.
+func subscribeReleases(t *testing.T, srv *redistest.Server) *redis.PubSub {
+	t.Helper()
 	ps := srv.Client().Subscribe(t.Context(), releaseChannel)
-	defer ps.Close()
+	t.Cleanup(func() { _ = ps.Close() })
 	if _, err := ps.Receive(t.Context()); err != nil { // the subscription's confirmation
 		t.Fatal(err)
 	}
+	return ps
+}
+
+// published reports the keys published on ps so far. A PING through the
+// subscription orders the check: any message published before it arrives
+// first.
+func published(t *testing.T, ps *redis.PubSub, what string) []string {
+	t.Helper()
+	if err := ps.Ping(t.Context(), what); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for {
+		msg, err := ps.Receive(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := msg.(*redis.Message)
+		if !ok {
+			return keys // the pong
+		}
+		keys = append(keys, m.Payload)
+	}
+}
+
+// TestRedisReleasesPublishOnlyWhenMarked: each release script publishes
+// the key it deleted when a waiter marked it, and nothing otherwise.
+func TestRedisReleasesPublishOnlyWhenMarked(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newTestRedis(t, srv.Addr())
+	ps := subscribeReleases(t, srv)
 	steps := []struct {
-		name        string
-		run         func() (bool, error)
-		want        bool
-		wantPublish bool
+		name     string
+		run      func() (bool, error)
+		want     bool
+		releases bool
 	}{
 		{"compare-and-delete, other token", func() (bool, error) { return r.CompareAndDeleteNotify(t.Context(), "k", "other") }, false, false},
 		{"compare-and-delete, own token", func() (bool, error) { return r.CompareAndDeleteNotify(t.Context(), "k", "tok") }, true, true},
@@ -270,35 +293,84 @@ func TestRedisDeleteAndCompareAndDeletePublish(t *testing.T) {
 			res, err := r.ReleaseEach(t.Context(), []string{"k"}, "tok")
 			return len(res) == 1 && res[0], err
 		}, true, true},
+		{"async compare-and-delete", func() (bool, error) {
+			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+				return false, err
+			}
+			type answer struct {
+				ok  bool
+				err error
+			}
+			ch := make(chan answer, 1)
+			r.CompareAndDeleteAsync(time.Now().Add(time.Second), "k", "tok", true, func(ok bool, err error) { ch <- answer{ok, err} })
+			a := <-ch
+			return a.ok, a.err
+		}, true, true},
 	}
-	if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range steps {
-		got, err := st.run()
-		if err != nil || got != st.want {
-			t.Fatalf("%s = %v, %v; want %v", st.name, got, err, st.want)
-		}
-		// A PING through the subscription orders the check: any message
-		// published before it arrives first.
-		if err := ps.Ping(t.Context(), st.name); err != nil {
+	for _, marked := range []bool{false, true} {
+		wk := waitKey("k")
+		if err := srv.Client().Del(t.Context(), wk).Err(); err != nil {
 			t.Fatal(err)
 		}
-		msg, err := ps.Receive(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, published := msg.(*redis.Message)
-		if published && m.Payload != "k" {
-			t.Fatalf("%s: published %q, want the key", st.name, m.Payload)
-		}
-		if published != st.wantPublish {
-			t.Fatalf("%s: published = %v (%v), want %v", st.name, published, msg, st.wantPublish)
-		}
-		if published {
-			if _, err := ps.Receive(t.Context()); err != nil { // the pong behind it
+		if marked {
+			if err := srv.Client().Set(t.Context(), wk, "1", time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
+		if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range steps {
+			name := fmt.Sprintf("%s (marked: %v)", st.name, marked)
+			got, err := st.run()
+			if err != nil || got != st.want {
+				t.Fatalf("%s = %v, %v; want %v", name, got, err, st.want)
+			}
+			var want []string
+			if marked && st.releases {
+				want = []string{"k"}
+			}
+			if keys := published(t, ps, name); !slices.Equal(keys, want) {
+				t.Fatalf("%s: published %q, want %q", name, keys, want)
+			}
+		}
+	}
+}
+
+// TestRedisSetNXMarked: a marked SET NX takes a free key without marking
+// it, marks a held one, and never shortens a longer mark.
+func TestRedisSetNXMarked(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newTestRedis(t, srv.Addr())
+	c := srv.Client()
+	wk := waitKey("k")
+	markTTL := func() time.Duration {
+		t.Helper()
+		d, err := c.PTTL(t.Context(), wk).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if ok, err := r.SetNXMarked(t.Context(), "k", "a", time.Minute, time.Minute); !ok || err != nil {
+		t.Fatalf("marked SET NX of a free key = %v, %v", ok, err)
+	}
+	if d := markTTL(); d >= 0 {
+		t.Fatalf("a free key was marked (pttl %v)", d)
+	}
+	if ok, err := r.SetNXMarked(t.Context(), "k", "b", time.Minute, time.Minute); ok || err != nil {
+		t.Fatalf("marked SET NX of a held key = %v, %v", ok, err)
+	}
+	if d := markTTL(); d < 30*time.Second {
+		t.Fatalf("held key's mark lasts %v, want about a minute", d)
+	}
+	if ok, err := r.SetNXMarked(t.Context(), "k", "c", time.Minute, time.Second); ok || err != nil {
+		t.Fatalf("second marked SET NX = %v, %v", ok, err)
+	}
+	if d := markTTL(); d < 30*time.Second {
+		t.Fatalf("a shorter mark cut the first to %v", d)
+	}
+	if tok, _, _, _ := r.Get(t.Context(), "k"); tok != "a" {
+		t.Fatalf("key holds %q, want the first SET's token", tok)
 	}
 }

@@ -19,13 +19,33 @@ import (
 const releaseChannel = "redlockd:released"
 
 // The release scripts publish inside the script, so a waiter on another
-// proxy hears of the release without the releaser paying a round trip.
+// proxy hears of the release without the releaser paying a round trip; and
+// only when a waiter has marked the key (KEYS[2], see waitKey), so that an
+// uncontended release publishes nothing. setNXMarkedScript is a waiter's
+// SET NX: when the key is held it marks it, in the same atomic step, until
+// ARGV[3] ms from now unless an earlier mark lasts longer.
 var (
 	compareAndDeleteNotifyScript = newScript(
-		`if redis.call("get",KEYS[1]) == ARGV[1] then redis.call("del",KEYS[1]) redis.call("publish",ARGV[2],KEYS[1]) return 1 end return 0`)
+		`if redis.call("get",KEYS[1]) == ARGV[1] then redis.call("del",KEYS[1]) if redis.call("exists",KEYS[2]) == 1 then redis.call("publish",ARGV[2],KEYS[1]) end return 1 end return 0`)
 	deleteNotifyScript = newScript(
-		`local n = redis.call("del",KEYS[1]) if n > 0 then redis.call("publish",ARGV[1],KEYS[1]) end return n`)
+		`local n = redis.call("del",KEYS[1]) if n > 0 and redis.call("exists",KEYS[2]) == 1 then redis.call("publish",ARGV[1],KEYS[1]) end return n`)
+	setNXMarkedScript = newScript(
+		`if redis.call("set",KEYS[1],ARGV[1],"NX","PX",ARGV[2]) then return 1 end if redis.call("pttl",KEYS[2]) < tonumber(ARGV[3]) then redis.call("set",KEYS[2],"1","PX",ARGV[3]) end return 0`)
 )
+
+// waitKey is where waiters mark key on a node, named like the quorum's
+// HoldsKey and FenceKey.
+func waitKey(key string) string { return "redlockd:wait:{" + key + "}" }
+
+// waitKeys returns keys followed by their wait keys, as the multi-key
+// release script takes them.
+func waitKeys(keys []string) []string {
+	out := append(make([]string, 0, 2*len(keys)), keys...)
+	for _, k := range keys {
+		out = append(out, waitKey(k))
+	}
+	return out
+}
 
 // defaultHealthInterval is how often a watched node looks at its server.
 const defaultHealthInterval = time.Second
@@ -60,9 +80,12 @@ func newRedisWatch(name string, db int, interval time.Duration) *redisWatch {
 	return w
 }
 
+// The Redis node notifies only releases of keys that waiters marked.
+var _ quorum.AsyncWaitMarker = (*Redis)(nil)
+
 // CompareAndDeleteNotify implements quorum.ReleaseNotifier.
 func (r *Redis) CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error) {
-	rep, err := r.evalsha(ctx, compareAndDeleteNotifyScript, key, token, r.watch.channel)
+	rep, err := r.evalsha2(ctx, compareAndDeleteNotifyScript, key, waitKey(key), token, r.watch.channel)
 	n, err := intOf(rep, err)
 	if err != nil {
 		return false, wrap(ctx, "compare-and-delete", err)
@@ -72,10 +95,28 @@ func (r *Redis) CompareAndDeleteNotify(ctx context.Context, key, token string) (
 
 // DeleteNotify implements quorum.ReleaseNotifier.
 func (r *Redis) DeleteNotify(ctx context.Context, key string) (bool, error) {
-	rep, err := r.evalsha(ctx, deleteNotifyScript, key, r.watch.channel)
+	rep, err := r.evalsha2(ctx, deleteNotifyScript, key, waitKey(key), r.watch.channel)
 	n, err := intOf(rep, err)
 	if err != nil {
 		return false, wrap(ctx, "DEL", err)
+	}
+	return n > 0, nil
+}
+
+// SetNXMarked implements quorum.WaitMarker.
+func (r *Redis) SetNXMarked(ctx context.Context, key, token string, ttl, mark time.Duration) (bool, error) {
+	px, err := ms(ttl)
+	if err != nil {
+		return false, err
+	}
+	markPX, err := ms(mark)
+	if err != nil {
+		return false, err
+	}
+	rep, err := r.evalsha2(ctx, setNXMarkedScript, key, waitKey(key), token, px, markPX)
+	n, err := intOf(rep, err)
+	if err != nil {
+		return false, wrap(ctx, "marked SET NX", err)
 	}
 	return n > 0, nil
 }

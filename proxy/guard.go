@@ -35,7 +35,7 @@ type guardConn struct {
 	net.Conn
 	maxRequest int
 
-	out  []byte // checked bytes not yet handed to redcon
+	out []byte // checked bytes not yet handed to redcon
 	// ready is how many bytes of out end at a request boundary. redcon
 	// gets only those: it parses an incomplete request again from its
 	// start on every read, which is quadratic in a request's arguments
@@ -43,15 +43,15 @@ type guardConn struct {
 	// The bytes of a big bulk go through as they come, so that a large
 	// value is not buffered twice; its few arguments are cheap to reparse.
 	ready int
-	big   bool // inside a bulk of at least bigBulk bytes
-	line []byte // the count line being collected
-	st   guardState
-	args int // arguments left in the multibulk request
-	left int // bytes left of the current bulk, CRLF included
-	rbuf []byte
-	size int // bytes of the current request so far
-	fail string
-	err  error // the underlying connection's read error, once seen
+	big   bool   // inside a bulk of at least bigBulk bytes
+	line  []byte // the count line being collected
+	st    guardState
+	args  int // arguments left in the multibulk request
+	left  int // bytes left of the current bulk, CRLF included
+	rbuf  []byte
+	size  int // bytes of the current request so far
+	fail  string
+	err   error // the underlying connection's read error, once seen
 }
 
 type guardState int

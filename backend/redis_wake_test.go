@@ -180,7 +180,9 @@ func TestRedisWaitNotWokenWithoutPublish(t *testing.T) {
 	if _, err := holder.Acquire(t.Context(), wakeKey, "holder", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	res := waitBehindHolder(t, waiters, servers, time.Second)
+	// The wait must outlast the polls for its marks on a loaded machine:
+	// a mark lives only as long as the wait left.
+	res := waitBehindHolder(t, waiters, servers, 3*time.Second)
 	if ok, err := holder.Release(t.Context(), wakeKey, "holder"); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}

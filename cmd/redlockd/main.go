@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redlockd/redlockd/backend"
 )
 
 // Version is reported by --version, INFO and HELLO; release builds set it
@@ -15,6 +17,7 @@ import (
 var Version = "dev"
 
 func main() {
+	backend.RouteGoRedisLogs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first signal the default handling comes back, so a

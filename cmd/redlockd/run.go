@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return exitUsage
 	}
 	log := newLogger(cfg, stderr)
+	backend.SetGoRedisLogger(log)
 	nodes, err := openNodes(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "redlockd: %v\n", err)

@@ -27,6 +27,11 @@ func (s state) String() string {
 
 // nodeStats is one backend's running figures, for INFO and the logs.
 type nodeStats struct {
+	// up and seconds are this backend's series, looked up once rather
+	// than by label on every call.
+	up      prometheus.Gauge
+	seconds sync.Map // op -> prometheus.Observer
+
 	mu      sync.Mutex
 	state   state
 	since   time.Time
@@ -37,6 +42,7 @@ type nodeStats struct {
 }
 
 type nodeTable struct {
+	fast  sync.Map // name -> *nodeStats, read without the lock
 	mu    sync.Mutex
 	order []string
 	byKey map[string]*nodeStats
@@ -44,6 +50,9 @@ type nodeTable struct {
 
 // node returns name's figures, creating them (and zeroed gauges) on first use.
 func (m *Metrics) node(name string) *nodeStats {
+	if n, ok := m.nodes.fast.Load(name); ok {
+		return n.(*nodeStats)
+	}
 	t := &m.nodes
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -53,10 +62,11 @@ func (m *Metrics) node(name string) *nodeStats {
 	if t.byKey == nil {
 		t.byKey = map[string]*nodeStats{}
 	}
-	n := &nodeStats{since: time.Now()}
+	n := &nodeStats{since: time.Now(), up: m.up.WithLabelValues(name)}
 	t.byKey[name] = n
 	t.order = append(t.order, name)
-	m.up.WithLabelValues(name).Set(0)
+	t.fast.Store(name, n)
+	n.up.Set(0)
 	// Zero series from the start, so that rate() and alerts see a change
 	// from 0 rather than a series appearing out of nowhere.
 	for _, k := range []string{"timeout", "refused", "other"} {
@@ -70,14 +80,14 @@ func (m *Metrics) node(name string) *nodeStats {
 
 // NodeDone implements quorum.Observer.
 func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
-	m.nodeSeconds.WithLabelValues(node, op).Observe(d.Seconds())
+	n := m.node(node)
+	n.observer(m, node, op).Observe(d.Seconds())
 	kind := ""
 	if err != nil {
 		kind = ErrorKind(err)
 		m.nodeErrors.WithLabelValues(node, kind).Inc()
 	}
 	answered := err == nil || isReply(kind)
-	n := m.node(node)
 	n.mu.Lock()
 	n.calls++
 	n.busy += d
@@ -91,11 +101,20 @@ func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
 		return
 	}
 	changed := n.transition(answered)
-	m.up.WithLabelValues(node).Set(b2f(answered)) // under n.mu: in order
+	n.up.Set(b2f(answered)) // under n.mu: in order
 	n.mu.Unlock()
 	if changed {
 		m.logChange(node, answered, err)
 	}
+}
+
+// observer is the latency series of this backend for op.
+func (n *nodeStats) observer(m *Metrics, node, op string) prometheus.Observer {
+	if o, ok := n.seconds.Load(op); ok {
+		return o.(prometheus.Observer)
+	}
+	o, _ := n.seconds.LoadOrStore(op, m.nodeSeconds.WithLabelValues(node, op))
+	return o.(prometheus.Observer)
 }
 
 // transition records the new state and reports whether it changed. The

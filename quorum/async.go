@@ -67,18 +67,7 @@ func fanoutAsync[T any](ctx context.Context, c *Cluster, aop asyncOp[T]) <-chan 
 	deadline := t0.Add(c.cfg.NodeTimeout)
 	for i, n := range c.async {
 		aop(i, n, deadline, func(v T, err error) {
-			c.reportNode(op, n, t0, err)
-			if err == nil {
-				// Checked after the call, so that a restart meanwhile counts too.
-				if err = c.health.veto(i); err != nil {
-					var zero T
-					v = zero
-				}
-			}
-			if err != nil {
-				err = &NodeError{Node: n.Name(), Err: err}
-			}
-			out <- result[T]{node: i, val: v, err: err}
+			out <- nodeResult(c, op, i, n, t0, v, err)
 		})
 	}
 	return out

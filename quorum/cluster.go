@@ -75,21 +75,27 @@ func fanout[T any](ctx context.Context, c *Cluster, op func(context.Context, Nod
 			defer cancel()
 			t0 := time.Now()
 			v, err := op(nctx, n)
-			c.reportNode(opName, n, t0, err)
-			if err == nil {
-				// Checked after the call, so that a restart meanwhile counts too.
-				if err = c.health.veto(i); err != nil {
-					var zero T
-					v = zero
-				}
-			}
-			if err != nil {
-				err = &NodeError{Node: n.Name(), Err: err}
-			}
-			out <- result[T]{node: i, val: v, err: err}
+			out <- nodeResult(c, opName, i, n, t0, v, err)
 		}()
 	}
 	return out
+}
+
+// nodeResult reports one node's answer and turns it into its vote: the
+// health veto is checked after the call, so that a restart meanwhile
+// counts too, and an error names its node.
+func nodeResult[T any](c *Cluster, op string, i int, n Node, t0 time.Time, v T, err error) result[T] {
+	c.reportNode(op, n, t0, err)
+	if err == nil {
+		if err = c.health.veto(i); err != nil {
+			var zero T
+			v = zero
+		}
+	}
+	if err != nil {
+		err = &NodeError{Node: n.Name(), Err: err}
+	}
+	return result[T]{node: i, val: v, err: err}
 }
 
 // tally is the outcome of a yes/no vote over all nodes.

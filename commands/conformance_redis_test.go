@@ -1,60 +1,20 @@
 package commands
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/internal/resptest"
 )
-
-// redisConn is a plain RESP connection to a real redis-server, for
-// comparing one-line replies (errors, status, integers) byte for byte.
-type redisConn struct {
-	t  *testing.T
-	nc net.Conn
-	rd *bufio.Reader
-}
-
-func dialRedis(t *testing.T, addr string) *redisConn {
-	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.SetDeadline(time.Now().Add(20 * time.Second)) // a hung test fails instead of blocking
-	t.Cleanup(func() { nc.Close() })
-	return &redisConn{t: t, nc: nc, rd: bufio.NewReader(nc)}
-}
-
-// line sends args and returns the first line of the reply without CRLF.
-func (c *redisConn) line(args ...string) string {
-	c.t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c.nc, b.String()); err != nil {
-		c.t.Fatal(err)
-	}
-	l, err := c.rd.ReadString('\n')
-	if err != nil {
-		c.t.Fatalf("%v: %v", args, err)
-	}
-	return strings.TrimSuffix(l, "\r\n")
-}
 
 // compareOneLine runs each command on redis and through the table, in
 // order, and wants the same one-line reply.
-func compareOneLine(t *testing.T, real *redisConn, f *fixture, cmds [][]string) {
+func compareOneLine(t *testing.T, real *resptest.Conn, f *fixture, cmds [][]string) {
 	t.Helper()
 	for _, cmd := range cmds {
-		want, got := real.line(cmd...), f.do(cmd...)
+		want, got := real.Line(cmd...), f.do(cmd...)
 		if got != want {
 			t.Errorf("%.60q:\nredis: %q\nproxy: %q", cmd, want, got)
 		}
@@ -66,7 +26,7 @@ func compareOneLine(t *testing.T, real *redisConn, f *fixture, cmds [][]string) 
 // AUTH against Redis's nopass default user, and EVAL's numkeys checks
 // (which Redis makes before it looks at the script).
 func TestRepliesMatchRedis(t *testing.T) {
-	real := dialRedis(t, redistest.Start(t).Addr())
+	real := resptest.Dial(t, redistest.Start(t).Addr())
 	f := newFixture(t, Options{})
 	long := strings.Repeat("x", 100)
 	many := []string{"FOO"}
@@ -100,9 +60,9 @@ func TestRepliesMatchRedis(t *testing.T) {
 // AUTH default <anything> succeeds, as on a Redis whose default user has
 // no password (go-redis sends it when its client has a password set).
 func TestHelloAuthDefaultUserWithoutPassword(t *testing.T) {
-	real := dialRedis(t, redistest.Start(t).Addr())
+	real := resptest.Dial(t, redistest.Start(t).Addr())
 	f := newFixture(t, Options{})
-	if l := real.line("HELLO", "2", "AUTH", "default", "x"); l != "*14" {
+	if l := real.Line("HELLO", "2", "AUTH", "default", "x"); l != "*14" {
 		t.Fatalf("redis: HELLO 2 AUTH default x = %q", l)
 	}
 	if got := f.do("HELLO", "2", "AUTH", "default", "x"); !strings.HasPrefix(got, "{$server $redis") {
@@ -116,7 +76,7 @@ func TestHelloAuthDefaultUserWithoutPassword(t *testing.T) {
 // TestArityBeforeAuthMatchesRedis: Redis answers a malformed command with
 // the arity error even before AUTH, and a well-formed one with NOAUTH.
 func TestArityBeforeAuthMatchesRedis(t *testing.T) {
-	real := dialRedis(t, redistest.Start(t, "--requirepass", "pw").Addr())
+	real := resptest.Dial(t, redistest.Start(t, "--requirepass", "pw").Addr())
 	f := newFixture(t, Options{Password: "pw"})
 	compareOneLine(t, real, f, [][]string{
 		{"GET"},

@@ -3,12 +3,11 @@ package proxy
 import (
 	"bufio"
 	"fmt"
+	"github.com/redlockd/redlockd/internal/resptest"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redlockd/redlockd/internal/redistest"
 )
@@ -20,9 +19,9 @@ import (
 func TestRESP3MatchesRedis(t *testing.T) {
 	rs := redistest.Start(t)
 	ts := startServer(t, Options{})
-	real, ours := dialResp(t, rs.Addr()), dialResp(t, ts.addr)
+	real, ours := resptest.Dial(t, rs.Addr()), resptest.Dial(t, ts.addr)
 	// HELLO's values differ (version, id), its keys and their types not.
-	hr, ho := real.do("HELLO", "3"), ours.do("HELLO", "3")
+	hr, ho := do(t, real, "HELLO", "3"), do(t, ours, "HELLO", "3")
 	if s1, s2 := helloKeys(t, hr), helloKeys(t, ho); s1 != s2 {
 		t.Fatalf("HELLO 3 keys and types:\nredis: %s\nproxy: %s", s1, s2)
 	}
@@ -48,7 +47,7 @@ func TestRESP3MatchesRedis(t *testing.T) {
 		{"COMMAND", "DOCS", "nosuchcommand"},
 	}
 	for _, cmd := range exact {
-		r, o := real.do(cmd...), ours.do(cmd...)
+		r, o := do(t, real, cmd...), do(t, ours, cmd...)
 		if cmd[0] == "DELIFEQ" { // Redis 7 has no DELIFEQ; both must still be one reply
 			if r[0] != '-' || o[0] != ':' {
 				t.Errorf("%v: redis %q, proxy %q", cmd, r, o)
@@ -68,19 +67,19 @@ func TestRESP3MatchesRedis(t *testing.T) {
 		{"COMMAND", "COUNT"},
 	}
 	for _, cmd := range shaped {
-		r, o := real.do(cmd...), ours.do(cmd...)
+		r, o := do(t, real, cmd...), do(t, ours, cmd...)
 		if s1, s2 := shape(t, r), shape(t, o); s1 != s2 {
 			t.Errorf("%v shape:\nredis: %s %q\nproxy: %s %q", cmd, s1, clip(r), s2, clip(o))
 		}
 	}
 	// Both verbatim replies carry the txt format.
-	for _, r := range []string{real.do("INFO"), ours.do("INFO")} {
+	for _, r := range []string{do(t, real, "INFO"), do(t, ours, "INFO")} {
 		if _, rest, _ := strings.Cut(r, "\r\n"); !strings.HasPrefix(rest, "txt:") {
 			t.Errorf("INFO is not a txt verbatim string: %q", clip(r))
 		}
 	}
 	// COMMAND DOCS without arguments is a map on both (redis-cli reads it).
-	if r, o := real.do("COMMAND", "DOCS"), ours.do("COMMAND", "DOCS"); r[0] != '%' || o[0] != '%' {
+	if r, o := do(t, real, "COMMAND", "DOCS"), do(t, ours, "COMMAND", "DOCS"); r[0] != '%' || o[0] != '%' {
 		t.Errorf("COMMAND DOCS: redis %q, proxy %q", clip(r), clip(o))
 	}
 }
@@ -92,37 +91,13 @@ func clip(s string) string {
 	return s
 }
 
-type respConn struct {
-	t  *testing.T
-	nc net.Conn
-	rd *bufio.Reader
-}
-
-func dialResp(t *testing.T, addr string) *respConn {
+// do sends cmd and returns the raw bytes of one reply.
+func do(t *testing.T, c *resptest.Conn, cmd ...string) string {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.SetDeadline(time.Now().Add(20 * time.Second)) // a hung test fails instead of blocking
-	t.Cleanup(func() { nc.Close() })
-	return &respConn{t: t, nc: nc, rd: bufio.NewReader(nc)}
-}
-
-// do sends cmd as a RESP array and returns the raw bytes of one reply.
-func (c *respConn) do(cmd ...string) string {
-	c.t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(cmd))
-	for _, a := range cmd {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c.nc, b.String()); err != nil {
-		c.t.Fatal(err)
-	}
+	c.Send(cmd...)
 	var out strings.Builder
-	if err := readRESP3(c.rd, &out, nil); err != nil {
-		c.t.Fatalf("%v: reading reply: %v (so far %q)", cmd, err, out.String())
+	if err := readRESP3(c.R, &out, nil); err != nil {
+		t.Fatalf("%v: reading reply: %v (so far %q)", cmd, err, out.String())
 	}
 	return out.String()
 }

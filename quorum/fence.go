@@ -91,7 +91,7 @@ func (c *Cluster) readFences(ctx context.Context, fk string) (int64, error) {
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
 		fn, ok := n.(Fencer)
 		if !ok {
-			return 0, ErrNotSupported
+			return 0, ErrUnsupported
 		}
 		return fn.ReadFence(ctx, fk)
 	})
@@ -115,7 +115,7 @@ func (c *Cluster) raiseFences(ctx context.Context, fk string, f int64) error {
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
 		fn, ok := n.(Fencer)
 		if !ok {
-			return 0, ErrNotSupported
+			return 0, ErrUnsupported
 		}
 		return fn.RaiseFence(ctx, fk, f, FenceTTL)
 	})

@@ -39,7 +39,7 @@ const (
 )
 
 // Reentrant is the optional Node extension that LOCK … OWNER needs. Nodes
-// without it answer every reentrant operation with ErrNotSupported (a failed
+// without it answer every reentrant operation with ErrUnsupported (a failed
 // node within the vote).
 type Reentrant interface {
 	// Reenter: if key holds a token that starts with prefix, refresh key's
@@ -54,9 +54,6 @@ type Reentrant interface {
 	// ExtendHeld: if key holds token, set the ttl of key and of holdsKey.
 	ExtendHeld(ctx context.Context, key, holdsKey, token string, ttl time.Duration) (bool, error)
 }
-
-// ErrNotSupported is a node's answer to an operation it does not implement.
-var ErrNotSupported = errors.New("quorum: operation not supported by this node")
 
 // HoldsKey is where the nodes keep the hold count of a reentrant lock.
 func HoldsKey(key string) string { return "redlockd:holds:{" + key + "}" }
@@ -98,7 +95,7 @@ func (c *Cluster) Reenter(ctx context.Context, key, id string, ttl time.Duration
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) (held, error) {
 		rn, ok := n.(Reentrant)
 		if !ok {
-			return held{}, ErrNotSupported
+			return held{}, ErrUnsupported
 		}
 		tok, holds, yes, err := rn.Reenter(ctx, key, HoldsKey(key), prefix, ttl)
 		if !yes {

@@ -194,19 +194,13 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (released bool
 // releaseAll is the release after a failed operation: compare-and-delete
 // on every node, remembered for a retry where a node did not answer.
 func (c *Cluster) releaseAll(ctx context.Context, key, token string) {
-	c.releaseEverywhere(ctx, key, token, 0, nil)
+	c.releaseExcept(ctx, key, token, 0, nil, nil)
 }
 
-// releaseEverywhere is releaseAll for a lock of ttl (0: unknown). A node
-// marked in unanswered did not answer the SET of a failed acquire: that SET
-// may still land after the release, so even a "not held" there is checked
-// again later.
-func (c *Cluster) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, unanswered []bool) {
-	c.releaseExcept(ctx, key, token, ttl, unanswered, nil)
-}
-
-// releaseExcept is releaseEverywhere that leaves alone the nodes marked in
-// skip.
+// releaseExcept is releaseAll for a lock of ttl (0: unknown) that leaves
+// alone the nodes marked in skip. A node marked in unanswered did not
+// answer the SET of a failed acquire: that SET may still land after the
+// release, so even a "not held" there is checked again later.
 func (c *Cluster) releaseExcept(ctx context.Context, key, token string, ttl time.Duration, unanswered, skip []bool) {
 	if skip != nil && !slices.Contains(skip, false) {
 		return // every node refused the SET (plain contention): nothing to release

@@ -8,7 +8,8 @@ import (
 )
 
 var (
-	// ErrClosed is returned by every operation on a node after Close.
+	// ErrClosed is returned by a node's operations after Close (for a Redis
+	// node, by the quorum.Node methods, which run over its multiplexer).
 	ErrClosed = errors.New("backend: node closed")
 	// ErrInvalidTTL is returned for a ttl <= 0. The quorum never sends one,
 	// and Redis would treat PEXPIRE with it as a delete, so it is refused

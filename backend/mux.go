@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// errMuxClosed is returned for operations on a closed node.
-var errMuxClosed = errors.New("backend: node closed")
-
 const (
 	// noDeadlineBudget bounds an operation whose ctx has no deadline, so
 	// that a silent server can never hold a request (or its connection)
@@ -124,7 +121,7 @@ func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error)
 	r := &request{deadline: dl, stale: dl.Add(max(dl.Sub(now), minStaleGrace)), done: make(chan result, 1)}
 	r.buf = appendCommand(r.small[:0], args)
 	if !m.lineFor(key).enqueue(r) {
-		return reply{}, errMuxClosed
+		return reply{}, ErrClosed
 	}
 	select {
 	case res := <-r.done:
@@ -141,7 +138,7 @@ func (m *mux) lineFor(key string) *line {
 	return m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
 }
 
-// close stops every connection; requests in flight fail with errMuxClosed.
+// close stops every connection; requests in flight fail with ErrClosed.
 func (m *mux) close() {
 	for _, l := range m.lines {
 		l.close()
@@ -365,7 +362,7 @@ func (l *line) connect() (*wire, error) {
 	if l.closed {
 		l.mu.Unlock()
 		nc.Close()
-		return nil, errMuxClosed
+		return nil, ErrClosed
 	}
 	l.cur = w
 	l.readers.Add(1)
@@ -551,11 +548,11 @@ func (l *line) shutdown() {
 	l.mu.Unlock()
 	for _, r := range queue {
 		if r.state.CompareAndSwap(stQueued, stSent) {
-			r.finish(reply{}, errMuxClosed)
+			r.finish(reply{}, ErrClosed)
 		}
 	}
 	if w != nil {
-		l.reset(w, errMuxClosed)
+		l.reset(w, ErrClosed)
 	}
 	l.readers.Wait()
 }

@@ -10,11 +10,6 @@ import (
 // saves an allocation per request.
 type answerer interface{ answer(rep reply, err error) }
 
-// answerFunc is a function as an answerer.
-type answerFunc func(reply, error)
-
-func (f answerFunc) answer(rep reply, err error) { f(rep, err) }
-
 // submit queues one command and calls cb with its reply or error, exactly
 // once: from the reader when the reply comes before deadline, from the
 // writer or a reset when the command fails, or from the line's sweeper once
@@ -30,7 +25,7 @@ func (m *mux) submit(deadline time.Time, key string, cb answerer, args ...string
 	r := &request{deadline: deadline, stale: deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb: cb}
 	r.buf = appendCommand(r.small[:0], args)
 	if !m.lineFor(key).enqueue(r) {
-		r.finish(reply{}, errMuxClosed)
+		r.finish(reply{}, ErrClosed)
 	}
 }
 

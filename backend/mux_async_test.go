@@ -191,7 +191,7 @@ func TestMuxAsyncAfterClose(t *testing.T) {
 	a := awaitAsync(t, func(d func(asyncAnswer)) {
 		r.SetNXAsync(time.Now().Add(time.Second), "k2", "a", time.Minute, boolDone(d))
 	})
-	if !errors.Is(a.err, errMuxClosed) {
+	if !errors.Is(a.err, ErrClosed) {
 		t.Fatalf("SetNXAsync after Close: %v", a.err)
 	}
 }

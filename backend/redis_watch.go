@@ -281,8 +281,7 @@ func (w *redisWatch) onClientConnect(ctx context.Context, cn *redis.Conn) error 
 func (w *redisWatch) lookedAt(text string, err error) error {
 	if err != nil {
 		w.report(quorum.ServerInfo{Err: err})
-		var se serverError
-		if errors.As(err, &se) || isServerError(err) {
+		if isServerError(err) { // serverError is a redis.Error too
 			return nil
 		}
 		return err

@@ -35,23 +35,17 @@ var concurrent = map[string]keyLayout{
 	"ping": keysNone, "echo": keysNone,
 }
 
-// IsBarrier reports whether the command name (any case) must run alone
-// within a pipelined batch: after every command before it has finished, and
-// before any command after it starts. Connection commands (AUTH, HELLO,
-// SELECT, RESET, QUIT, CLIENT …) and unknown commands are barriers.
-func IsBarrier(name string) bool {
-	_, ok := concurrent[strings.ToLower(name)]
-	return !ok
-}
-
 // PipelineKeys returns the keys a concurrent command touches, as slices of
-// args; two commands that share a key must not run at once. For a barrier it
-// returns nil, false.
+// args; two commands that share a key must not run at once. For a barrier
+// it returns nil, false: a barrier runs alone within a pipelined batch,
+// after every command before it has finished and before any command after
+// it starts. Connection commands (AUTH, HELLO, SELECT, RESET, QUIT,
+// CLIENT …) and unknown commands are barriers.
 func PipelineKeys(args [][]byte) ([][]byte, bool) {
 	if len(args) == 0 {
 		return nil, false
 	}
-	layout, ok := layoutOf(args[0])
+	layout, ok := lookupFold(concurrent, args[0])
 	if !ok {
 		return nil, false
 	}
@@ -77,18 +71,6 @@ func evalKeys(args [][]byte) [][]byte {
 		return args[1:]
 	}
 	return args[3 : 3+n]
-}
-
-// layoutOf looks the name up in any case, without allocating for the short
-// names of the table.
-func layoutOf(name []byte) (keyLayout, bool) {
-	var buf [16]byte
-	if len(name) > len(buf) {
-		l, ok := concurrent[strings.ToLower(string(name))]
-		return l, ok
-	}
-	l, ok := concurrent[string(lowerInto(&buf, name))]
-	return l, ok
 }
 
 // MayBlock reports whether a command can wait for long (LOCK … WAIT): the

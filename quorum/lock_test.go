@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -465,11 +466,7 @@ func TestExtend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fs, nodes := setupNodes(tt.nodes)
 			cfg := testConfig()
-			s := tt.step
-			if s == 0 {
-				s = step
-			}
-			cfg.Now = newFakeClock(s).Now
+			cfg.Now = newFakeClock(cmp.Or(tt.step, step)).Now
 			c := newCluster(t, nodes, cfg)
 			v, err := c.Extend(context.Background(), key, mine, newTTL)
 			if tt.wantErr == nil {

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"testing"
@@ -55,11 +56,7 @@ func TestGet(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, nodes := setupNodes(tt.nodes)
 			cfg := testConfig()
-			step := tt.step
-			if step == 0 {
-				step = ms
-			}
-			cfg.Now = newFakeClock(step).Now
+			cfg.Now = newFakeClock(cmp.Or(tt.step, ms)).Now
 			cl := newCluster(t, nodes, cfg)
 			h, err := cl.Get(context.Background(), key)
 			if tt.noQuorum {

@@ -42,10 +42,9 @@ type nodeStats struct {
 }
 
 type nodeTable struct {
-	fast  sync.Map // name -> *nodeStats, read without the lock
-	mu    sync.Mutex
+	fast  sync.Map   // name -> *nodeStats, read without the lock
+	mu    sync.Mutex // serialises creation; guards order
 	order []string
-	byKey map[string]*nodeStats
 }
 
 // node returns name's figures, creating them (and zeroed gauges) on first use.
@@ -56,14 +55,10 @@ func (m *Metrics) node(name string) *nodeStats {
 	t := &m.nodes
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if n, ok := t.byKey[name]; ok {
-		return n
-	}
-	if t.byKey == nil {
-		t.byKey = map[string]*nodeStats{}
+	if n, ok := t.fast.Load(name); ok {
+		return n.(*nodeStats)
 	}
 	n := &nodeStats{since: time.Now(), up: m.up.WithLabelValues(name)}
-	t.byKey[name] = n
 	t.order = append(t.order, name)
 	t.fast.Store(name, n)
 	n.up.Set(0)

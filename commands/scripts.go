@@ -22,8 +22,7 @@ type lockScript struct {
 var scripts = map[string]*lockScript{}
 
 func registerScript(s *lockScript) {
-	sum := sha1.Sum([]byte(s.body))
-	scripts[hex.EncodeToString(sum[:])] = s
+	scripts[sha1Hex(s.body)] = s
 }
 
 // sha1Hex is the name Redis gives a script body.

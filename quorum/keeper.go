@@ -41,10 +41,6 @@ func (c *Cluster) Keep(key, token string, ttl time.Duration, onLost func(error))
 	return k
 }
 
-// Key and Token name the kept lock.
-func (k *Kept) Key() string   { return k.key }
-func (k *Kept) Token() string { return k.token }
-
 func (k *Kept) interval() time.Duration { return max(k.ttl/3, time.Millisecond) }
 
 func (k *Kept) loop() {

@@ -383,11 +383,7 @@ func (l *line) dial(ctx context.Context) (net.Conn, error) {
 	}
 	dl, _ := ctx.Deadline()
 	_ = nc.SetDeadline(dl)
-	var out []byte
-	for _, args := range l.cfg.handshake {
-		out = appendCommand(out, args)
-	}
-	if err := handshake(nc, out, len(l.cfg.handshake)); err != nil {
+	if err := handshake(nc, l.cfg.handshake); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -395,32 +391,48 @@ func (l *line) dial(ctx context.Context) (net.Conn, error) {
 	return nc, nil
 }
 
-func handshake(nc net.Conn, out []byte, n int) error {
-	if _, err := nc.Write(out); err != nil {
+func handshake(nc net.Conn, cmds [][]string) error {
+	reps, err := roundTrip(nc, cmds...)
+	if err != nil {
 		return fmt.Errorf("backend: handshake: %w", err)
 	}
-	var buf []byte
-	tmp := make([]byte, 512)
-	for n > 0 {
-		r, used, err := parseReply(buf)
-		if err != nil {
-			return err
-		}
-		if used == 0 {
-			k, err := nc.Read(tmp)
-			if err != nil {
-				return fmt.Errorf("backend: handshake: %w", err)
-			}
-			buf = append(buf, tmp[:k]...)
-			continue
-		}
+	for _, r := range reps {
 		if err := r.err(); err != nil {
 			return err
 		}
-		buf = buf[used:]
-		n--
 	}
 	return nil
+}
+
+// roundTrip sends cmds in one write on a connection that nothing else uses
+// yet and reads their replies.
+func roundTrip(nc net.Conn, cmds ...[]string) ([]reply, error) {
+	var out []byte
+	for _, args := range cmds {
+		out = appendCommand(out, args)
+	}
+	if _, err := nc.Write(out); err != nil {
+		return nil, err
+	}
+	reps := make([]reply, 0, len(cmds))
+	var buf []byte
+	tmp := make([]byte, 4096)
+	for len(reps) < len(cmds) {
+		rep, used, err := parseReply(buf)
+		if err != nil {
+			return nil, err
+		}
+		if used > 0 {
+			reps, buf = append(reps, rep), buf[used:]
+			continue
+		}
+		k, err := nc.Read(tmp)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, tmp[:k]...)
+	}
+	return reps, nil
 }
 
 // read pairs replies with requests, oldest first. Its read deadline is when

@@ -253,14 +253,15 @@ func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
 		_ = nc.SetDeadline(dl)
 		defer nc.SetDeadline(time.Time{})
 	}
-	rep, err := roundTrip(nc, "info", "server", "replication")
-	if err == nil && rep.err() != nil {
-		rep, err = roundTrip(nc, "info")
+	reps, err := roundTrip(nc, []string{"info", "server", "replication"})
+	if err == nil && reps[0].err() != nil { // a server older than 7.0 takes one section only
+		reps, err = roundTrip(nc, []string{"info"})
 	}
+	var text string
 	if err == nil {
-		err = rep.err()
+		text, err = reps[0].str, reps[0].err()
 	}
-	return w.lookedAt(rep.str, err)
+	return w.lookedAt(text, err)
 }
 
 // onClientConnect is onConnect for the go-redis connections, which carry
@@ -288,27 +289,6 @@ func (w *redisWatch) lookedAt(text string, err error) error {
 	}
 	w.report(parseServerInfo(text))
 	return nil
-}
-
-// roundTrip sends one command on a connection that nothing else uses yet
-// and reads its reply.
-func roundTrip(nc net.Conn, args ...string) (reply, error) {
-	if _, err := nc.Write(appendCommand(nil, args)); err != nil {
-		return reply{}, err
-	}
-	var buf []byte
-	tmp := make([]byte, 4096)
-	for {
-		rep, used, err := parseReply(buf)
-		if err != nil || used > 0 {
-			return rep, err
-		}
-		k, err := nc.Read(tmp)
-		if err != nil {
-			return reply{}, err
-		}
-		buf = append(buf, tmp[:k]...)
-	}
 }
 
 // subscribeLoop delivers the keys announced on the release channel. A

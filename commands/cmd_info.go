@@ -31,14 +31,19 @@ func (h *Handler) cmdInfo(c *call) {
 		if !all && !want[sec.name] {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		fmt.Fprintf(&b, "# %s%s\r\n", strings.ToUpper(sec.name[:1]), sec.name[1:])
+		infoHeader(&b, sec.name)
 		sec.write(h, &b)
 	}
 	h.extraInfo(want, all, &b)
 	c.w.WriteVerbatim("txt", b.String())
+}
+
+// infoHeader starts a section: "# Name", after a blank line unless first.
+func infoHeader(b *strings.Builder, name string) {
+	if b.Len() > 0 {
+		b.WriteString("\r\n")
+	}
+	fmt.Fprintf(b, "# %s%s\r\n", strings.ToUpper(name[:1]), name[1:])
 }
 
 func (h *Handler) infoServer(b *strings.Builder) {

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -94,10 +93,7 @@ func (h *Handler) extraInfo(want map[string]bool, all bool, b *strings.Builder) 
 		if !all && !want[name] {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		fmt.Fprintf(b, "# %s%s\r\n", strings.ToUpper(name[:1]), name[1:])
+		infoHeader(b, name)
 		h.opts.Info.WriteInfo(name, b)
 	}
 }

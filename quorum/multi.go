@@ -28,8 +28,8 @@ type MultiNode interface {
 // ErrUnsupported reports a node that lacks an optional operation.
 var ErrUnsupported = errors.New("quorum: operation not supported by this node")
 
-// multiNodes returns every node as a MultiNode, or an error naming the
-// first one that is not.
+// multiNodes reports an error naming the first node that is not a
+// MultiNode, or nil when every node is one.
 func (c *Cluster) multiNodes() error {
 	for _, n := range c.nodes {
 		if _, ok := n.(MultiNode); !ok {

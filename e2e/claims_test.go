@@ -327,3 +327,69 @@ func TestLockInfoShape(t *testing.T) {
 		t.Fatalf("LOCKINFO of a free key in RESP3 = %#v, %v", res, err)
 	}
 }
+
+// TestNoteDecisions checks the decisions the issues left open: EXISTS
+// counts repeated keys as Redis does, IFEQ without XX, IFEQ with a
+// mismatched value refused, EXPIRE's NX|XX|GT|LT refused, the version
+// HELLO reports, and a holder's repeated SET NX PX keeping its lock.
+func TestNoteDecisions(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	ctx := ctxT(t)
+	tok, _ := lock(t, c, "n", 10000)
+	if n, err := c.Exists(ctx, "n", "n").Result(); err != nil || n != 2 {
+		t.Errorf("EXISTS n n = %d, %v; want 2 as Redis counts repeats", n, err)
+	}
+	if s, err := c.Do(ctx, "SET", "n", tok, "PX", 20000, "IFEQ", tok).Text(); err != nil || s != "OK" {
+		t.Errorf("SET PX IFEQ without XX = %q, %v; want OK", s, err)
+	}
+	if _, err := c.Do(ctx, "SET", "n", "new", "PX", 20000, "IFEQ", tok).Result(); err == nil || errors.Is(err, redis.Nil) {
+		t.Errorf("SET IFEQ with a different value: %v, want an error", err)
+	}
+	if v := in.BackendValues(t, "n"); redlocktest.Count(v, tok) != 3 {
+		t.Errorf("after the refused IFEQ the backends hold %v", v)
+	}
+	for _, opt := range []string{"NX", "XX", "GT", "LT"} {
+		_, err := c.Do(ctx, "EXPIRE", "n", 5, opt).Result()
+		wantErr(t, "EXPIRE … "+opt, err, "ERR redlockd does not support this form of 'expire': "+opt+" is not supported")
+	}
+	hello, err := c.Do(ctx, "HELLO", 2).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hello) < 4 || hello[2] != "version" || hello[3] != "7.2.0" {
+		t.Errorf("HELLO 2 = %v; want version 7.2.0", hello)
+	}
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil || !strings.Contains(info, "redis_version:7.2.0\r\n") || !strings.Contains(info, "redlockd_version:") {
+		t.Errorf("INFO server = %q, %v; want redis_version:7.2.0 and redlockd_version", info, err)
+	}
+	if ok, err := c.SetNX(ctx, "r", "mine", 10*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("SET NX PX = %v, %v", ok, err)
+	}
+	if ok, err := c.SetNX(ctx, "r", "mine", 10*time.Second).Result(); err != nil || ok {
+		t.Fatalf("repeated SET NX PX by the holder = %v, %v; want null", ok, err)
+	}
+	if v := in.BackendValues(t, "r"); redlocktest.Count(v, "mine") != 3 {
+		t.Fatalf("after a repeated SET NX PX the backends hold %v; want the lock kept", v)
+	}
+}
+
+// TestSessionLockTTLOnOtherProxy: a session lock answers -1 only on the
+// proxy that holds it; another proxy over the same backends shows the
+// backend ttl.
+func TestSessionLockTTLOnOtherProxy(t *testing.T) {
+	a := redlocktest.Start(t, redlocktest.Options{})
+	b := redlocktest.StartOver(t, a.Backends, redlocktest.Options{})
+	ca, cb := a.Client(t, 2), b.Client(t, 2)
+	ctx := ctxT(t)
+	if s, err := ca.Do(ctx, "SET", "s", "tok", "NX").Text(); err != nil || s != "OK" {
+		t.Fatalf("SET NX = %q, %v", s, err)
+	}
+	if p, err := ca.Do(ctx, "PTTL", "s").Int(); err != nil || p != -1 {
+		t.Fatalf("PTTL on the holding proxy = %d, %v; want -1", p, err)
+	}
+	if p, err := cb.Do(ctx, "PTTL", "s").Int(); err != nil || p <= 0 || p > 30000 {
+		t.Fatalf("PTTL on another proxy = %d, %v; want the backend ttl (session ttl 30 s)", p, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/internal/resptest"
+	"github.com/redlockd/redlockd/proxy"
 )
 
 // wantErr fails unless err's text is exactly want.
@@ -392,4 +393,29 @@ func TestSessionLockTTLOnOtherProxy(t *testing.T) {
 	if p, err := cb.Do(ctx, "PTTL", "s").Int(); err != nil || p <= 0 || p > 30000 {
 		t.Fatalf("PTTL on another proxy = %d, %v; want the backend ttl (session ttl 30 s)", p, err)
 	}
+}
+
+// TestMaxClients: one connection over the limit gets Redis's error and is
+// closed; a slot frees when a client leaves.
+func TestMaxClients(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{Proxy: proxy.Options{MaxClients: 1}})
+	first := resptest.Dial(t, in.Addr)
+	if l := first.Line("PING"); l != "+PONG" {
+		t.Fatalf("PING = %q", l)
+	}
+	second := resptest.Dial(t, in.Addr)
+	if l, err := second.R.ReadString('\n'); err != nil || l != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("second client read %q, %v", l, err)
+	}
+	if _, err := second.R.ReadByte(); err != io.EOF {
+		t.Fatalf("second client after the refusal: %v, want EOF", err)
+	}
+	if l := first.Line("QUIT"); l != "+OK" {
+		t.Fatalf("QUIT = %q", l)
+	}
+	pollFor(t, "a slot to free after QUIT", func() bool {
+		c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: 2, MaxRetries: -1})
+		defer c.Close()
+		return c.Ping(ctxT(t)).Err() == nil
+	})
 }

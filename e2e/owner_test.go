@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/check"
+	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// The OWNER race: four connections of one owner send LOCK … OWNER at the
+// same moment, every other round against two connections of a second
+// owner; while the winner holds the lock two connections of each owner
+// send LOCK again; then every grant is unlocked once.
+const (
+	raceRounds   = 300
+	raceSame     = 4 // connections of owner "same"
+	raceOther    = 2 // connections of owner "other", in odd rounds
+	raceTTL      = 5000
+	raceKey      = "race"
+	raceDeadline = 60 * time.Second
+)
+
+// quickRetries shortens the pause between rounds, so that several hundred
+// race rounds run in a few seconds.
+func quickRetries(c *quorum.Config) {
+	c.RetryDelayMin, c.RetryDelayMax = time.Millisecond, 5*time.Millisecond
+}
+
+func TestOwnerRaceOneProxy(t *testing.T) { ownerRace(t, 1) }
+
+func TestOwnerRaceTwoProxies(t *testing.T) { ownerRace(t, 2) }
+
+// racer is one connection of an owner.
+type racer struct {
+	owner string
+	c     *redis.Client
+}
+
+// raceGrant is one LOCK of a round and its reply.
+type raceGrant struct {
+	r     *racer
+	token string // "" when the reply was null
+	at    time.Time
+}
+
+func ownerRace(t *testing.T, proxies int) {
+	servers := redistest.StartN(t, 3)
+	var ins []*redlocktest.Instance
+	for range proxies {
+		ins = append(ins, redlocktest.StartOver(t, servers, redlocktest.Options{Quorum: quickRetries}))
+	}
+	var racers []*racer
+	for i := range raceSame + raceOther {
+		owner := "same"
+		if i >= raceSame {
+			owner = "other"
+		}
+		c := redis.NewClient(&redis.Options{Addr: ins[i%proxies].Addr, Protocol: 2, PoolSize: 1})
+		t.Cleanup(func() { c.Close() })
+		racers = append(racers, &racer{owner, c})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), raceDeadline)
+	defer cancel()
+	var sections []check.Section
+	for round := range raceRounds {
+		sections = append(sections, raceRound(t, ctx, round, racers, servers)...)
+		if t.Failed() {
+			return
+		}
+	}
+	if ov := check.Overlaps(sections); len(ov) != 0 {
+		t.Fatalf("%d overlaps between owners, first: %v", len(ov), ov[0])
+	}
+}
+
+// raceRound plays one round and returns each granted owner's critical
+// section: from its first grant to its last UNLOCK.
+func raceRound(t *testing.T, ctx context.Context, round int, racers []*racer, servers []*redistest.Server) []check.Section {
+	t.Helper()
+	in := racers[:raceSame]
+	if round%2 == 1 {
+		in = racers
+	}
+	first := lockAll(ctx, in)
+	holder := roundHolder(t, round, first)
+	if round%2 == 0 {
+		for _, g := range first {
+			if g.token == "" {
+				t.Errorf("round %d: LOCK … OWNER %s answered null with no other owner in the race", round, g.r.owner)
+			}
+		}
+	}
+	// While holder holds the lock, its LOCKs must succeed, the others' not.
+	again := lockAll(ctx, []*racer{in[0], in[1], in[len(in)-2], in[len(in)-1]})
+	for _, g := range again {
+		switch {
+		case holder == "" || g.r.owner != holder:
+			if g.token != "" && holder != "" {
+				t.Errorf("round %d: %s was granted while %s held the lock", round, g.r.owner, holder)
+			}
+		case g.token != first[holderIndex(first, holder)].token:
+			t.Errorf("round %d: %s's LOCK while it held the lock answered %q", round, holder, g.token)
+		}
+	}
+	grants := append(first, again...)
+	end := unlockAll(t, ctx, round, grants)
+	waitFree(t, ctx, round, servers)
+	return sectionsOf(round, grants, end)
+}
+
+// lockAll sends LOCK … OWNER through every racer at the same moment.
+func lockAll(ctx context.Context, rs []*racer) []raceGrant {
+	out := make([]raceGrant, len(rs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() {
+			<-start
+			res, err := r.c.Do(ctx, "LOCK", raceKey, raceTTL, "OWNER", r.owner).Slice()
+			g := raceGrant{r: r, at: time.Now()}
+			if err == nil && len(res) == 2 {
+				g.token, _ = res[0].(string)
+			} else if !errors.Is(err, redis.Nil) {
+				g.token = fmt.Sprintf("<error %v %v>", res, err)
+			}
+			out[i] = g
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// roundHolder is the one owner granted in the first wave ("" if none),
+// all of whose grants must carry one token.
+func roundHolder(t *testing.T, round int, gs []raceGrant) string {
+	t.Helper()
+	tokens := map[string]string{}
+	for _, g := range gs {
+		if g.token == "" {
+			continue
+		}
+		if prev, ok := tokens[g.r.owner]; ok && prev != g.token {
+			t.Errorf("round %d: owner %s granted two tokens: %q and %q", round, g.r.owner, prev, g.token)
+		}
+		tokens[g.r.owner] = g.token
+	}
+	if len(tokens) > 1 {
+		t.Errorf("round %d: both owners granted: %v", round, tokens)
+	}
+	for owner := range tokens {
+		return owner
+	}
+	return ""
+}
+
+func holderIndex(gs []raceGrant, owner string) int {
+	for i, g := range gs {
+		if g.r.owner == owner && g.token != "" {
+			return i
+		}
+	}
+	return -1
+}
+
+// unlockAll unlocks every grant once, all at once. An UNLOCK may answer 0:
+// when the other holders' UNLOCKs have freed the lock on a majority first,
+// the last copies are released for all of them. It returns when the last
+// UNLOCK was sent.
+func unlockAll(t *testing.T, ctx context.Context, round int, gs []raceGrant) time.Time {
+	t.Helper()
+	var mu sync.Mutex
+	var last time.Time
+	var wg sync.WaitGroup
+	for _, g := range gs {
+		if g.token == "" {
+			continue
+		}
+		wg.Go(func() {
+			mu.Lock()
+			last = time.Now()
+			mu.Unlock()
+			if n, err := g.r.c.Do(ctx, "UNLOCK", raceKey, g.token).Int(); err != nil || (n != 0 && n != 1) {
+				t.Errorf("round %d: %s's UNLOCK = %d, %v", round, g.r.owner, n, err)
+			}
+		})
+	}
+	wg.Wait()
+	return last
+}
+
+// waitFree checks that, every grant unlocked, the lock stays on no backend
+// (a release that did not reach a backend at once is retried; that is
+// given a moment, well within the ttl), and no backend counts a hold for
+// it. A hold count left beside no lock counts for nothing: it is bound to
+// a token that is gone.
+func waitFree(t *testing.T, ctx context.Context, round int, servers []*redistest.Server) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		left := leftOnBackends(ctx, servers)
+		if left == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("round %d: every grant was unlocked, but the backends still store %s", round, left)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func leftOnBackends(ctx context.Context, servers []*redistest.Server) string {
+	for i, s := range servers {
+		v, err := s.Client().Get(ctx, raceKey).Result()
+		if !errors.Is(err, redis.Nil) {
+			h, _ := s.Client().Get(ctx, quorum.HoldsKey(raceKey)).Result()
+			return fmt.Sprintf("%q (holds %q, err %v) on backend %d", v, h, err, i)
+		}
+	}
+	return ""
+}
+
+// sectionsOf is each granted owner's critical section in the round: from
+// its first grant until its last UNLOCK was sent.
+func sectionsOf(round int, gs []raceGrant, end time.Time) []check.Section {
+	start := map[string]time.Time{}
+	for _, g := range gs {
+		if g.token == "" {
+			continue
+		}
+		if s, ok := start[g.r.owner]; !ok || g.at.Before(s) {
+			start[g.r.owner] = g.at
+		}
+	}
+	var out []check.Section
+	for owner, s := range start {
+		out = append(out, check.Section{Key: raceKey, Client: fmt.Sprintf("%s/%d", owner, round), Start: s, End: end})
+	}
+	return out
+}

@@ -248,3 +248,58 @@ func sectionsOf(round int, gs []raceGrant, end time.Time) []check.Section {
 	}
 	return out
 }
+
+// TestLockInfoOwnerWithSpace: an owner id with a space counts its holds
+// like any other, in LOCKINFO through either proxy and on every backend.
+func TestLockInfoOwnerWithSpace(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	first := redlocktest.StartOver(t, servers, redlocktest.Options{})
+	a, b := first.Client(t, 3), redlocktest.StartOver(t, servers, redlocktest.Options{}).Client(t, 3)
+	var tok string
+	for i, c := range []*redis.Client{a, b, a} {
+		got, _ := lock(t, c, "sp", 10000, "OWNER", "a b")
+		if i > 0 && got != tok {
+			t.Fatalf("LOCK #%d token %q, want %q", i, got, tok)
+		}
+		tok = got
+	}
+	for _, c := range []*redis.Client{a, b} {
+		holds, perBackend := lockInfoHolds(t, c, "sp")
+		if holds != int64(3) {
+			t.Fatalf("LOCKINFO holds = %v, want 3", holds)
+		}
+		for i, h := range perBackend {
+			if h != int64(3) {
+				t.Fatalf("LOCKINFO holds on backend %d = %v, want 3", i, h)
+			}
+		}
+	}
+	for i := range 3 {
+		if n, err := b.Do(ctxT(t), "UNLOCK", "sp", tok).Int(); err != nil || n != 1 {
+			t.Fatalf("UNLOCK #%d = %d, %v", i, n, err)
+		}
+	}
+	if vals := first.BackendValues(t, "sp"); redlocktest.Count(vals, "<nil>") != 3 {
+		t.Fatalf("after three UNLOCKs the backends store %v", vals)
+	}
+}
+
+// lockInfoHolds is LOCKINFO's agreed hold count and each backend's.
+func lockInfoHolds(t *testing.T, c *redis.Client, key string) (any, []any) {
+	t.Helper()
+	res, err := c.Do(ctxT(t), "LOCKINFO", key).Result()
+	m, ok := res.(map[any]any)
+	if err != nil || !ok {
+		t.Fatalf("LOCKINFO = %#v, %v", res, err)
+	}
+	bs, _ := m["backends"].([]any)
+	var per []any
+	for _, b := range bs {
+		bm, _ := b.(map[any]any)
+		per = append(per, bm["holds"])
+	}
+	if len(per) != 3 {
+		t.Fatalf("LOCKINFO backends = %#v", m["backends"])
+	}
+	return m["holds"], per
+}

@@ -28,10 +28,15 @@ func (m *Memory) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, 
 func (m *Memory) holdOwner(now time.Time, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (string, int64, bool) {
 	e, live := m.lookup(key, now)
 	if mk, marked := m.lookup(markKey, now); marked {
-		if mk.token == undoneMark || !live || e.token != mk.token {
+		only, undone := strings.CutPrefix(mk.token, keepMark)
+		switch {
+		case mk.token == undoneMark || !live || (undone && e.token != only):
 			return "", 0, false
+		case !undone && e.token != mk.token:
+			return "", 0, false
+		case !undone:
+			return e.token, m.holdsOf(holdsKey, e.token, now), true // a repeat
 		}
-		return e.token, m.holdsOf(holdsKey, e.token, now), true // a repeat
 	}
 	switch {
 	case !live:
@@ -51,8 +56,13 @@ func (m *Memory) holdOwner(now time.Time, key, holdsKey, markKey, prefix, token 
 	return e.token, n, true
 }
 
-// undoneMark is the mark UndoHold leaves, as the Redis node's script does.
-const undoneMark = "-"
+// The marks UndoHold leaves, as the Redis node's scripts do: undoneMark
+// once a round is undone; keepMark+token when it was undone before it
+// arrived while token was granted (it may add a hold to token only).
+const (
+	undoneMark = "-"
+	keepMark   = "?"
+)
 
 // UndoHold implements quorum.Reentrant.
 func (m *Memory) UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error) {
@@ -62,8 +72,15 @@ func (m *Memory) UndoHold(ctx context.Context, key, holdsKey, markKey, keep stri
 	var undone, freed bool
 	err := m.do(ctx, "UndoHold", func(now time.Time) {
 		mk, marked := m.lookup(markKey, now)
+		switch {
+		case marked && (mk.token == undoneMark || mk.token == keep || strings.HasPrefix(mk.token, keepMark)):
+			return
+		case !marked && keep != "":
+			m.store(markKey, keepMark+keep, now.Add(ttl))
+			return
+		}
 		m.store(markKey, undoneMark, now.Add(ttl))
-		if !marked || mk.token == undoneMark || mk.token == keep {
+		if !marked {
 			return
 		}
 		e, live := m.lookup(key, now)

@@ -40,16 +40,20 @@ local function setHolds(k, token, n, lockKey)
 end
 `
 
+// The mark of a round (quorum.Reentrant) is the token its hold went to,
+// "-" once undone, or "?<token>" when undone before it arrived while token
+// was granted: it may then add a hold to token only.
 var (
 	// KEYS: lock, holds, mark; ARGV: prefix, token, ttl-ms.
 	holdOwnerScript = redis.NewScript(holdsLua + `
 local m = redis.call("get", KEYS[3])
-if m == "-" then return false end
 local v = redis.call("get", KEYS[1])
-if m then
+if m == "-" then return false end
+if m and string.sub(m, 1, 1) ~= "?" then
   if v ~= m then return false end
   return {v, holdsOf(KEYS[2], v)}
 end
+if m and v ~= string.sub(m, 2) then return false end
 local n = 1
 if not v then
   v = ARGV[2]
@@ -67,8 +71,14 @@ return {v, n}`)
 	// KEYS: lock, holds, mark, wait; ARGV: keep, ttl-ms, release channel.
 	undoHoldScript = redis.NewScript(holdsLua + `
 local m = redis.call("get", KEYS[3])
+if m == "-" or m == ARGV[1] or (m and string.sub(m, 1, 1) == "?") then return 0 end
+if not m then
+  local mk = "-"
+  if ARGV[1] ~= "" then mk = "?" .. ARGV[1] end
+  redis.call("set", KEYS[3], mk, "px", ARGV[2])
+  return 0
+end
 redis.call("set", KEYS[3], "-", "px", ARGV[2])
-if not m or m == "-" or m == ARGV[1] then return 0 end
 if redis.call("get", KEYS[1]) ~= m then return 0 end
 local n = holdsOf(KEYS[2], m) - 1
 if n <= 0 then

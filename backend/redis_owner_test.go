@@ -118,8 +118,9 @@ func TestHoldOwnerUndo(t *testing.T) {
 	})
 }
 
-// A round that arrives after its undo adds nothing, not even a fresh lock;
-// the undo of a lock's only hold frees it.
+// A round that arrives after its undo adds nothing, not even a fresh lock,
+// unless the undo keeps a granted token that the round finds; the undo of
+// a lock's only hold frees it.
 func TestHoldOwnerLateAndLast(t *testing.T) {
 	ownerNodes(t, func(t *testing.T, n ownerNode) {
 		if undo(t, n, "late", "") {
@@ -128,6 +129,22 @@ func TestHoldOwnerLateAndLast(t *testing.T) {
 		if _, _, ok := hold(t, n, "late", oPrefix+"x", time.Minute); ok {
 			t.Fatal("a round arriving after its undo took a hold")
 		}
+		wantStored(t, n, "", 0)
+		// Undone before it arrived while t1 was granted: it may still add
+		// a hold to t1, and to nothing else.
+		t1 := oPrefix + "1"
+		hold(t, n, "m1", t1, time.Minute)
+		if undo(t, n, "late-granted", t1) || undo(t, n, "late-other", oPrefix+"other") {
+			t.Fatal("undo of a round that never came took something back")
+		}
+		if _, _, ok := hold(t, n, "late-other", oPrefix+"z", time.Minute); ok {
+			t.Fatal("a late round took a hold of a token that was not granted")
+		}
+		if tok, c, ok := hold(t, n, "late-granted", oPrefix+"z", time.Minute); !ok || tok != t1 || c != 2 {
+			t.Fatalf("a late round of a granted token = %q %d %v, want its hold of %q", tok, c, ok, t1)
+		}
+		undo(t, n, "m1", "")
+		undo(t, n, "late-granted", "")
 		wantStored(t, n, "", 0)
 		hold(t, n, "only", oPrefix+"y", time.Minute)
 		if !undo(t, n, "only", "") {

@@ -60,10 +60,11 @@ type Reentrant interface {
 	// undone (nothing held), or this is a repeat of the same call (the hold
 	// it recorded). ok is false when no hold is held for the round.
 	HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (held string, holds int64, ok bool, err error)
-	// UndoHold takes back the hold recorded at markKey, unless it was added
-	// to keep, and leaves a mark (for ttl) that makes a HoldOwner of the
-	// same round still on its way add nothing. It reports whether a hold
-	// was taken back. Repeating it changes nothing.
+	// UndoHold takes back the hold recorded at markKey, unless it went to
+	// keep (a granted token; "" when nothing was granted). Where the round
+	// has not arrived, it leaves a mark (for ttl) that lets a HoldOwner of
+	// the round still on its way add a hold to keep only, or nothing. It
+	// reports whether a hold was taken back. Repeating it changes nothing.
 	UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error)
 	// Unhold: if key holds token, drop one hold, and delete key and
 	// holdsKey when none is left, atomically. remaining is the holds left

@@ -250,3 +250,21 @@ func TestLockOwnerUndoRetried(t *testing.T) {
 	}
 	wantState(t, m[0], tokW, 1)
 }
+
+// A round that reaches a node only after the grant adds its hold there
+// when it finds the granted token: the node counts the grant.
+func TestLockOwnerLateGrantedHoldCounts(t *testing.T) {
+	late := &lateHold{gate: make(chan struct{}), landed: make(chan struct{})}
+	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { late.Memory = m; return late })
+	for _, n := range m {
+		seed(t, n, tokW, 1)
+	}
+	r, err := c.LockOwner(context.Background(), "k", "w", ownerTTL)
+	if err != nil || r.Token != tokW || r.Holds != 2 {
+		t.Fatalf("LockOwner = %+v, %v", r, err)
+	}
+	wantState(t, m[0], tokW, 1)
+	close(late.gate)
+	<-late.landed
+	wantState(t, m[0], tokW, 2)
+}

@@ -303,3 +303,35 @@ func lockInfoHolds(t *testing.T, c *redis.Client, key string) (any, []any) {
 	}
 	return m["holds"], per
 }
+
+// TestOwnerWait: LOCK … WAIT … OWNER waits for another owner's lock to go
+// and then takes it, and takes one more hold at once when its owner holds
+// the lock.
+func TestOwnerWait(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	first := redlocktest.StartOver(t, servers, redlocktest.Options{})
+	second := redlocktest.StartOver(t, servers, redlocktest.Options{Quorum: quickRetries})
+	a, b := first.Client(t, 2), second.Client(t, 2)
+	vTok, _ := lock(t, a, "ow", 10000, "OWNER", "v")
+	got := make(chan lockReply, 1)
+	ctx := ctxT(t)
+	go func() {
+		res, err := b.Do(ctx, "LOCK", "ow", 10000, "WAIT", 10000, "OWNER", "w").Slice()
+		got <- lockReply{res, err, time.Now()}
+	}()
+	pollFor(t, "w waiting", func() bool { return second.Cluster.Waiters("ow") == 1 })
+	if n, err := a.Do(ctxT(t), "UNLOCK", "ow", vTok).Int(); err != nil || n != 1 {
+		t.Fatalf("UNLOCK = %d, %v", n, err)
+	}
+	r := <-got
+	if r.err != nil || len(r.res) != 2 {
+		t.Fatalf("LOCK … WAIT … OWNER w after v's UNLOCK = %v, %v", r.res, r.err)
+	}
+	wTok, _ := r.res[0].(string)
+	if again, _ := lock(t, a, "ow", 10000, "WAIT", 10000, "OWNER", "w"); again != wTok {
+		t.Fatalf("w's LOCK … WAIT while w holds = %q, want %q", again, wTok)
+	}
+	if holds, _ := lockInfoHolds(t, first.Client(t, 3), "ow"); holds != int64(2) {
+		t.Fatalf("LOCKINFO holds = %v, want 2", holds)
+	}
+}

@@ -110,7 +110,8 @@ func NewOwnerToken(id string) string { return OwnerPrefix(id) + NewToken() }
 // IsOwnerToken reports whether token belongs to a reentrant lock.
 func IsOwnerToken(token string) bool { return strings.HasPrefix(token, ownerPrefix) }
 
-// Reentered is a successful reentry: the lock and its hold count.
+// Reentered is a hold of an owner's lock (the first or one more): the lock
+// and the hold count a majority of its nodes agree on.
 type Reentered struct {
 	Lock
 	Holds int64
@@ -218,7 +219,7 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 // may still add. A node that does not answer the undo gets it again later.
 func (c *Cluster) undoHolds(ctx context.Context, key, mark, keep string, ttl time.Duration, answers []result[held]) {
 	ctx = cleanupCtx(ctx)
-	errs := make(chan int, len(c.nodes))
+	finished := make(chan struct{}, len(c.nodes))
 	sent := 0
 	for i, a := range answers {
 		rn, ok := c.nodes[i].(Reentrant)
@@ -233,11 +234,11 @@ func (c *Cluster) undoHolds(ctx context.Context, key, mark, keep string, ttl tim
 			if _, err := rn.UndoHold(nctx, key, HoldsKey(key), mark, keep, ttl); err != nil {
 				c.pending.addUndo(i, key, mark, keep, ttl)
 			}
-			errs <- i
+			finished <- struct{}{}
 		}()
 	}
 	for range sent {
-		<-errs
+		<-finished
 	}
 }
 

@@ -41,7 +41,8 @@ import (
 // ownerPrefix marks tokens of reentrant locks.
 const ownerPrefix = "owner:"
 
-// Operation names of reentry and fencing, for an Observer.
+// Operation names of reentry and fencing, for an Observer. OpReenter is a
+// LockOwner: every LOCK … OWNER, its owner's first hold or one more.
 const (
 	OpReenter = "reenter"
 	OpFence   = "fence"

@@ -28,13 +28,15 @@ func (m *Memory) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, 
 func (m *Memory) holdOwner(now time.Time, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (string, int64, bool) {
 	e, live := m.lookup(key, now)
 	if mk, marked := m.lookup(markKey, now); marked {
-		only, undone := strings.CutPrefix(mk.token, keepMark)
+		only, keepOnly := strings.CutPrefix(mk.token, keepMark)
 		switch {
-		case mk.token == undoneMark || !live || (undone && e.token != only):
+		case keepOnly && (!live || e.token != only):
+			return "", 0, false // undone; the granted token is gone
+		case keepOnly:
+			// undone before it came, but the hold goes to the granted token
+		case mk.token == undoneMark || !live || e.token != mk.token:
 			return "", 0, false
-		case !undone && e.token != mk.token:
-			return "", 0, false
-		case !undone:
+		default:
 			return e.token, m.holdsOf(holdsKey, e.token, now), true // a repeat
 		}
 	}

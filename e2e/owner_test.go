@@ -241,8 +241,8 @@ func holderIndex(gs []raceGrant, owner string) int {
 
 // unlockAll unlocks every grant once, all at once. An UNLOCK may answer 0:
 // when the other holders' UNLOCKs have freed the lock on a majority first,
-// the last copies are released for all of them. It returns when the last
-// UNLOCK was sent.
+// the last copies are released for all of them. It returns, once every
+// UNLOCK was answered, the time the last one was sent.
 func unlockAll(t *testing.T, ctx context.Context, round int, gs []raceGrant) time.Time {
 	t.Helper()
 	var mu sync.Mutex

@@ -138,6 +138,7 @@ func snapshot(t *testing.T, servers []*redistest.Server) map[string]string {
 func shortCall(call []string) string {
 	words := make([]string, len(call))
 	for i, w := range call {
+		w = strings.Join(strings.Fields(w), " ")
 		if len(w) > 20 {
 			w = w[:20] + "…"
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -122,5 +123,34 @@ func TestFenceCorruptCounterOnOneBackend(t *testing.T) {
 			t.Fatalf("with %q on one backend, after FENCE the counters are %v, want %d everywhere", bad, vals, f)
 		}
 		last = f
+	}
+}
+
+// TestFenceCorruptCounterOnMajority: with spoilt counters on two of three
+// backends no fence can be trusted: LOCK … FENCE answers NOQUORUM naming
+// the bad counters, leaves the key free, and hands out nothing.
+func TestFenceCorruptCounterOnMajority(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	fk := quorum.FenceKey("K")
+	last := fenceOnce(t, c, "K")
+	for _, s := range in.Backends[:2] {
+		if err := s.Client().Set(context.Background(), fk, "99999999999999999", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := c.Do(ctxT(t), "LOCK", "K", 10000, "FENCE").Result()
+	if err == nil || !strings.HasPrefix(err.Error(), "NOQUORUM 1 of 3 backends answered") ||
+		!strings.Contains(err.Error(), "malformed fence counter") {
+		t.Fatalf("LOCK FENCE over two spoilt counters = %v, %v; want NOQUORUM naming them", res, err)
+	}
+	if vals := in.BackendValues(t, "K"); redlocktest.Count(vals, "<nil>") != 3 {
+		t.Fatalf("after the refused FENCE the lock is on the backends: %v", vals)
+	}
+	if err := in.Backends[1].Client().Set(context.Background(), fk, strconv.FormatInt(last, 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if f := fenceOnce(t, c, "K"); f <= last || f > quorum.MaxFence {
+		t.Fatalf("fence with one spoilt counter left = %d, want above %d and at most 2^53", f, last)
 	}
 }

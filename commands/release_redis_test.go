@@ -6,10 +6,13 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/quorum"
 )
 
-// keptTTL is the ttl of the KEEPALIVE locks below: renewed every 200 ms.
-const keptTTL = "600"
+// keptTTL is the ttl of the KEEPALIVE locks below: renewed every 500 ms,
+// with a node timeout of a second, so that a busy machine does not make a
+// renewal fail.
+const keptTTL = "1500"
 
 // TestEveryReleaseStopsKeepalive: a KEEPALIVE lock released through any
 // release form (UNLOCK, the native compare-and-deletes, each library's
@@ -20,7 +23,7 @@ const keptTTL = "600"
 // same connection shows that time went by, and stays held.
 func TestEveryReleaseStopsKeepalive(t *testing.T) {
 	servers := redistest.StartN(t, 3)
-	h := redisHandler(t, servers, Options{})
+	h := redisHandlerCfg(t, servers, Options{}, func(c *quorum.Config) { c.NodeTimeout = time.Second })
 	f := client(t, h)
 	cad := `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
 	releases := []struct {

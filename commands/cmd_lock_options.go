@@ -184,6 +184,13 @@ func (h *Handler) fence(s *Session, g *grant) (int64, error) {
 // (renewal goes on while holds remain), and releases anything else. A kept
 // lock whose renewal failed answers false.
 func (h *Handler) releaseToken(ctx context.Context, key, token string) (bool, error) {
+	return h.releaseTokenWith(ctx, key, token, h.cluster.Release)
+}
+
+// releaseTokenWith is releaseToken whose release of a lock without holds
+// is release (a library's script may need more than a yes or no from the
+// round): every release of one key by its token keeps the same books.
+func (h *Handler) releaseTokenWith(ctx context.Context, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
 	ref := lockRef{key, token}
 	if h.bound.wasLost(ref) {
 		_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
@@ -194,7 +201,7 @@ func (h *Handler) releaseToken(ctx context.Context, key, token string) (bool, er
 		if b != nil {
 			h.unbind(b)
 		}
-		return h.cluster.Release(ctx, key, token)
+		return release(ctx, key, token)
 	}
 	var ok, freed bool
 	var err error

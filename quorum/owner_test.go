@@ -211,19 +211,24 @@ func TestLockOwnerLateHoldAddsNothing(t *testing.T) {
 	wantState(t, m[0], "", 0)
 }
 
-// flakyUndo is lostReply whose first UndoHold fails too.
+// flakyUndo is lostReply whose UndoHold fails too until mended.
 type flakyUndo struct {
 	lostReply
 	mu     sync.Mutex
-	failed bool
+	mended bool
+}
+
+func (n *flakyUndo) mend() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mended = true
 }
 
 func (n *flakyUndo) UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error) {
 	n.mu.Lock()
-	first := !n.failed
-	n.failed = true
+	mended := n.mended
 	n.mu.Unlock()
-	if first {
+	if !mended {
 		return false, errors.New("connection reset")
 	}
 	return n.Memory.UndoHold(ctx, key, holdsKey, markKey, keep, ttl)
@@ -231,16 +236,18 @@ func (n *flakyUndo) UndoHold(ctx context.Context, key, holdsKey, markKey, keep s
 
 // An undo that a node did not answer is sent again until it does.
 func TestLockOwnerUndoRetried(t *testing.T) {
-	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { return &flakyUndo{lostReply: lostReply{m}} })
+	flaky := &flakyUndo{}
+	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { flaky.lostReply = lostReply{m}; return flaky })
 	seed(t, m[0], tokW, 1)
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
 	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
 	}
-	if tok, n := state(t, m[0]); tok != tokW || n != 2 {
-		t.Fatalf("before the retry m1 stores %q with %d holds, want the round's hold still there", tok, n)
+	if tok, n := state(t, m[0]); tok != tokW || n != 2 || c.PendingReleases()[0] == 0 {
+		t.Fatalf("before the retry m1 stores %q with %d holds, pending %v; want the round's hold there and its undo pending", tok, n, c.PendingReleases())
 	}
+	flaky.mend()
 	deadline := time.Now().Add(5 * time.Second)
 	for c.PendingReleases()[0] > 0 {
 		if time.Now().After(deadline) {

@@ -28,7 +28,7 @@ func ownerCluster(t *testing.T, first func(*backend.Memory) quorum.Node) (*quoru
 		nodes[0] = first(mems[0])
 	}
 	cfg := quorum.DefaultConfig()
-	cfg.NodeTimeout = 200 * time.Millisecond
+	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
 	cfg.ReleaseRetry = 20 * time.Millisecond
 	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Millisecond, 2*time.Millisecond
 	c, err := quorum.New(nodes, cfg)

@@ -29,11 +29,12 @@ import (
 // the part of a granted one that went to another token, is undone node by
 // node, exactly: each node records which token the round's hold went to
 // (holdMarkKey), and the undo takes back that one hold, or, where the
-// round has not arrived yet, makes sure it adds nothing when it does. So a
-// node counts the granted holds of the token it stores and nothing else.
+// round has not arrived yet, makes sure it adds nothing when it does but a
+// hold of the granted token. So a node counts the granted holds of the
+// token it stores and nothing else.
 //
 // Each node still counts on its own: a node that missed a granted round
-// (it did not answer) counts one hold too few and lets go early on its own
+// (it never ran there) counts one hold too few and lets go early on its own
 // (a minority). The lock is held while a majority holds its token, and its
 // hold count is the one a majority agrees on (majorityHeld); once a
 // majority has let go, the quorum releases the copies left elsewhere.
@@ -57,9 +58,11 @@ type Reentrant interface {
 	// at holdsKey) and raise key's ttl to at least ttl; if key is absent,
 	// set it to token with one hold. Either way it records at markKey (for
 	// ttl) which token got the hold, so that UndoHold can take back exactly
-	// this hold. If markKey already exists nothing is added: the round was
-	// undone (nothing held), or this is a repeat of the same call (the hold
-	// it recorded). ok is false when no hold is held for the round.
+	// this hold. If markKey already exists, the round was undone (nothing
+	// is added, unless the undo kept a granted token that key still holds:
+	// then the hold goes to it), or this is a repeat of the same call (its
+	// recorded hold is returned). ok is false when no hold is held for the
+	// round.
 	HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (held string, holds int64, ok bool, err error)
 	// UndoHold takes back the hold recorded at markKey, unless it went to
 	// keep (a granted token; "" when nothing was granted). Where the round

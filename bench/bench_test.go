@@ -10,7 +10,7 @@ import (
 )
 
 // TestMain doubles as the redlockd child: the smoke run re-executes this
-// test binary in serve mode, as `go run ./bench` re-executes itself.
+// test binary in serve mode, as `go -C bench run .` re-executes itself.
 func TestMain(m *testing.M) {
 	if os.Getenv(envServe) != "" {
 		if err := serveChild(); err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "lockinfo", arity: 2, keys: keyFirst, run: (*Handler).cmdLockInfo})
+	register(&command{name: "lockinfo", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdLockInfo})
 }
 
 // lockInfo is what LOCKINFO gathers: every backend's view of the key, of

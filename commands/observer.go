@@ -30,9 +30,6 @@ type InfoSource interface {
 // Clients is the number of open client connections.
 func (h *Handler) Clients() int64 { return h.nconns.Load() }
 
-// lockTaking are the commands whose success is an acquisition.
-var lockTaking = map[string]bool{"lock": true, "set": true}
-
 // outcomeWriter passes a command's reply through and notes what kind of
 // reply it started with.
 type outcomeWriter struct {
@@ -67,11 +64,11 @@ func (o *outcomeWriter) WriteSet(n int)            { o.note("ok"); o.Writer.Writ
 func (o *outcomeWriter) WriteDouble(f float64)     { o.note("ok"); o.Writer.WriteDouble(f) }
 func (o *outcomeWriter) WriteVerbatim(f, s string) { o.note("ok"); o.Writer.WriteVerbatim(f, s) }
 
-func (o *outcomeWriter) outcome(cmd string) string {
+func (o *outcomeWriter) outcome(cmd *command) string {
 	switch {
 	case o.first == "":
 		return "ok"
-	case o.first == "ok" && lockTaking[cmd]:
+	case o.first == "ok" && cmd.outcome == outcomeAcquire:
 		return "acquired"
 	}
 	return o.first

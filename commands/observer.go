@@ -1,8 +1,11 @@
 package commands
 
 import (
+	"errors"
 	"strings"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // Observer learns of every command the table runs, for metrics. Its
@@ -43,13 +46,26 @@ func (o *outcomeWriter) note(kind string) {
 	}
 }
 
-func (o *outcomeWriter) WriteError(s string) {
-	if strings.HasPrefix(s, "NOQUORUM") {
+// WriteError counts an error reply as "error" unless noteCause already
+// classified it.
+func (o *outcomeWriter) WriteError(s string) { o.note("error"); o.Writer.WriteError(s) }
+
+// causeNoter is a Writer that wants to know the error behind the reply
+// about to be written, so that metrics classify by the error's type rather
+// than by the reply's text.
+type causeNoter interface{ noteCause(err error) }
+
+func (o *outcomeWriter) noteCause(err error) {
+	if errors.Is(err, quorum.ErrNoQuorum) {
 		o.note("no_quorum")
-	} else {
-		o.note("error")
 	}
-	o.Writer.WriteError(s)
+}
+
+// noteCause tells w, if it wants to know, the error it is about to report.
+func noteCause(w Writer, err error) {
+	if n, ok := w.(causeNoter); ok {
+		n.noteCause(err)
+	}
 }
 
 func (o *outcomeWriter) WriteNull() { o.note("contended"); o.Writer.WriteNull() }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/redlockd/redlockd/internal/leaktest"
 )
 
 // TestMain doubles as the redlockd child: the smoke run re-executes this
@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 // TestSmoke runs the benchmark's smoke mode end to end, so that it cannot

@@ -6,7 +6,6 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redlockd/redlockd v0.0.0
-	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -17,6 +16,7 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/redcon v1.6.4 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
 

@@ -51,7 +51,7 @@ func (h *Handler) cmdRenew(c *call) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	c.w.WriteInt(millis(v))
+	c.w.WriteInt(truncMillis(v))
 }
 
 // cmdUnlock: UNLOCK key token -> 1 when released from a majority, else 0.

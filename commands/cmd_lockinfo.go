@@ -99,7 +99,7 @@ func nodePTTL(v quorum.NodeView) int64 {
 	case v.PTTL < 0:
 		return -1
 	}
-	return millis(v.PTTL)
+	return truncMillis(v.PTTL)
 }
 
 func nodeError(v quorum.NodeView) string {

@@ -20,10 +20,10 @@ func TestCommandTableComplete(t *testing.T) {
 		if cmd.run == nil {
 			t.Errorf("%s: no run function", name)
 		}
-		if cmd.pipe != pipeBarrier && cmd.pipe != pipeConcurrent {
+		if cmd.pipe == pipeUnset || cmd.pipe > pipeConcurrent {
 			t.Errorf("%s: pipeline kind %d not set", name, cmd.pipe)
 		}
-		if cmd.outcome != outcomePlain && cmd.outcome != outcomeAcquire {
+		if cmd.outcome == outcomeUnset || cmd.outcome > outcomeAcquire {
 			t.Errorf("%s: metrics outcome kind %d not set", name, cmd.outcome)
 		}
 		// A concurrent command is ordered by its keys, so it must be able

@@ -102,6 +102,7 @@ func TestMinorityStalled(t *testing.T) {
 	e := faults.Start(t, 3)
 	cfg := defaultCfg()
 	c := e.Cluster(t, cfg)
+	warmUp(t, c, "k", "held")
 	stalled := e.Backends[0]
 	stalled.Stop()
 	resumed := false
@@ -165,6 +166,24 @@ func TestMinorityStalled(t *testing.T) {
 	eventually(t, 5*time.Second, "the release reaches the resumed node", func() bool {
 		return rc.Exists(ctxT(t, time.Second), "held").Val() == 0
 	})
+}
+
+// warmUp takes and releases each key once, so that the connections its
+// commands travel are open before a fault: a node connects on first use,
+// and on a loaded machine dialing and looking at the server can use up a
+// whole node timeout (then even the healthy nodes of the first round
+// answer too late, which is not what a test of a fault measures).
+func warmUp(t *testing.T, c *quorum.Cluster, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		l, err := c.Acquire(ctxT(t, 10*time.Second), k, quorum.NewToken(), lockTTL)
+		if err != nil {
+			t.Fatalf("warming up %s: %v", k, err)
+		}
+		if ok, err := c.Release(ctxT(t, 10*time.Second), k, l.Token); !ok || err != nil {
+			t.Fatalf("warming up %s: release %v %v", k, ok, err)
+		}
+	}
 }
 
 // TestSlowNodesBeyondTimeout: backends answering later than the node

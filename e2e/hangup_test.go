@@ -128,18 +128,28 @@ func rawReply(t *testing.T, r *bufio.Reader) string {
 
 // TestHungUpWaiterTakesNothing: waiters that hang up while the lock is
 // held stop waiting at once; when the holder releases, none of them takes
-// the lock (before, one got it for its full ttl, held by nobody).
+// the lock (before, one got it for its full ttl, held by nobody). The
+// holder is on the waiters' proxy or on another one over the same
+// backends, whose release wakes waiters across proxies.
 func TestHungUpWaiterTakesNothing(t *testing.T) {
-	in := redlocktest.Start(t, redlocktest.Options{})
-	holder := resptest.Dial(t, in.Addr)
-	holder.Send("LOCK", "k", "60000", "TOKEN", "held")
-	rawReply(t, holder.R)
-	hangUp(startWaiters(t, in, "k", 5))
-	pollFor(t, "the waits to end", func() bool { return in.Cluster.Waiters("k") == 0 })
-	if l := holder.Line("UNLOCK", "k", "held"); l != ":1" {
-		t.Fatalf("holder's UNLOCK = %q", l)
+	for _, across := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same proxy", true: "other proxy"}[across], func(t *testing.T) {
+			in := redlocktest.Start(t, redlocktest.Options{})
+			holdVia := in
+			if across {
+				holdVia = redlocktest.StartOver(t, in.Backends, redlocktest.Options{})
+			}
+			holder := resptest.Dial(t, holdVia.Addr)
+			holder.Send("LOCK", "k", "60000", "TOKEN", "held")
+			rawReply(t, holder.R)
+			hangUp(startWaiters(t, in, "k", 5))
+			pollFor(t, "the waits to end", func() bool { return in.Cluster.Waiters("k") == 0 })
+			if l := holder.Line("UNLOCK", "k", "held"); l != ":1" {
+				t.Fatalf("holder's UNLOCK = %q", l)
+			}
+			assertNotTakenByGone(t, in)
+		})
 	}
-	assertNotTakenByGone(t, in)
 }
 
 // serverSockets counts the proxy's accepted sockets that the kernel still

@@ -22,12 +22,6 @@ func (s *Server) admit() bool {
 	return true
 }
 
-func (s *Server) freeSlot() {
-	s.mu.Lock()
-	s.clients--
-	s.mu.Unlock()
-}
-
 // reject answers a client over MaxClients as Redis does, off the accept
 // loop so that a client that never reads cannot stall it.
 func (s *Server) reject(c net.Conn) {

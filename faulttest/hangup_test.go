@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,4 +71,51 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestHangUpDuringOwnerRound is TestHangUpDuringRound for LOCK … OWNER:
+// the hold that the round wins after the client hung up is taken back, so
+// the owner's lock does not live its ttl with no holder.
+func TestHangUpDuringOwnerRound(t *testing.T) {
+	const delay = 500 * time.Millisecond
+	e := faults.Start(t, 3)
+	in := redlocktest.StartOverAddrs(t, e.Addrs(), redlocktest.Options{NodeTimeout: 10 * delay})
+	const prefix = "owner:4:gone:"
+	var held atomic.Int32 // proxies holding the waiter's hold script
+	for _, b := range e.Backends {
+		var once atomic.Bool
+		b.Proxy.OnRequest(func(chunk []byte) {
+			if bytes.Contains(chunk, []byte(prefix)) && once.CompareAndSwap(false, true) {
+				held.Add(1)
+			}
+		})
+		b.Proxy.SetDelay(delay)
+	}
+	c, err := net.Dial("tcp", in.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "LOCK k 60000 WAIT 100000 OWNER gone\r\n")
+	waitFor(t, "the round's holds to be on their way", func() bool { return held.Load() == 3 })
+	c.Close()
+	waitFor(t, "the round to win on a majority", func() bool { return backendsHoldingPrefix(t, e, prefix) >= 2 })
+	waitFor(t, "the won hold to be taken back", func() bool { return backendsHoldingPrefix(t, e, prefix) == 0 })
+}
+
+// backendsHoldingPrefix counts the backends where k is a token that
+// starts with prefix, read directly.
+func backendsHoldingPrefix(t *testing.T, e *faults.Env, prefix string) int {
+	t.Helper()
+	n := 0
+	for _, b := range e.Backends {
+		v, err := b.Client().Get(ctxT(t, 2*time.Second), "k").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(v, prefix) {
+			n++
+		}
+	}
+	return n
 }

@@ -141,7 +141,8 @@ const ownerRounds = 8
 // again after a pause, up to ownerRounds times, so that a LOCK of the
 // owner is not refused for a lock the owner is taking. It returns
 // ErrNotAcquired when another owner holds the lock, a *NoQuorumError when
-// too few nodes answered.
+// too few nodes answered, and ctx's error, with the round undone, when ctx
+// is done before a round's grant could be handed over.
 func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
 	ctx, done := c.begin(ctx, OpReenter)
 	defer func() { done(err, r.Validity, ttl) }()
@@ -204,13 +205,18 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 	}
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
 	tok, holds := majorityHeld(hs, c.Quorum())
-	if validity <= 0 {
+	if validity <= 0 || ctx.Err() != nil {
+		// Too late to use, or its caller is gone (a client that hung up
+		// while the round was in flight): the round's holds are undone
+		// like those of a round that lost, so none is left with no holder.
 		tok = ""
 	}
 	c.undoHolds(ctx, key, mark, tok, ttl, answers)
 	switch {
 	case tok != "":
 		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, false, nil
+	case ctx.Err() != nil:
+		return Reentered{}, false, ctx.Err()
 	case t.answered() < c.Quorum():
 		return Reentered{}, false, c.noQuorum(&t)
 	}

@@ -150,7 +150,8 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ needs an expiry: SET key token PX ms IFEQ token"))
 		return
 	}
-	if _, err := h.cluster.Extend(c.s.Context(), c.arg(0), c.arg(1), o.ttl); err != nil {
+	// RENEW's path: an owner lock's hold count is extended with it.
+	if _, err := h.renewToken(c.s.Context(), c.arg(0), c.arg(1), o.ttl); err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}

@@ -29,7 +29,7 @@ func scriptRedisPyExtend(h *Handler, c *call, keys, args []string) {
 		return
 	}
 	add, ok := h.ttlArg(c, args[1], time.Millisecond)
-	if !ok {
+	if !ok || refuseOwnerExtend(c, args[0]) {
 		return
 	}
 	_, err := h.cluster.ExtendAdd(c.s.Context(), keys[0], args[0], add, h.opts.MaxTTL)

@@ -46,12 +46,12 @@ func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
 // ttl replaced; else 0.
 func scriptRedlockExtend(h *Handler, c *call, keys, args []string) {
 	ttl, ok := h.redlockTTL(c, "node-redlock extend", keys, args)
-	if !ok {
+	if !ok || (len(keys) > 1 && refuseOwnerExtend(c, args[0])) {
 		return
 	}
 	var err error
 	if len(keys) == 1 {
-		_, err = h.cluster.Extend(c.s.Context(), keys[0], args[0], ttl)
+		_, err = h.renewToken(c.s.Context(), keys[0], args[0], ttl)
 	} else {
 		_, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
 	}

@@ -57,7 +57,7 @@ func scriptRedsyncTouchOrSetNX(h *Handler, c *call, keys, args []string) {
 		return
 	}
 	ttl, ok := h.ttlArg(c, args[1], time.Millisecond)
-	if !ok {
+	if !ok || refuseOwnerExtend(c, args[0]) {
 		return
 	}
 	_, err := h.cluster.ExtendOrAcquire(c.s.Context(), keys[0], args[0], ttl)

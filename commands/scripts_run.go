@@ -39,12 +39,26 @@ func (h *Handler) writeScriptBool(c *call, err error) {
 	}
 }
 
-// scriptExtend replaces the ttl where token holds key: 1 or 0.
+// scriptExtend replaces the ttl where token holds key: 1 or 0. It is
+// RENEW: an owner lock's hold count is extended with it.
 func (h *Handler) scriptExtend(c *call, key, token, ms string) {
 	ttl, ok := h.ttlArg(c, ms, time.Millisecond)
 	if !ok {
 		return
 	}
-	_, err := h.cluster.Extend(c.s.Context(), key, token, ttl)
+	_, err := h.renewToken(c.s.Context(), key, token, ttl)
 	h.writeScriptBool(c, err)
+}
+
+// refuseOwnerExtend refuses an extend form that has no owner-lock version
+// (a relative ttl, several keys at once, extend-or-acquire) for a token of
+// LOCK … OWNER: its
+// hold count must be extended with the lock, or it expires first and one
+// UNLOCK frees a lock that other holds still keep.
+func refuseOwnerExtend(c *call, token string) bool {
+	if !quorum.IsOwnerToken(token) {
+		return false
+	}
+	c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, "an OWNER lock is extended with RENEW or a single-key extend that replaces its ttl"))
+	return true
 }

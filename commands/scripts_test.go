@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,27 @@ func TestRedlockMultiKeyAtomicPerNode(t *testing.T) {
 		if _, _, held, _ := n.Get(ctx, "y"); held {
 			t.Fatalf("%s still holds y after a failed acquire", n.Name())
 		}
+	}
+}
+
+// TestOwnerTokenRefusedByExtendsWithoutOwnerForm: the extend forms that
+// cannot carry an owner lock's hold count along refuse an owner's token
+// and leave the lock as it was.
+func TestOwnerTokenRefusedByExtendsWithoutOwnerForm(t *testing.T) {
+	f := newFixture(t, Options{})
+	tok, _ := lockReply(t, f.do("LOCK", "k", "10000", "OWNER", "w"))
+	calls := map[string][]string{
+		"redis-py extend add":       evalsha(redisPyExtend, k1("k"), tok, "50000", "0"),
+		"go-redsync touch-or-setnx": evalsha(redsyncTouchOrSetNX, k1("k"), tok, "50000"),
+		"node-redlock extend two":   evalsha(redlockExtendV5, []string{"k", "k2"}, tok, "50000"),
+	}
+	for name, call := range calls {
+		if got := f.do(call...); !strings.HasPrefix(got, "-ERR redlockd does not support this form of 'evalsha'") {
+			t.Errorf("%s with an owner token = %s", name, got)
+		}
+	}
+	got := f.do("PTTL", "k")
+	if ms, err := strconv.Atoi(strings.TrimPrefix(got, ":")); err != nil || ms > 10000 || ms < 9000 {
+		t.Fatalf("PTTL after the refused extends = %s, want the LOCK's 10000 or a little less", got)
 	}
 }

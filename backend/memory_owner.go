@@ -146,9 +146,15 @@ func (m *Memory) ExtendHeld(ctx context.Context, key, holdsKey, token string, tt
 			return
 		}
 		extended = true
-		m.store(key, token, now.Add(ttl))
+		// Never shortens, as the Redis node's script: the other holds'
+		// validity stands.
+		expires := now.Add(ttl)
+		if e.expires.After(expires) {
+			expires = e.expires
+		}
+		m.store(key, token, expires)
 		if h, ok := m.lookup(holdsKey, now); ok {
-			m.store(holdsKey, h.token, now.Add(ttl))
+			m.store(holdsKey, h.token, expires)
 		}
 	})
 	return extended, err

@@ -85,3 +85,33 @@ func holdsOutlived(t *testing.T, servers []*redistest.Server, key string, ms int
 	}
 	return true
 }
+
+// TestOwnerRenewNeverShortensAnotherHold: two holders of one owner's lock,
+// on two proxies, the first told ~10 s. The second's RENEW with a short
+// ttl (a KEEPALIVE hold of a short ttl renews so too) must not cut the
+// first holder's validity short: the lock keeps its ttl on the backends,
+// and another owner does not get it.
+func TestOwnerRenewNeverShortensAnotherHold(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	first := redlocktest.StartOver(t, servers, redlocktest.Options{})
+	second := redlocktest.StartOver(t, servers, redlocktest.Options{})
+	a, b := first.Client(t, 2), second.Client(t, 2)
+	tok, _ := lock(t, a, "short", 10000, "OWNER", "w")
+	if again, _ := lock(t, b, "short", 10000, "OWNER", "w"); again != tok {
+		t.Fatalf("second hold's token %q, want %q", again, tok)
+	}
+	v, err := b.Do(ctxT(t), "RENEW", "short", tok, 300).Int()
+	if err != nil || v <= 0 || v > 300 {
+		t.Fatalf("RENEW with 300 ms = %d, %v; want a validity within 300 ms", v, err)
+	}
+	for i, s := range servers {
+		for _, k := range []string{"short", quorum.HoldsKey("short")} {
+			if d, err := s.Client().PTTL(ctxT(t), k).Result(); err != nil || d.Milliseconds() < 5000 {
+				t.Fatalf("backend %d: PTTL %s after the short RENEW = %v, %v; want the first hold's ~10 s", i, k, d, err)
+			}
+		}
+	}
+	if res, err := a.Do(ctxT(t), "LOCK", "short", 5000, "OWNER", "other").Result(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("another owner's LOCK = %v, %v; want null", res, err)
+	}
+}

@@ -74,7 +74,9 @@ type Reentrant interface {
 	// holdsKey when none is left, atomically. remaining is the holds left
 	// (0: deleted); ok is false when key does not hold token.
 	Unhold(ctx context.Context, key, holdsKey, token string) (remaining int64, ok bool, err error)
-	// ExtendHeld: if key holds token, set the ttl of key and of holdsKey.
+	// ExtendHeld: if key holds token, set the ttl of key and of holdsKey
+	// to ttl, or to key's remaining ttl if that is longer: one hold's
+	// extend never cuts short the validity another hold was told.
 	ExtendHeld(ctx context.Context, key, holdsKey, token string, ttl time.Duration) (bool, error)
 }
 
@@ -328,7 +330,8 @@ func heldIf(yes bool, token string, holds int64) held {
 }
 
 // Renew extends a lock as Extend does; for an owner lock it extends its
-// hold count along with it, so that the count never expires before the lock.
+// hold count along with it, so that the count never expires before the lock,
+// and never shortens either (the lock's other holds keep their validity).
 func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
 	if !IsOwnerToken(token) {
 		return c.Extend(ctx, key, token, ttl)

@@ -62,7 +62,7 @@ func (h *Handler) cmdUnlock(c *call) {
 // writeRelease is the compare-and-delete of UNLOCK and of most libraries'
 // release scripts: 1 when released from a majority, else 0.
 func (h *Handler) writeRelease(c *call, key, token string) {
-	ok, err := h.releaseToken(c.s.Context(), key, token)
+	ok, err := h.releaseToken(c.s, key, token)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

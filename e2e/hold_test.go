@@ -182,6 +182,12 @@ func TestKeptLockSurvivesRollingRestart(t *testing.T) {
 			tok, _ := lock(t, c, "k", 1500, "KEEPALIVE")
 			return tok
 		},
+		// Two holds of an owner lock: each restored backend gets the count.
+		"OWNER KEEPALIVE": func(t *testing.T, c *redis.Client) string {
+			tok, _ := lock(t, c, "k", 1500, "OWNER", "w", "KEEPALIVE")
+			lock(t, c, "k", 1500, "OWNER", "w", "KEEPALIVE")
+			return tok
+		},
 		"session": func(t *testing.T, c *redis.Client) string {
 			if err := c.Do(ctxT(t), "SET", "k", "session-token", "NX").Err(); err != nil {
 				t.Fatal(err)
@@ -219,6 +225,13 @@ func TestKeptLockSurvivesRollingRestart(t *testing.T) {
 			}
 			if n := in.Handler.KeepaliveStats().Lost; n != 0 {
 				t.Fatalf("%d kept lock(s) counted lost", n)
+			}
+			if name == "OWNER KEEPALIVE" {
+				waitHolds(t, in, "k", tok, 2)
+				if n, err := a.Do(ctxT(t), "UNLOCK", "k", tok).Int(); n != 1 || err != nil {
+					t.Fatalf("UNLOCK = %d, %v; want 1", n, err)
+				}
+				wantNull(t, other, "another owner while one hold remains", "LOCK", "k", 1000, "OWNER", "other")
 			}
 		})
 	}

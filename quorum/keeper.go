@@ -35,8 +35,9 @@ type Kept struct {
 // less the time since). A renewal that fails changes nothing on the nodes:
 // it is tried again after a short random pause for as long as the validity
 // last reported runs. Only when that has run out without a successful
-// renewal is the lock lost: renewal stops, the token is released on every
-// node (nobody is promised anything any more), and onLost (if not nil) is
+// renewal is the lock lost: renewal stops (the token is left to expire: an
+// owner lock's token may carry holds that other connections still renew)
+// and onLost (if not nil) is
 // called once with the last error, from the renewal goroutine (it must not
 // call Stop, which waits for that goroutine). Renewals run under a context
 // of their own: the caller's cancellation must not end them, and each node
@@ -75,7 +76,6 @@ func (k *Kept) loop() {
 		}
 		next, err := k.renew()
 		if err != nil {
-			_, _ = k.c.Release(context.Background(), k.key, k.token)
 			if k.onLost != nil {
 				k.onLost(err)
 			}

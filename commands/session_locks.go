@@ -269,6 +269,9 @@ func (h *Handler) dropSessionHolds(b *binding, id int64) {
 		if n == 0 {
 			return false // dropped meanwhile (UNLOCK, a loss)
 		}
+		if !last && !quorum.IsOwnerToken(b.ref.token) {
+			return false // one lock, one hold: it goes with its last connection
+		}
 		free := h.dropHolds(b.ref, n) == 0
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -41,6 +41,7 @@ func (c *Cluster) RenewKept(ctx context.Context, key, token string, ttl time.Dur
 // Its outcome changes nothing the caller was told: the lock already holds
 // a majority.
 func (c *Cluster) restore(ctx context.Context, key, token string, ttl time.Duration, missing []bool) {
+	ctx = context.WithValue(ctx, opKey{}, OpExtend) // node calls count as the renewal's
 	holds := int64(0)
 	if IsOwnerToken(token) {
 		holds = c.maxHolds(ctx, key, token, missing)

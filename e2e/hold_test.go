@@ -89,6 +89,9 @@ func TestHangUpDropsOnlyOwnHolds(t *testing.T) {
 	a := soleClient(t, p1)
 	b := p2.Client(t, 2)
 	tok, _ := lock(t, a, "k", 10000, "OWNER", "w", "KEEPALIVE")
+	// LOCK answers once a majority granted: the reentry must find the
+	// lock on every backend, or a late SET would store it there uncounted.
+	waitHolds(t, p1, "k", tok, 1)
 	tokB, _ := lock(t, b, "k", 10000, "OWNER", "w")
 	if tokB != tok {
 		t.Fatalf("B's reentry got token %q, want A's %q", tokB, tok)
@@ -121,6 +124,7 @@ func TestUnlockStopsOwnShareOfRenewal(t *testing.T) {
 	a := soleClient(t, p1)
 	b := p2.Client(t, 2)
 	tok, _ := lock(t, a, "k", 900, "OWNER", "w", "KEEPALIVE")
+	waitHolds(t, p1, "k", tok, 1)
 	lock(t, b, "k", 900, "OWNER", "w")
 	if n, err := a.Do(ctxT(t), "UNLOCK", "k", tok).Int(); n != 1 || err != nil {
 		t.Fatalf("A's UNLOCK = %d, %v; want 1", n, err)
@@ -144,6 +148,7 @@ func TestTwoKeptHoldsOneClosed(t *testing.T) {
 	a1, a2 := soleClient(t, in), soleClient(t, in)
 	const ttl = 600 * time.Millisecond
 	tok, _ := lock(t, a1, "k", ttl.Milliseconds(), "OWNER", "w", "KEEPALIVE")
+	waitHolds(t, in, "k", tok, 1)
 	lock(t, a2, "k", ttl.Milliseconds(), "OWNER", "w", "KEEPALIVE")
 	waitHolds(t, in, "k", tok, 2)
 	a1.Close()
@@ -177,18 +182,19 @@ func restartOptions() redlocktest.Options {
 // lock stay held throughout, are put back on each restarted backend, and
 // no other client is granted them.
 func TestKeptLockSurvivesRollingRestart(t *testing.T) {
-	take := map[string]func(t *testing.T, c *redis.Client) string{
-		"KEEPALIVE": func(t *testing.T, c *redis.Client) string {
+	take := map[string]func(t *testing.T, in *redlocktest.Instance, c *redis.Client) string{
+		"KEEPALIVE": func(t *testing.T, in *redlocktest.Instance, c *redis.Client) string {
 			tok, _ := lock(t, c, "k", 1500, "KEEPALIVE")
 			return tok
 		},
 		// Two holds of an owner lock: each restored backend gets the count.
-		"OWNER KEEPALIVE": func(t *testing.T, c *redis.Client) string {
+		"OWNER KEEPALIVE": func(t *testing.T, in *redlocktest.Instance, c *redis.Client) string {
 			tok, _ := lock(t, c, "k", 1500, "OWNER", "w", "KEEPALIVE")
+			pollFor(t, "the lock on every backend", func() bool { return holdOn(t, in.Backends, "k", tok) == 3 })
 			lock(t, c, "k", 1500, "OWNER", "w", "KEEPALIVE")
 			return tok
 		},
-		"session": func(t *testing.T, c *redis.Client) string {
+		"session": func(t *testing.T, in *redlocktest.Instance, c *redis.Client) string {
 			if err := c.Do(ctxT(t), "SET", "k", "session-token", "NX").Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +214,7 @@ func TestKeptLockSurvivesRollingRestart(t *testing.T) {
 				}
 				return true
 			})
-			tok := takeLock(t, a)
+			tok := takeLock(t, in, a)
 			for i, s := range in.Backends {
 				old := in.Cluster.NodeStates()[i].RunID
 				s.Restart(t)

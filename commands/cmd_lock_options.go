@@ -186,7 +186,11 @@ func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
 	ctx := s.Context()
 	ref := lockRef{key, token}
 	if h.bound.wasLost(ref) {
-		_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
+		if !quorum.IsOwnerToken(token) {
+			_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
+		}
+		// An owner lock's token may carry holds that other connections
+		// (on other proxies) still renew: it is left to them or its ttl.
 		return false, nil
 	}
 	b := h.bound.get(ref)

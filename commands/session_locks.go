@@ -70,7 +70,8 @@ type bindings struct {
 
 // KeepaliveStats are the counters of connection-bound locks, for INFO and
 // metrics: Held is how many are live now, Lost how many were lost since
-// start because a renewal did not reach a majority.
+// start because their validity ran out without a renewal that reached a
+// majority.
 type KeepaliveStats struct {
 	Held, Lost int64
 }
@@ -104,6 +105,9 @@ func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, 
 	}
 	r.index(b, s.ID)
 	r.mu.Unlock()
+	if ok {
+		b.kept.Granted(valid)
+	}
 }
 
 // dropHolds drops n holds of ref on the backends: Unhold for an owner

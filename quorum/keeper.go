@@ -113,6 +113,17 @@ func (k *Kept) renew() (time.Duration, error) {
 	return k.retryDelay(left), nil
 }
 
+// Granted records a new grant of the kept lock (one more hold of an owner
+// lock) with validity valid from now: the lock is not lost before that
+// runs out either.
+func (k *Kept) Granted(valid time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if u := k.c.cfg.Now().Add(valid); u.After(k.until) {
+		k.until = u
+	}
+}
+
 // lose stops the renewals for good; last is the last renewal's error (nil
 // when none was tried). The caller holds k.mu.
 func (k *Kept) lose(last error) error {

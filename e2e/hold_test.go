@@ -81,9 +81,22 @@ func wantNull(t *testing.T, c doer, what string, args ...any) {
 
 // TestHangUpDropsOnlyOwnHolds: A holds an owner lock with KEEPALIVE, B
 // (on another proxy) takes a second hold of the same owner without it. A
-// hangs up: only A's hold goes; the lock stays B's for B's validity, and
-// B's RENEW and UNLOCK work.
+// hangs up (or sends RESET): only A's hold goes; the lock stays B's for
+// B's validity, and B's RENEW and UNLOCK work.
 func TestHangUpDropsOnlyOwnHolds(t *testing.T) {
+	t.Run("hang-up", func(t *testing.T) {
+		dropOwnHolds(t, func(a *redis.Client) { a.Close() })
+	})
+	t.Run("RESET", func(t *testing.T) {
+		dropOwnHolds(t, func(a *redis.Client) {
+			if err := a.Do(ctxT(t), "RESET").Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+}
+
+func dropOwnHolds(t *testing.T, end func(a *redis.Client)) {
 	p1 := redlocktest.Start(t, redlocktest.Options{})
 	p2 := redlocktest.StartOver(t, p1.Backends, redlocktest.Options{})
 	a := soleClient(t, p1)
@@ -97,12 +110,12 @@ func TestHangUpDropsOnlyOwnHolds(t *testing.T) {
 		t.Fatalf("B's reentry got token %q, want A's %q", tokB, tok)
 	}
 	waitHolds(t, p1, "k", tok, 2)
-	a.Close()
-	pollFor(t, "A's hang-up handled", func() bool {
+	end(a)
+	pollFor(t, "A's end handled", func() bool {
 		return p1.Handler.KeepaliveStats().Held == 0
 	})
 	if got := holdsOn(t, p1, "k", tok); !allEqual(got, 1) {
-		t.Fatalf("after A's hang-up the backends hold %v, want B's one hold on each", got)
+		t.Fatalf("after A's end the backends hold %v, want B's one hold on each", got)
 	}
 	wantNull(t, p1.Client(t, 2), "another owner while B holds", "LOCK", "k", 10000, "OWNER", "other")
 	wantNull(t, p2.Client(t, 2), "another owner on B's proxy", "LOCK", "k", 10000, "OWNER", "other")

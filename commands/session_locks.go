@@ -111,20 +111,21 @@ func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, 
 }
 
 // dropHolds drops n holds of ref on the backends: Unhold for an owner
-// lock, a release for any other (it has one hold).
-func (h *Handler) dropHolds(ref lockRef, n int) (remaining int64) {
+// lock, a release for any other (it has one hold). It reports whether the
+// lock is known to be free now; an Unhold that failed leaves that open.
+func (h *Handler) dropHolds(ref lockRef, n int) (free bool) {
 	ctx := context.Background()
 	if !quorum.IsOwnerToken(ref.token) {
 		_, _ = h.cluster.Release(ctx, ref.key, ref.token)
-		return 0
+		return true
 	}
 	for range n {
 		_, left, err := h.cluster.Unhold(ctx, ref.key, ref.token)
-		if remaining = left; err == nil && left == 0 {
-			return 0
+		if free = err == nil && left == 0; free {
+			return true
 		}
 	}
-	return remaining
+	return false
 }
 
 // add registers b; the caller holds r.mu.
@@ -177,6 +178,7 @@ func (h *Handler) lose(b *binding, ttl time.Duration, err error) {
 	now := time.Now()
 	r.mu.Lock()
 	holders := slices.Collect(maps.Keys(b.holds))
+	kept := b.total()
 	gone := r.remove(b)
 	if gone {
 		if r.lost == nil {
@@ -195,6 +197,11 @@ func (h *Handler) lose(b *binding, ttl time.Duration, err error) {
 	}
 	r.nlost.Add(1)
 	h.opts.Logger.Warn("connection-bound lock lost", "key", b.ref.key, "reason", err)
+	if quorum.IsOwnerToken(b.ref.token) {
+		// Holds of the same owner renewed elsewhere may keep the token
+		// alive: the lost holds must not count among them any more.
+		h.dropHolds(b.ref, kept)
+	}
 	for _, id := range holders {
 		if v, ok := h.sessions.Load(id); ok {
 			v.(*Session).pushLost(b.ref.key)
@@ -276,7 +283,7 @@ func (h *Handler) dropSessionHolds(b *binding, id int64) {
 		if !last && !quorum.IsOwnerToken(b.ref.token) {
 			return false // one lock, one hold: it goes with its last connection
 		}
-		free := h.dropHolds(b.ref, n) == 0
+		free := h.dropHolds(b.ref, n)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if !free && (!last || b.total() > 0) {

@@ -99,11 +99,15 @@ func parseHolds(s string) (string, int64, bool) {
 // ReadFence implements quorum.Fencer.
 func (m *Memory) ReadFence(ctx context.Context, key string) (int64, error) {
 	var v int64
+	var bad error
 	err := m.do(ctx, "ReadFence", func(now time.Time) {
 		if e, ok := m.lookup(key, now); ok {
-			v, _ = strconv.ParseInt(e.token, 10, 64)
+			v, bad = parseFence(e.token)
 		}
 	})
+	if err == nil {
+		err = bad
+	}
 	return v, err
 }
 
@@ -115,7 +119,7 @@ func (m *Memory) RaiseFence(ctx context.Context, key string, v int64, ttl time.D
 	var cur int64
 	err := m.do(ctx, "RaiseFence", func(now time.Time) {
 		if e, ok := m.lookup(key, now); ok {
-			cur, _ = strconv.ParseInt(e.token, 10, 64)
+			cur, _ = parseFence(e.token) // malformed: overwritten, as on Redis
 		}
 		cur = max(cur, v)
 		m.store(key, strconv.FormatInt(cur, 10), now.Add(ttl))

@@ -52,9 +52,16 @@ if redis.call("get", KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call("pexpire", KEYS[1], ARGV[2])
 redis.call("pexpire", KEYS[2], ARGV[2])
 return 1`)
-	// The counter is compared as a number: exact up to 2^53.
+	// The counter is compared as a number: exact up to 2^53. One that is
+	// not decimal digits within that (parseFence's rule, checked on the
+	// text: tonumber rounds above 2^53) is overwritten: ReadFence refuses
+	// it, so no fence was taken from it.
 	raiseFenceScript = redis.NewScript(`
-local cur = tonumber(redis.call("get", KEYS[1]) or "0") or 0
+local s = redis.call("get", KEYS[1])
+local cur = 0
+if s and string.match(s, "^%d+$") and (#s < 16 or (#s == 16 and s <= "9007199254740992")) then
+  cur = tonumber(s)
+end
 local v = tonumber(ARGV[1])
 if v > cur then
   redis.call("set", KEYS[1], ARGV[1], "px", ARGV[2])
@@ -116,14 +123,14 @@ func (r *Redis) ExtendHeld(ctx context.Context, key, holdsKey, token string, ttl
 
 // ReadFence implements quorum.Fencer.
 func (r *Redis) ReadFence(ctx context.Context, key string) (int64, error) {
-	n, err := r.client.Get(ctx, key).Int64()
+	s, err := r.client.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, wrap(ctx, "read fence", err)
 	}
-	return n, nil
+	return parseFence(s)
 }
 
 // RaiseFence implements quorum.Fencer.

@@ -53,7 +53,7 @@ func run(ctx context.Context, o options, log io.Writer) (*results, error) {
 	fmt.Fprintf(log, "redis-server direct: %s\n", res.direct.describe(o.workers))
 	for i, n := range o.ns {
 		if err := measureN(ctx, o, dir, n, i == 0, res, log); err != nil {
-			return nil, fmt.Errorf("N=%d: %w", n, err)
+			return nil, fmt.Errorf("measuring N=%d: %w", n, err)
 		}
 	}
 	res.print(log)

@@ -11,12 +11,12 @@ import (
 // native compare-and-set forms of newer servers (SPEC §3.2).
 func init() {
 	register(
-		&command{name: "ttl", arity: 2, run: (*Handler).cmdTTL},
-		&command{name: "exists", arity: -2, run: (*Handler).cmdExists},
-		&command{name: "pexpire", arity: -3, write: true, run: (*Handler).cmdPExpire},
-		&command{name: "expire", arity: -3, write: true, run: (*Handler).cmdExpire},
-		&command{name: "delifeq", arity: 3, write: true, run: (*Handler).cmdDelIfEq},
-		&command{name: "delex", arity: -2, write: true, run: (*Handler).cmdDelEx},
+		&command{name: "ttl", arity: 2, keys: keyFirst, run: (*Handler).cmdTTL},
+		&command{name: "exists", arity: -2, keys: keysAll, run: (*Handler).cmdExists},
+		&command{name: "pexpire", arity: -3, write: true, keys: keyFirst, run: (*Handler).cmdPExpire},
+		&command{name: "expire", arity: -3, write: true, keys: keyFirst, run: (*Handler).cmdExpire},
+		&command{name: "delifeq", arity: 3, write: true, keys: keyFirst, run: (*Handler).cmdDelIfEq},
+		&command{name: "delex", arity: -2, write: true, keys: keyFirst, run: (*Handler).cmdDelEx},
 	)
 }
 
@@ -97,16 +97,17 @@ func (h *Handler) expire(c *call, unit time.Duration) {
 // of one server, and the nodes' ttls differ slightly, so the verdict would
 // depend on which node is asked.
 func (h *Handler) expireOptions(c *call) bool {
-	for _, a := range c.args[2:] {
-		switch opt := strings.ToUpper(string(a)); opt {
-		case "NX", "XX", "GT", "LT":
-			c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, opt+" is not supported"))
-		default:
-			c.w.WriteError("ERR Unsupported option " + string(a))
-		}
-		return false
+	if len(c.args) <= 2 {
+		return true
 	}
-	return true
+	a := c.args[2] // the first option decides, as in Redis
+	switch opt := strings.ToUpper(string(a)); opt {
+	case "NX", "XX", "GT", "LT":
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, opt+" is not supported"))
+	default:
+		c.w.WriteError("ERR Unsupported option " + string(a))
+	}
+	return false
 }
 
 // cmdDelIfEq: DELIFEQ key token -> 1 released, 0 not held by token.

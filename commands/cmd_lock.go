@@ -8,12 +8,12 @@ import (
 
 func init() {
 	register(
-		&command{name: "lock", arity: -3, write: true, run: (*Handler).cmdLock},
-		&command{name: "renew", arity: 4, write: true, run: (*Handler).cmdRenew},
-		&command{name: "unlock", arity: 3, write: true, run: (*Handler).cmdUnlock},
-		&command{name: "get", arity: 2, run: (*Handler).cmdGet},
-		&command{name: "pttl", arity: 2, run: (*Handler).cmdPTTL},
-		&command{name: "del", arity: -2, write: true, run: (*Handler).cmdDel},
+		&command{name: "lock", arity: -3, write: true, keys: keyFirst, run: (*Handler).cmdLock},
+		&command{name: "renew", arity: 4, write: true, keys: keyFirst, run: (*Handler).cmdRenew},
+		&command{name: "unlock", arity: 3, write: true, keys: keyFirst, run: (*Handler).cmdUnlock},
+		&command{name: "get", arity: 2, keys: keyFirst, run: (*Handler).cmdGet},
+		&command{name: "pttl", arity: 2, keys: keyFirst, run: (*Handler).cmdPTTL},
+		&command{name: "del", arity: -2, write: true, keys: keysAll, run: (*Handler).cmdDel},
 	)
 }
 

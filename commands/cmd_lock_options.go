@@ -183,6 +183,13 @@ func (h *Handler) fence(s *Session, g *grant) (int64, error) {
 // first; renewal goes on while kept holds remain) and releases anything
 // else, stopping its renewal. A kept lock that was lost answers false.
 func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
+	return h.releaseTokenWith(s, key, token, h.cluster.Release)
+}
+
+// releaseTokenWith is releaseToken whose release of a lock without holds
+// is release (a library's script may need more than a yes or no from the
+// round): every release of one key by its token keeps the same books.
+func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
 	ctx := s.Context()
 	ref := lockRef{key, token}
 	if h.bound.wasLost(ref) {
@@ -198,7 +205,7 @@ func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
 		if b != nil {
 			h.unbind(b)
 		}
-		return h.cluster.Release(ctx, key, token)
+		return release(ctx, key, token)
 	}
 	if b == nil {
 		ok, _, err := h.cluster.Unhold(ctx, key, token)

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "lockinfo", arity: 2, run: (*Handler).cmdLockInfo})
+	register(&command{name: "lockinfo", arity: 2, keys: keyFirst, run: (*Handler).cmdLockInfo})
 }
 
 // lockInfo is what LOCKINFO gathers: every backend's view of the key, of
@@ -110,13 +110,13 @@ func nodeError(v quorum.NodeView) string {
 }
 
 // nodeFence is the fencing counter one backend keeps; ok false when it
-// keeps none or did not answer.
+// keeps none, did not answer, or keeps one that FENCE refuses to read.
 func nodeFence(v quorum.NodeView) optInt {
 	if v.Err != nil || !v.Present {
 		return optInt{}
 	}
 	n, err := strconv.ParseInt(v.Token, 10, 64)
-	return optInt{n, err == nil}
+	return optInt{n, err == nil && n >= 0 && n <= quorum.MaxFence}
 }
 
 // maxFence is the largest counter any backend keeps: the next FENCE on

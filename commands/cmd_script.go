@@ -6,10 +6,10 @@ import (
 
 func init() {
 	register(
-		&command{name: "eval", arity: -3, write: true, run: (*Handler).cmdEval},
-		&command{name: "evalsha", arity: -3, write: true, run: (*Handler).cmdEvalSHA},
-		&command{name: "eval_ro", arity: -3, run: (*Handler).cmdEval},
-		&command{name: "evalsha_ro", arity: -3, run: (*Handler).cmdEvalSHA},
+		&command{name: "eval", arity: -3, write: true, keys: keysEval, run: (*Handler).cmdEval},
+		&command{name: "evalsha", arity: -3, write: true, keys: keysEval, run: (*Handler).cmdEvalSHA},
+		&command{name: "eval_ro", arity: -3, keys: keysEval, run: (*Handler).cmdEval},
+		&command{name: "evalsha_ro", arity: -3, keys: keysEval, run: (*Handler).cmdEvalSHA},
 		&command{name: "script", arity: -2, run: (*Handler).cmdScript},
 	)
 }

@@ -78,13 +78,14 @@ func writeCommandInfos(w Writer, names []string) {
 	}
 }
 
-// commandKeys gives the key positions of the lock commands (DEL takes many).
+// commandKeys gives a command's first and last key position as COMMAND
+// reports them. EVAL's keys follow numkeys, which these fields cannot say
+// (Redis reports 0 for it too).
 func commandKeys(cmd *command) (first, last int64) {
-	switch cmd.name {
-	case "lock", "renew", "unlock", "get", "pttl", "set", "ttl", "exists",
-		"pexpire", "expire", "lockinfo", "delex", "delifeq":
+	switch cmd.keys {
+	case keyFirst:
 		return 1, 1
-	case "del":
+	case keysAll:
 		return 1, -1
 	}
 	return 0, 0

@@ -1,9 +1,6 @@
 package commands
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // How the proxy may run the commands of one pipelined batch. Lock commands
 // on different keys do not see each other, so they can run at once; a
@@ -12,27 +9,17 @@ import (
 // started. Commands on the same key keep their order too, as a client that
 // pipelines LOCK and UNLOCK of one key expects.
 
-// keyLayout says where a concurrent command's keys are.
-type keyLayout int
-
-const (
-	keyFirst keyLayout = iota // args[1]
-	keysAll                   // args[1:]
-	keysEval                  // args[3 : 3+numkeys]
-	keysNone                  // touches no key and no session state
-)
-
-// concurrent lists the commands that may run alongside others. Anything not
-// here is a barrier, so a command added later is safe until someone
-// decides otherwise.
-var concurrent = map[string]keyLayout{
-	"set": keyFirst, "lock": keyFirst, "renew": keyFirst, "unlock": keyFirst,
-	"get": keyFirst, "pttl": keyFirst, "ttl": keyFirst,
-	"pexpire": keyFirst, "expire": keyFirst,
-	"delex": keyFirst, "delifeq": keyFirst, "lockinfo": keyFirst,
-	"del": keysAll, "exists": keysAll,
-	"eval": keysEval, "evalsha": keysEval, "eval_ro": keysEval, "evalsha_ro": keysEval,
-	"ping": keysNone, "echo": keysNone,
+// concurrent lists the commands that may run alongside others; where their
+// keys are comes from the command table. Anything not here is a barrier, so
+// a command added later is safe until someone decides otherwise.
+var concurrent = map[string]bool{
+	"set": true, "lock": true, "renew": true, "unlock": true,
+	"get": true, "pttl": true, "ttl": true,
+	"pexpire": true, "expire": true,
+	"delex": true, "delifeq": true, "lockinfo": true,
+	"del": true, "exists": true,
+	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true,
+	"ping": true, "echo": true,
 }
 
 // PipelineKeys returns the keys a concurrent command touches, as slices of
@@ -45,32 +32,17 @@ func PipelineKeys(args [][]byte) ([][]byte, bool) {
 	if len(args) == 0 {
 		return nil, false
 	}
-	layout, ok := lookupFold(concurrent, args[0])
-	if !ok {
+	cmd, ok := lookup(args[0])
+	if !ok || !concurrent[cmd.name] {
 		return nil, false
 	}
-	switch layout {
-	case keyFirst:
-		return args[1:min(2, len(args))], true
-	case keysAll:
+	keys, ok := keyArgs(cmd.keys, args)
+	if !ok {
+		// Where numkeys is not usable every argument counts, which can
+		// only make the batch more sequential.
 		return args[1:], true
-	case keysEval:
-		return evalKeys(args), true
 	}
-	return nil, true
-}
-
-// evalKeys is EVAL's key list; when numkeys is not usable every argument
-// counts, which can only make the batch more sequential.
-func evalKeys(args [][]byte) [][]byte {
-	if len(args) < 3 {
-		return args[1:]
-	}
-	n, err := strconv.Atoi(string(args[2]))
-	if err != nil || n < 0 || 3+n > len(args) {
-		return args[1:]
-	}
-	return args[3 : 3+n]
+	return keys, true
 }
 
 // MayBlock reports whether a command can wait for long (LOCK … WAIT): the

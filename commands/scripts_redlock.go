@@ -76,20 +76,13 @@ func (h *Handler) writeRedlockCount(c *call, n int, err error) {
 }
 
 // scriptRedlockRelease: how many KEYS the value held on a majority, all of
-// them deleted wherever the value held them.
+// them deleted wherever the value held them. Each key is released as
+// UNLOCK releases it, so a kept lock stops being renewed.
 func scriptRedlockRelease(h *Handler, c *call, keys, args []string) {
 	if !scriptArgs(c, "node-redlock release", keys, args, -1, 1) {
 		return
 	}
-	var n int
-	var err error
-	if len(keys) == 1 {
-		var ok bool
-		ok, err = h.cluster.Release(c.s.Context(), keys[0], args[0])
-		n = int(b2i(ok))
-	} else {
-		n, err = h.cluster.ReleaseEach(c.s.Context(), keys, args[0])
-	}
+	n, err := h.releaseEach(c.s, keys, args[0])
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

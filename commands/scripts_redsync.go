@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -16,20 +17,29 @@ func init() {
 }
 
 // scriptRedsyncDelete: 1 released on a majority, -1 absent on a majority
-// (redsync's ErrLockAlreadyExpired), 0 otherwise.
+// (redsync's ErrLockAlreadyExpired), 0 otherwise. It releases as UNLOCK
+// does, so a kept lock stops being renewed.
 func scriptRedsyncDelete(h *Handler, c *call, keys, args []string) {
 	if !scriptArgs(c, "go-redsync delete", keys, args, 1, 1) {
 		return
 	}
-	res, err := h.cluster.ReleaseStatus(c.s.Context(), keys[0], args[0])
-	if err != nil {
+	res := quorum.ReleasedOther
+	ok, err := h.releaseTokenWith(c.s, keys[0], args[0], func(ctx context.Context, key, token string) (bool, error) {
+		var err error
+		res, err = h.cluster.ReleaseStatus(ctx, key, token)
+		return res == quorum.Released, err
+	})
+	switch {
+	case err != nil:
 		writeLockError(c.w, c.name, err)
-		return
-	}
-	if res == quorum.Released {
+	case ok:
 		h.stats.released.Add(1)
+		c.w.WriteInt(int64(quorum.Released))
+	case res == quorum.ReleasedAbsent:
+		c.w.WriteInt(int64(res))
+	default:
+		c.w.WriteInt(int64(quorum.ReleasedOther))
 	}
-	c.w.WriteInt(int64(res))
 }
 
 // scriptRedsyncTouch: ARGV[2] ms replaces the ttl where the token holds the

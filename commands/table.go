@@ -14,7 +14,10 @@ type command struct {
 	noAuth bool
 	// write marks commands that change backend state (for COMMAND's flags).
 	write bool
-	run   func(h *Handler, c *call)
+	// keys says where the command names keys: COMMAND reports it,
+	// pipelines order by it, and Exec refuses reserved keys by it.
+	keys keyLayout
+	run  func(h *Handler, c *call)
 }
 
 // call is one command being run.
@@ -68,6 +71,12 @@ func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
 		ow, t0 := &outcomeWriter{Writer: w}, time.Now()
 		defer func() { o.CommandDone(name, ow.outcome(name), time.Since(t0)) }()
 		w = ow
+	}
+	// Checked before the command parses anything else, as Redis checks a
+	// key's permission: a reserved key changes nothing on any backend.
+	if namesReservedKey(cmd.keys, args) {
+		w.WriteError(msgReservedKey)
+		return
 	}
 	cmd.run(h, &call{s: s, w: w, name: name, args: args[1:]})
 }

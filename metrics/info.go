@@ -74,10 +74,3 @@ func histogramMean(h writer) float64 {
 	}
 	return d.Histogram.GetSampleSum() / float64(d.Histogram.GetSampleCount())
 }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

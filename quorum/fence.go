@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -41,6 +42,15 @@ import (
 // when on, keeps a restarted node out of the read, which removes the
 // data-loss case. Counters are Lua numbers on Redis: exact up to 2^53
 // (microseconds until about the year 2255).
+//
+// A counter that is not a decimal integer in [0, MaxFence] (written by
+// hand on a backend, or corrupted) carries no fence this proxy could have
+// handed out, and a number read from it could send the next fence
+// anywhere: far ahead, beyond what Lua compares exactly, or back once it
+// is gone. Its node votes as an error in the read (ErrBadFence), so a
+// majority of sound nodes still fences, and the raise overwrites it like
+// the counter of a node that lost its data. Clients cannot write these
+// keys: the command table refuses the redlockd: namespace.
 
 // FenceTTL is how long a fencing counter outlives its last use. The proxy
 // never stores a key without an expiry; past this the clock floor takes over.
@@ -54,6 +64,14 @@ type Fencer interface {
 	// and returns the value the key holds afterwards, atomically.
 	RaiseFence(ctx context.Context, key string, v int64, ttl time.Duration) (int64, error)
 }
+
+// MaxFence is the largest counter a node may hold: Redis compares counters
+// as Lua numbers, which are exact up to 2^53.
+const MaxFence = 1 << 53
+
+// ErrBadFence reports a node whose counter is not a decimal integer in
+// [0, MaxFence]. Fencers return it (wrapped) for such a counter.
+var ErrBadFence = errors.New("quorum: malformed fence counter")
 
 // ErrFenceOvertaken reports that a node already stored a larger fence than
 // the one just computed: another holder fenced the key meanwhile, so this
@@ -93,7 +111,7 @@ func (c *Cluster) readFences(ctx context.Context, fk string) (int64, error) {
 		if !ok {
 			return 0, ErrUnsupported
 		}
-		return fn.ReadFence(ctx, fk)
+		return checkFence(fn.ReadFence(ctx, fk))
 	})
 	var t tally
 	var top int64
@@ -110,6 +128,15 @@ func (c *Cluster) readFences(ctx context.Context, fk string) (int64, error) {
 	return top, nil
 }
 
+// checkFence turns a counter outside [0, MaxFence] into the node's error:
+// a fence taken from it could run backwards or past exact comparison.
+func checkFence(v int64, err error) (int64, error) {
+	if err == nil && (v < 0 || v > MaxFence) {
+		return 0, fmt.Errorf("%w: %d", ErrBadFence, v)
+	}
+	return v, err
+}
+
 func (c *Cluster) raiseFences(ctx context.Context, fk string, f int64) error {
 	overtaken := false
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
@@ -117,7 +144,7 @@ func (c *Cluster) raiseFences(ctx context.Context, fk string, f int64) error {
 		if !ok {
 			return 0, ErrUnsupported
 		}
-		return fn.RaiseFence(ctx, fk, f, FenceTTL)
+		return checkFence(fn.RaiseFence(ctx, fk, f, FenceTTL))
 	})
 	var t tally
 	for range c.nodes {

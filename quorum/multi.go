@@ -95,25 +95,6 @@ func (c *Cluster) multiOutcome(ctx context.Context, t *tally, keys []string, tok
 	return Lock{}, contention
 }
 
-// ReleaseEach deletes, on every node, each of keys that holds token. It
-// returns how many keys were held by token on a majority of nodes.
-func (c *Cluster) ReleaseEach(ctx context.Context, keys []string, token string) (int, error) {
-	if err := c.multiNodes(); err != nil {
-		return 0, err
-	}
-	held, t := c.releaseEach(cleanupCtx(ctx), keys, token)
-	if t.answered() < c.Quorum() {
-		return 0, c.noQuorum(&t)
-	}
-	n := 0
-	for _, h := range held {
-		if h >= c.Quorum() {
-			n++
-		}
-	}
-	return n, nil
-}
-
 // releaseEach returns, per key, on how many nodes token held it.
 func (c *Cluster) releaseEach(ctx context.Context, keys []string, token string) ([]int, tally) {
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) ([]bool, error) {

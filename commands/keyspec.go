@@ -1,0 +1,66 @@
+package commands
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// keyLayout says where a command's keys are among its arguments. It is part
+// of each command's registration, so that COMMAND's key positions, the
+// ordering of pipelined commands and the reserved-namespace check all read
+// the same place: a command that names keys says so once.
+type keyLayout int
+
+const (
+	keysNone keyLayout = iota // names no key
+	keyFirst                  // args[1]
+	keysAll                   // args[1:]
+	keysEval                  // args[3 : 3+numkeys]
+)
+
+// reservedPrefix starts every key and channel the proxy keeps on the
+// backends for itself: fence counters, hold counts, wait marks, release
+// notices. A client that could write them would break FENCE, OWNER and
+// WAIT for everyone.
+const reservedPrefix = "redlockd:"
+
+// msgReservedKey is SPEC §3's refusal of a key in the reserved namespace.
+const msgReservedKey = "ERR key is in redlockd's reserved namespace"
+
+// keyArgs returns the keys that args (the name first) name under layout;
+// ok is false when EVAL's numkeys does not say where they are, which the
+// command itself refuses.
+func keyArgs(layout keyLayout, args [][]byte) (keys [][]byte, ok bool) {
+	switch layout {
+	case keyFirst:
+		return args[1:min(2, len(args))], true
+	case keysAll:
+		return args[1:], true
+	case keysEval:
+		return evalKeyArgs(args)
+	}
+	return nil, true
+}
+
+func evalKeyArgs(args [][]byte) ([][]byte, bool) {
+	if len(args) < 3 {
+		return nil, false
+	}
+	n, err := strconv.Atoi(string(args[2]))
+	if err != nil || n < 0 || 3+n > len(args) {
+		return nil, false
+	}
+	return args[3 : 3+n], true
+}
+
+// namesReservedKey reports whether a command of layout names a key in the
+// proxy's own namespace.
+func namesReservedKey(layout keyLayout, args [][]byte) bool {
+	keys, _ := keyArgs(layout, args)
+	for _, k := range keys {
+		if bytes.HasPrefix(k, []byte(reservedPrefix)) {
+			return true
+		}
+	}
+	return false
+}

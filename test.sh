@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need when it is missing
+# (redis-server, redis-cli, Debian's python3-redis, the node packages of the
+# compatibility suite), checks the module and the code, then runs every test
+# with the race detector. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import redis' 2>/dev/null || need+=(python3-redis)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ -f compat/node/package-lock.json ]; then
+  (cd compat/node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+go version
+# go.mod and go.sum must already be what `go mod tidy` makes of them.
+go mod tidy -diff
+go vet ./...
+staticcheck_version=v0.8.2  # release 2026.2.2
+go run "honnef.co/go/tools/cmd/staticcheck@${staticcheck_version}" ./...
+go test -race -count=1 -timeout 30m ./...
+# A short fuzzing run of the client-facing input paths (their seeds ran above).
+go test -run='^$' -fuzz=FuzzRequestStream -fuzztime=10s -fuzzminimizetime=5s ./proxy/
+go test -run='^$' -fuzz=FuzzExec -fuzztime=10s -fuzzminimizetime=5s ./commands/

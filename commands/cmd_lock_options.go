@@ -95,8 +95,8 @@ func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
 	return true
 }
 
-// grant is a lock LOCK obtained: a fresh acquisition, or one more hold of
-// the owner's lock.
+// grant is a lock LOCK obtained: a fresh acquisition, or a hold of the
+// owner's lock (reentered: the first hold or one more).
 type grant struct {
 	quorum.Lock
 	reentered bool
@@ -142,24 +142,26 @@ func (h *Handler) writeGrant(c *call, g grant, withFence bool, fence int64) {
 	}
 }
 
-// lockFor acquires key, or with OWNER first tries one more hold of the
-// owner's lock; the owner's fresh token is unique per acquisition.
+// lockFor acquires key, or with OWNER takes one hold of the owner's lock:
+// one more when the owner holds it, a fresh lock otherwise, in one round.
 func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
 	if o.owner == "" {
 		l, err := h.acquire(s, key, o.token, o.ttl, o.wait)
 		return grant{Lock: l}, err
 	}
-	r, err := h.cluster.Reenter(s.Context(), key, o.owner, o.ttl)
-	if err == nil || !errors.Is(err, quorum.ErrNotHeld) {
-		h.count(err)
-		return grant{Lock: r.Lock, reentered: true}, err
+	var r quorum.Reentered
+	var err error
+	if o.wait > 0 {
+		r, err = h.cluster.LockOwnerWait(s.Context(), key, o.owner, o.ttl, o.wait)
+	} else {
+		r, err = h.cluster.LockOwner(s.Context(), key, o.owner, o.ttl)
 	}
-	l, err := h.acquire(s, key, quorum.NewOwnerToken(o.owner), o.ttl, o.wait)
-	return grant{Lock: l}, err
+	h.count(err)
+	return grant{Lock: r.Lock, reentered: true}, err
 }
 
 // fence hands out g's fencing token. If that fails, the grant is undone (a
-// fresh lock released, a reentry's hold dropped): a lock the client was not
+// fresh lock released, an owner's hold dropped): a lock the client was not
 // told about must not stay behind.
 func (h *Handler) fence(s *Session, g *grant) (int64, error) {
 	f, err := h.cluster.Fence(s.Context(), &g.Lock)

@@ -139,8 +139,7 @@ func nodeHolds(lock, holds quorum.NodeView) optInt {
 		return optInt{}
 	}
 	if holds.Err == nil && holds.Present {
-		tok, count, ok := strings.Cut(holds.Token, " ")
-		if n, err := strconv.ParseInt(count, 10, 64); ok && err == nil && tok == lock.Token {
+		if tok, n, ok := quorum.ParseHolds(holds.Token); ok && tok == lock.Token {
 			return optInt{n, true}
 		}
 	}

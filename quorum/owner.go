@@ -15,24 +15,35 @@ import (
 //
 //   - the token names the owner: "owner:<len(id)>:<id>:<random>". The length
 //     keeps owner "a" from matching a token of owner "a:b"; the random part
-//     makes each acquisition's token unique, so a failed acquire releasing
-//     its own token can never remove another acquisition of the same owner;
+//     makes each round's token unique, so undoing one round can never
+//     remove another round's hold;
 //   - the hold count lives beside the lock, at HoldsKey(key), as
-//     "<token> <count>", changed atomically with the lock key by each node
-//     and given the lock's ttl. It is bound to the token, so a count left
-//     behind by an earlier lock means nothing to the next one; no companion
-//     key (or a stale one) counts as one hold.
+//     "<token> <count>" (FormatHolds, ParseHolds), changed atomically with
+//     the lock key by each node and given the lock's ttl. It is bound to
+//     the token, so a count left behind by an earlier lock means nothing to
+//     the next one; no companion key (or a stale one) counts as one hold.
 //
-// Each node counts on its own; counts can diverge when a node misses a
-// reentry. The lock is held while a majority still holds its token, so a
-// node that counts one hold too few lets go early on its own (a minority),
-// and one that counts too many keeps a stale copy until its ttl, which the
-// quorum releases as soon as a majority has let go.
+// A LOCK … OWNER round adds a hold on every node where the owner's token
+// stands (or sets a fresh token where the key is free), and is granted
+// when a majority answers with one token. A round that is not granted, or
+// the part of a granted one that went to another token, is undone node by
+// node, exactly: each node records which token the round's hold went to
+// (holdMarkKey), and the undo takes back that one hold, or, where the
+// round has not arrived yet, makes sure it adds nothing when it does but a
+// hold of the granted token. So a node counts the granted holds of the
+// token it stores and nothing else.
+//
+// Each node still counts on its own: a node that missed a granted round
+// (it never ran there) counts one hold too few and lets go early on its own
+// (a minority). The lock is held while a majority holds its token, and its
+// hold count is the one a majority agrees on (majorityHeld); once a
+// majority has let go, the quorum releases the copies left elsewhere.
 
 // ownerPrefix marks tokens of reentrant locks.
 const ownerPrefix = "owner:"
 
-// Operation names of reentry and fencing, for an Observer.
+// Operation names of reentry and fencing, for an Observer. OpReenter is a
+// LockOwner: every LOCK … OWNER, its owner's first hold or one more.
 const (
 	OpReenter = "reenter"
 	OpFence   = "fence"
@@ -42,11 +53,23 @@ const (
 // without it answer every reentrant operation with ErrUnsupported (a failed
 // node within the vote).
 type Reentrant interface {
-	// Reenter: if key holds a token that starts with prefix, refresh key's
-	// ttl and add one to the hold count at holdsKey (refreshing its ttl
-	// too), atomically. It returns the token and the new count; ok is false
-	// when key holds no such token.
-	Reenter(ctx context.Context, key, holdsKey, prefix string, ttl time.Duration) (token string, holds int64, ok bool, err error)
+	// HoldOwner is one node's part of a round of LockOwner, atomically: if
+	// key holds a token that starts with prefix, add one hold to it (count
+	// at holdsKey) and raise key's ttl to at least ttl; if key is absent,
+	// set it to token with one hold. Either way it records at markKey (for
+	// ttl) which token got the hold, so that UndoHold can take back exactly
+	// this hold. If markKey already exists, the round was undone (nothing
+	// is added, unless the undo kept a granted token that key still holds:
+	// then the hold goes to it), or this is a repeat of the same call (its
+	// recorded hold is returned). ok is false when no hold is held for the
+	// round.
+	HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (held string, holds int64, ok bool, err error)
+	// UndoHold takes back the hold recorded at markKey, unless it went to
+	// keep (a granted token; "" when nothing was granted). Where the round
+	// has not arrived, it leaves a mark (for ttl) that lets a HoldOwner of
+	// the round still on its way add a hold to keep only, or nothing. It
+	// reports whether a hold was taken back. Repeating it changes nothing.
+	UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error)
 	// Unhold: if key holds token, drop one hold, and delete key and
 	// holdsKey when none is left, atomically. remaining is the holds left
 	// (0: deleted); ok is false when key does not hold token.
@@ -57,6 +80,28 @@ type Reentrant interface {
 
 // HoldsKey is where the nodes keep the hold count of a reentrant lock.
 func HoldsKey(key string) string { return "redlockd:holds:{" + key + "}" }
+
+// holdMarkKey is where a node records what one round of LockOwner (named
+// by its round token) did there; see Reentrant.HoldOwner.
+func holdMarkKey(key, token string) string { return "redlockd:hold:{" + key + "}:" + token }
+
+// FormatHolds is the text of a hold count as the nodes store it at
+// HoldsKey: "<token> <count>".
+func FormatHolds(token string, n int64) string { return token + " " + strconv.FormatInt(n, 10) }
+
+// ParseHolds reads FormatHolds's text. The count is after the last space:
+// a token may contain spaces (an owner id may), the count never does.
+func ParseHolds(s string) (token string, n int64, ok bool) {
+	i := strings.LastIndexByte(s, ' ')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(s[i+1:], 10, 64)
+	if err != nil || n < 0 {
+		return "", 0, false
+	}
+	return s[:i], n, true
+}
 
 // OwnerPrefix is the start of every token of owner id.
 func OwnerPrefix(id string) string {
@@ -69,7 +114,8 @@ func NewOwnerToken(id string) string { return OwnerPrefix(id) + NewToken() }
 // IsOwnerToken reports whether token belongs to a reentrant lock.
 func IsOwnerToken(token string) bool { return strings.HasPrefix(token, ownerPrefix) }
 
-// Reentered is a successful reentry: the lock and its hold count.
+// Reentered is a hold of an owner's lock (the first or one more): the lock
+// and the hold count a majority of its nodes agree on.
 type Reentered struct {
 	Lock
 	Holds int64
@@ -80,50 +126,124 @@ type held struct {
 	holds int64
 }
 
-// Reenter adds a hold to the lock of owner id if a majority of nodes hold
-// one token of id, refreshing its ttl. It returns ErrNotHeld when the owner
-// holds no lock on key (then a fresh acquire with NewOwnerToken is the next
-// step), a *NoQuorumError when too few nodes answered.
-func (c *Cluster) Reenter(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
+// ownerRounds bounds the rounds of one LockOwner that end in a split
+// among the owner's own tokens.
+const ownerRounds = 8
+
+// LockOwner takes one hold of the lock of owner id on key: one more hold
+// when the owner holds it (the same token, ttl raised to at least ttl), a
+// fresh lock otherwise. Each round runs HoldOwner on every node with a new
+// token; the hold is granted when a majority answers with one token of id
+// within the validity. Whatever the round added elsewhere is taken back.
+//
+// Concurrent first LOCKs of one owner can leave its tokens split with no
+// majority for any; every one of them then undoes its round and tries
+// again after a pause, up to ownerRounds times, so that a LOCK of the
+// owner is not refused for a lock the owner is taking. It returns
+// ErrNotAcquired when another owner holds the lock, a *NoQuorumError when
+// too few nodes answered.
+func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
 	ctx, done := c.begin(ctx, OpReenter)
 	defer func() { done(err, r.Validity, ttl) }()
 	if ttl <= 0 {
 		return Reentered{}, ErrInvalidTTL
 	}
+	for round := 1; ; round++ {
+		if err := ctx.Err(); err != nil {
+			return Reentered{}, err
+		}
+		r, split, err := c.ownerRound(ctx, key, id, ttl)
+		if !split || round == ownerRounds || !sleepCtx(ctx, c.jitter()) {
+			return r, err
+		}
+	}
+}
+
+// LockOwnerWait is LockOwner retried as AcquireWait retries Acquire, until
+// it succeeds, wait has passed, or ctx is done.
+func (c *Cluster) LockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
+	deadline := c.cfg.Now().Add(wait)
+	w := c.wake.join(key)
+	for {
+		r, err := c.LockOwner(ctx, key, id, ttl)
+		if err == nil || errors.Is(err, ErrInvalidTTL) {
+			c.wake.leave(w, err == nil)
+			return r, err
+		}
+		if !c.pauseForRetry(ctx, w, deadline) {
+			c.wake.leave(w, false)
+			return Reentered{}, err
+		}
+	}
+}
+
+// ownerRound is one round of LockOwner. split reports a round lost to a
+// split among the owner's own tokens: worth another round.
+func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, split bool, err error) {
+	token := NewOwnerToken(id)
+	mark := holdMarkKey(key, token)
 	t0 := c.cfg.Now()
-	prefix := OwnerPrefix(id)
 	ch := fanout(ctx, c, func(ctx context.Context, n Node) (held, error) {
 		rn, ok := n.(Reentrant)
 		if !ok {
 			return held{}, ErrUnsupported
 		}
-		tok, holds, yes, err := rn.Reenter(ctx, key, HoldsKey(key), prefix, ttl)
-		if !yes {
-			return held{}, err
-		}
-		return held{tok, holds}, err
+		tok, holds, yes, err := rn.HoldOwner(ctx, key, HoldsKey(key), mark, OwnerPrefix(id), token, ttl)
+		return heldIf(yes && err == nil, tok, holds), err
 	})
+	answers := make([]result[held], len(c.nodes))
 	var t tally
 	var hs []held
 	for range c.nodes {
-		r := <-ch
-		t.add(r.val.token != "", r.err)
-		if r.err == nil && r.val.token != "" {
-			hs = append(hs, r.val)
+		a := <-ch
+		answers[a.node] = a
+		t.add(a.val.token != "", a.err)
+		if a.val.token != "" {
+			hs = append(hs, a.val)
 		}
 	}
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
 	tok, holds := majorityHeld(hs, c.Quorum())
-	if tok != "" && validity > 0 {
-		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, nil
+	if validity <= 0 {
+		tok = ""
 	}
-	if tok != "" {
-		_, _, _ = c.Unhold(cleanupCtx(ctx), key, tok) // take back the hold just added
+	c.undoHolds(ctx, key, mark, tok, ttl, answers)
+	switch {
+	case tok != "":
+		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, false, nil
+	case t.answered() < c.Quorum():
+		return Reentered{}, false, c.noQuorum(&t)
 	}
-	if t.answered() < c.Quorum() {
-		return Reentered{}, c.noQuorum(&t)
+	return Reentered{}, len(hs) >= c.Quorum() && validity > 0, ErrNotAcquired
+}
+
+// undoHolds takes back what a round added outside the granted lock (keep;
+// "" when nothing was granted): the holds on nodes that answered with
+// another token, and whatever a node that did not answer may have added or
+// may still add. A node that does not answer the undo gets it again later.
+func (c *Cluster) undoHolds(ctx context.Context, key, mark, keep string, ttl time.Duration, answers []result[held]) {
+	ctx = cleanupCtx(ctx)
+	finished := make(chan struct{}, len(c.nodes))
+	sent := 0
+	for i, a := range answers {
+		rn, ok := c.nodes[i].(Reentrant)
+		lost := a.err != nil && !errors.Is(a.err, ErrUnsupported)
+		if !ok || !(lost || (a.val.token != "" && a.val.token != keep)) {
+			continue
+		}
+		sent++
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout)
+			defer cancel()
+			if _, err := rn.UndoHold(nctx, key, HoldsKey(key), mark, keep, ttl); err != nil {
+				c.pending.addUndo(i, key, mark, keep, ttl)
+			}
+			finished <- struct{}{}
+		}()
 	}
-	return Reentered{}, ErrNotHeld
+	for range sent {
+		<-finished
+	}
 }
 
 // majorityHeld finds the token held on at least q nodes and the hold count

@@ -39,6 +39,16 @@ type pendingRelease struct {
 	// confirmAt is zero until a retry found the token absent; from then on
 	// the next retry after confirmAt that finds it absent too ends the entry.
 	confirmAt time.Time
+	// undo, when set, makes the entry an UndoHold of a round of LockOwner
+	// (token is then its mark key) instead of a compare-and-delete. It is
+	// exact and leaves a mark against a late arrival, so one answer ends it.
+	undo *undoHold
+}
+
+// undoHold is what UndoHold needs besides key and mark.
+type undoHold struct {
+	keep string
+	ttl  time.Duration
 }
 
 // pendingQueue holds one node's pending releases, oldest first.
@@ -89,9 +99,6 @@ func newRetrier(nodes []Node, cfg Config) *retrier {
 // did answer "not held", but a straggling SET may still land, so the entry
 // only needs confirming.
 func (r *retrier) add(i int, key, token string, ttl time.Duration, answeredAbsent bool) {
-	if r.every <= 0 {
-		return
-	}
 	if ttl <= 0 {
 		ttl = r.horizon
 	}
@@ -100,6 +107,21 @@ func (r *retrier) add(i int, key, token string, ttl time.Duration, answeredAbsen
 	if answeredAbsent {
 		e.confirmAt = now.Add(r.every)
 	}
+	r.push(i, e)
+}
+
+// addUndo remembers an UndoHold of the round marked at mark on node i
+// that did not get an answer.
+func (r *retrier) addUndo(i int, key, mark, keep string, ttl time.Duration) {
+	r.push(i, pendingRelease{key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{keep, ttl}})
+}
+
+// push queues e for node i and arms the next retry round.
+func (r *retrier) push(i int, e pendingRelease) {
+	if r.every <= 0 {
+		return
+	}
+	now := time.Now()
 	q := r.queues[i]
 	q.mu.Lock()
 	q.entries = append(q.entries, e)
@@ -188,7 +210,7 @@ func (r *retrier) drain(i int) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
-		deleted, err := r.nodes[i].CompareAndDelete(ctx, e.key, e.token)
+		deleted, err := r.retry(ctx, r.nodes[i], e)
 		cancel()
 		switch {
 		case err != nil:
@@ -203,6 +225,19 @@ func (r *retrier) drain(i int) {
 		}
 	}
 	r.putBack(q, keep)
+}
+
+// retry sends e to n again; deleted true ends the entry.
+func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted bool, err error) {
+	if e.undo == nil {
+		return n.CompareAndDelete(ctx, e.key, e.token)
+	}
+	rn, ok := n.(Reentrant)
+	if !ok {
+		return true, nil
+	}
+	_, err = rn.UndoHold(ctx, e.key, HoldsKey(e.key), e.token, e.undo.keep, e.undo.ttl)
+	return err == nil, err
 }
 
 // putBack returns the entries a drain kept in front of those added

@@ -3,8 +3,6 @@ package quorum
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -87,17 +85,11 @@ func (c *Cluster) maxHolds(ctx context.Context, key, token string, missing []boo
 	return most
 }
 
-// holdsFor reads a stored hold count "<token> <count>" (the token may
-// contain spaces: the count follows the last one); a count of another
-// token, or a malformed one, is one hold.
+// holdsFor reads a stored hold count (ParseHolds's format); a count of
+// another token, or a malformed or zero one, is one hold.
 func holdsFor(s, token string) int64 {
-	i := strings.LastIndexByte(s, ' ')
-	if i < 0 || s[:i] != token {
-		return 1
+	if tok, n, ok := ParseHolds(s); ok && tok == token && n > 0 {
+		return n
 	}
-	n, err := strconv.ParseInt(s[i+1:], 10, 64)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
+	return 1
 }

@@ -13,11 +13,11 @@ import (
 func TestKeepRestoresOwnerHolds(t *testing.T) {
 	ctx := context.Background()
 	c, mems := memCluster(t)
-	tok := quorum.NewOwnerToken("w")
-	l, err := c.Acquire(ctx, "k", tok, time.Second)
+	r, err := c.LockOwner(ctx, "k", "w", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tok := r.Token
 	waitUntil(t, "every node holds the token", func() bool {
 		for _, m := range mems {
 			if got, _, _, _ := m.Get(ctx, "k"); got != tok {
@@ -26,9 +26,10 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 		}
 		return true
 	})
-	if _, err := c.Reenter(ctx, "k", "w", time.Second); err != nil {
-		t.Fatal(err)
+	if r, err = c.LockOwner(ctx, "k", "w", time.Second); err != nil || r.Token != tok {
+		t.Fatalf("second hold: %+v, %v", r, err)
 	}
+	l := r.Lock
 	k := c.Keep("k", tok, 90*time.Millisecond, l.Validity, func(err error) { t.Errorf("lost: %v", err) })
 	defer k.Stop(false)
 	mems[2].Delete(ctx, "k")

@@ -1,0 +1,277 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+const ownerTTL = 10 * time.Second
+
+// ownerCluster is a cluster over three in-memory nodes, of which the
+// first may be wrapped (to lose replies or stall), closed at cleanup.
+func ownerCluster(t *testing.T, first func(*backend.Memory) quorum.Node) (*quorum.Cluster, []*backend.Memory) {
+	t.Helper()
+	var mems []*backend.Memory
+	var nodes []quorum.Node
+	for _, name := range []string{"m1", "m2", "m3"} {
+		m := backend.NewMemory(name)
+		mems = append(mems, m)
+		nodes = append(nodes, m)
+	}
+	if first != nil {
+		nodes[0] = first(mems[0])
+	}
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
+	cfg.ReleaseRetry = 20 * time.Millisecond
+	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Millisecond, 2*time.Millisecond
+	c, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		for _, m := range mems {
+			m.Close()
+		}
+	})
+	return c, mems
+}
+
+// seed stores a lock of token with holds holds on m, as the nodes do.
+func seed(t *testing.T, m *backend.Memory, token string, holds int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := m.Set(ctx, "k", token, ownerTTL); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Set(ctx, quorum.HoldsKey("k"), quorum.FormatHolds(token, holds), ownerTTL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// state is m's lock token and hold count ("" and 0 when free).
+func state(t *testing.T, m *backend.Memory) (string, int64) {
+	t.Helper()
+	ctx := context.Background()
+	tok, _, ok, err := m.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return "", 0
+	}
+	h, _, ok, err := m.Get(ctx, quorum.HoldsKey("k"))
+	if err != nil || !ok {
+		return tok, 1
+	}
+	ht, n, ok := quorum.ParseHolds(h)
+	if !ok || ht != tok {
+		return tok, 1
+	}
+	return tok, n
+}
+
+func wantState(t *testing.T, m *backend.Memory, token string, holds int64) {
+	t.Helper()
+	if tok, n := state(t, m); tok != token || n != holds {
+		t.Fatalf("%s stores %q with %d holds, want %q with %d", m.Name(), tok, n, token, holds)
+	}
+}
+
+var (
+	tokW  = quorum.OwnerPrefix("w") + "a"
+	tokW2 = quorum.OwnerPrefix("w") + "b"
+	tokV  = quorum.OwnerPrefix("v") + "c"
+)
+
+// A round that reaches the owner's token on a minority only is not
+// granted, and the hold it added there is taken back.
+func TestLockOwnerUndoesMinorityHold(t *testing.T) {
+	c, m := ownerCluster(t, nil)
+	seed(t, m[0], tokW, 1)
+	seed(t, m[1], tokV, 1)
+	seed(t, m[2], tokV, 1)
+	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
+		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
+	}
+	wantState(t, m[0], tokW, 1)
+	wantState(t, m[1], tokV, 1)
+}
+
+// A split among the owner's own tokens is retried, and every round takes
+// back what it added: the holds on each token and the fresh token on the
+// free node.
+func TestLockOwnerSplitUndone(t *testing.T) {
+	c, m := ownerCluster(t, nil)
+	seed(t, m[0], tokW, 1)
+	seed(t, m[1], tokW2, 2)
+	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
+		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
+	}
+	if got := m[0].Calls("HoldOwner"); got < 2 {
+		t.Fatalf("a split was tried %d times, want it retried", got)
+	}
+	wantState(t, m[0], tokW, 1)
+	wantState(t, m[1], tokW2, 2)
+	wantState(t, m[2], "", 0)
+}
+
+// A granted round adds one hold on the nodes of the granted token and
+// nothing on a node that stores another token of the owner.
+func TestLockOwnerGrantUndoesOtherToken(t *testing.T) {
+	c, m := ownerCluster(t, nil)
+	seed(t, m[0], tokW, 1)
+	seed(t, m[1], tokW, 1)
+	seed(t, m[2], tokW2, 1)
+	r, err := c.LockOwner(context.Background(), "k", "w", ownerTTL)
+	if err != nil || r.Token != tokW || r.Holds != 2 || r.Validity <= 0 {
+		t.Fatalf("LockOwner = %+v, %v; want %q with 2 holds", r, err, tokW)
+	}
+	wantState(t, m[0], tokW, 2)
+	wantState(t, m[1], tokW, 2)
+	wantState(t, m[2], tokW2, 1)
+}
+
+// lostReply is a node whose HoldOwner lands but whose answer is lost.
+type lostReply struct{ *backend.Memory }
+
+func (n lostReply) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (string, int64, bool, error) {
+	_, _, _, _ = n.Memory.HoldOwner(ctx, key, holdsKey, markKey, prefix, token, ttl)
+	return "", 0, false, errors.New("reply lost")
+}
+
+// A node that did not answer gets the round undone: the fresh token it
+// stored is gone.
+func TestLockOwnerUndoesUnanswered(t *testing.T) {
+	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { return lostReply{m} })
+	seed(t, m[1], tokV, 1)
+	seed(t, m[2], tokV, 1)
+	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
+		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
+	}
+	wantState(t, m[0], "", 0)
+}
+
+// A hold that an unanswered node added to the granted token is one of the
+// grant's holds there, and stays.
+func TestLockOwnerKeepsUnansweredGrantedHold(t *testing.T) {
+	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { return lostReply{m} })
+	for _, n := range m {
+		seed(t, n, tokW, 1)
+	}
+	r, err := c.LockOwner(context.Background(), "k", "w", ownerTTL)
+	if err != nil || r.Token != tokW || r.Holds != 2 {
+		t.Fatalf("LockOwner = %+v, %v", r, err)
+	}
+	for _, n := range m {
+		wantState(t, n, tokW, 2)
+	}
+}
+
+// lateHold is a node whose HoldOwner is held back until gate closes and
+// lands after the round gave up on it, as a stalled server's would.
+type lateHold struct {
+	*backend.Memory
+	gate   chan struct{}
+	landed chan struct{}
+	once   sync.Once
+}
+
+func (n *lateHold) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (string, int64, bool, error) {
+	n.once.Do(func() {
+		go func() {
+			defer close(n.landed)
+			<-n.gate
+			_, _, _, _ = n.Memory.HoldOwner(context.Background(), key, holdsKey, markKey, prefix, token, ttl)
+		}()
+	})
+	<-ctx.Done()
+	return "", 0, false, ctx.Err()
+}
+
+// A round's HoldOwner that lands after the round was undone adds nothing:
+// neither a fresh token on a free node nor a hold.
+func TestLockOwnerLateHoldAddsNothing(t *testing.T) {
+	late := &lateHold{gate: make(chan struct{}), landed: make(chan struct{})}
+	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { late.Memory = m; return late })
+	seed(t, m[1], tokV, 1)
+	seed(t, m[2], tokV, 1)
+	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
+		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
+	}
+	close(late.gate)
+	<-late.landed
+	wantState(t, m[0], "", 0)
+}
+
+// flakyUndo is lostReply whose UndoHold fails too until mended.
+type flakyUndo struct {
+	lostReply
+	mu     sync.Mutex
+	mended bool
+}
+
+func (n *flakyUndo) mend() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mended = true
+}
+
+func (n *flakyUndo) UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error) {
+	n.mu.Lock()
+	mended := n.mended
+	n.mu.Unlock()
+	if !mended {
+		return false, errors.New("connection reset")
+	}
+	return n.Memory.UndoHold(ctx, key, holdsKey, markKey, keep, ttl)
+}
+
+// An undo that a node did not answer is sent again until it does.
+func TestLockOwnerUndoRetried(t *testing.T) {
+	flaky := &flakyUndo{}
+	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { flaky.lostReply = lostReply{m}; return flaky })
+	seed(t, m[0], tokW, 1)
+	seed(t, m[1], tokV, 1)
+	seed(t, m[2], tokV, 1)
+	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
+		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
+	}
+	if tok, n := state(t, m[0]); tok != tokW || n != 2 || c.PendingReleases()[0] == 0 {
+		t.Fatalf("before the retry m1 stores %q with %d holds, pending %v; want the round's hold there and its undo pending", tok, n, c.PendingReleases())
+	}
+	flaky.mend()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.PendingReleases()[0] > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the undo was never retried")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	wantState(t, m[0], tokW, 1)
+}
+
+// A round that reaches a node only after the grant adds its hold there
+// when it finds the granted token: the node counts the grant.
+func TestLockOwnerLateGrantedHoldCounts(t *testing.T) {
+	late := &lateHold{gate: make(chan struct{}), landed: make(chan struct{})}
+	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { late.Memory = m; return late })
+	for _, n := range m {
+		seed(t, n, tokW, 1)
+	}
+	r, err := c.LockOwner(context.Background(), "k", "w", ownerTTL)
+	if err != nil || r.Token != tokW || r.Holds != 2 {
+		t.Fatalf("LockOwner = %+v, %v", r, err)
+	}
+	wantState(t, m[0], tokW, 1)
+	close(late.gate)
+	<-late.landed
+	wantState(t, m[0], tokW, 2)
+}

@@ -3,7 +3,6 @@ module github.com/redlockd/redlockd
 go 1.26.8
 
 require (
-	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

@@ -65,7 +65,7 @@ return ttl`)
 
 // SetNXAll implements quorum.MultiNode.
 func (r *Redis) SetNXAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
-	ms, err := millis(ttl)
+	ms, err := ceilMillis(ttl)
 	if err != nil {
 		return false, err
 	}
@@ -78,7 +78,7 @@ func (r *Redis) SetNXAll(ctx context.Context, keys []string, token string, ttl t
 
 // ExtendAll implements quorum.MultiNode.
 func (r *Redis) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error) {
-	ms, err := millis(ttl)
+	ms, err := ceilMillis(ttl)
 	if err != nil {
 		return false, err
 	}
@@ -107,11 +107,11 @@ func (r *Redis) ReleaseEach(ctx context.Context, keys []string, token string) ([
 
 // CompareAndAddTTL implements quorum.TTLAdder.
 func (r *Redis) CompareAndAddTTL(ctx context.Context, key, token string, add, limit time.Duration) (time.Duration, bool, error) {
-	addMS, err := millis(add)
+	addMS, err := ceilMillis(add)
 	if err != nil {
 		return 0, false, err
 	}
-	limitMS, err := millis(limit)
+	limitMS, err := ceilMillis(limit)
 	if err != nil {
 		return 0, false, err
 	}

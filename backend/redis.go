@@ -275,10 +275,10 @@ func (r *Redis) Close() error {
 	return nil
 }
 
-// millis converts a ttl to whole milliseconds, rounding up: a backend key
+// ceilMillis converts a ttl to whole milliseconds, rounding up: a backend key
 // that outlives the lock's validity by under a millisecond is safe, one
 // that expires before it is not (and PX 0 is an error).
-func millis(ttl time.Duration) (int64, error) {
+func ceilMillis(ttl time.Duration) (int64, error) {
 	if ttl <= 0 {
 		return 0, ErrInvalidTTL
 	}

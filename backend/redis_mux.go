@@ -98,7 +98,7 @@ func newScript(src string) *redis.Script {
 }
 
 func ms(ttl time.Duration) (string, error) {
-	n, err := millis(ttl)
+	n, err := ceilMillis(ttl)
 	if err != nil {
 		return "", err
 	}

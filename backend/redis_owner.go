@@ -131,7 +131,7 @@ return cur`)
 
 // HoldOwner implements quorum.Reentrant.
 func (r *Redis) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (string, int64, bool, error) {
-	px, err := millis(ttl)
+	px, err := ceilMillis(ttl)
 	if err != nil {
 		return "", 0, false, err
 	}
@@ -154,7 +154,7 @@ func (r *Redis) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, t
 
 // UndoHold implements quorum.Reentrant.
 func (r *Redis) UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error) {
-	px, err := millis(ttl)
+	px, err := ceilMillis(ttl)
 	if err != nil {
 		return false, err
 	}
@@ -183,7 +183,7 @@ func (r *Redis) Unhold(ctx context.Context, key, holdsKey, token string) (int64,
 
 // ExtendHeld implements quorum.Reentrant.
 func (r *Redis) ExtendHeld(ctx context.Context, key, holdsKey, token string, ttl time.Duration) (bool, error) {
-	px, err := millis(ttl)
+	px, err := ceilMillis(ttl)
 	if err != nil {
 		return false, err
 	}
@@ -208,7 +208,7 @@ func (r *Redis) ReadFence(ctx context.Context, key string) (int64, error) {
 
 // RaiseFence implements quorum.Fencer.
 func (r *Redis) RaiseFence(ctx context.Context, key string, v int64, ttl time.Duration) (int64, error) {
-	px, err := millis(ttl)
+	px, err := ceilMillis(ttl)
 	if err != nil {
 		return 0, err
 	}

@@ -24,7 +24,7 @@ return 1`)
 
 // RestoreHeld implements quorum.HeldRestorer.
 func (r *Redis) RestoreHeld(ctx context.Context, key, holdsKey, token string, holds int64, ttl time.Duration) (bool, error) {
-	px, err := millis(ttl)
+	px, err := ceilMillis(ttl)
 	if err != nil {
 		return false, err
 	}

@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
+	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/internal/redistest"
 )
 
 func TestMain(m *testing.M) {
 	// A pool whose server died keeps a dialing goroutine (with a sleep on
 	// top of it) until the client is closed.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leaktest.VerifyTestMain(m)
 }
 
 func newTestRedis(t *testing.T, addr string) *Redis {

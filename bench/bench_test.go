@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/redlockd/redlockd/internal/leaktest"
 )
 
 // TestMain doubles as the redlockd child: the smoke run re-executes this
-// test binary in serve mode, as `go run ./bench` re-executes itself.
+// test binary in serve mode, as `go -C bench run .` re-executes itself.
 func TestMain(m *testing.M) {
 	if os.Getenv(envServe) != "" {
 		if err := serveChild(); err != nil {
@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 // TestSmoke runs the benchmark's smoke mode end to end, so that it cannot

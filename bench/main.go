@@ -6,8 +6,8 @@
 // own redis-servers (redis-server and redis-benchmark must be on PATH) and
 // runs redlockd as a child process of itself.
 //
-//	go run ./bench            # N = 3, 5, 7; writes bench/RESULTS.md
-//	go run ./bench -smoke     # seconds: N = 3, tiny counts, no file
+//	go -C bench run .         # N = 3, 5, 7; writes bench/RESULTS.md
+//	go -C bench run . -smoke  # seconds: N = 3, tiny counts, no file
 package main
 
 import (
@@ -77,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.pairsFor, "pairs-for", 5*time.Second, "duration of each lock+unlock run")
 	fs.IntVar(&o.workers, "workers", 50, "client connections / goroutines")
 	fs.IntVar(&o.idle, "idle", 10000, "idle client connections for the memory run")
-	fs.StringVar(&o.out, "out", "bench/RESULTS.md", "results file (empty: none)")
+	fs.StringVar(&o.out, "out", "RESULTS.md", "results file, relative to bench/ (empty: none)")
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 50*time.Millisecond, "redlockd's --node-timeout")
 	fs.DurationVar(&o.retryTimeout, "retry-node-timeout", 500*time.Millisecond,
 		"rerun a redis-benchmark run that a NOQUORUM aborted with this node timeout (go-redsync's per-node timeout for a 10s expiry); 0: no rerun")

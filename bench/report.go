@@ -138,7 +138,7 @@ func yesNo(ok bool) string {
 func (r *results) markdown() string {
 	var b strings.Builder
 	b.WriteString("# redlockd benchmark results\n\n")
-	b.WriteString("Produced by `go run ./bench` (see `bench/main.go`); every row was measured in the same run,\n")
+	b.WriteString("Produced by `go -C bench run .` (see `bench/main.go`); every row was measured in the same run,\n")
 	b.WriteString("one workload at a time, on the machine below. Compare the ratios: the absolute\n")
 	b.WriteString("figures depend on the machine and on whatever else ran on it.\n\n")
 	fmt.Fprintf(&b, "**Machine:** %s\n\n", r.machine)
@@ -153,7 +153,7 @@ func (r *results) markdown() string {
 // notesHeading starts the hand-written part of the results file: what the
 // profile of a run showed and what would close a missed target. A new run
 // rewrites the tables above it and keeps it, so update it with the figures.
-const notesHeading = "## Analysis (hand-written; kept by `go run ./bench`)"
+const notesHeading = "## Analysis (hand-written; kept by `go -C bench run .`)"
 
 // keptNotes returns the hand-written part of an earlier results file, from
 // notesHeading on, after a blank line; "" when it has none.

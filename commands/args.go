@@ -45,7 +45,11 @@ func msArg(c *call, s string) (time.Duration, bool) {
 	return time.Duration(n) * time.Millisecond, true
 }
 
-func millis(d time.Duration) int64 {
+// truncMillis is d in whole milliseconds for a reply (a validity, a PTTL),
+// truncated, except that a positive d under a millisecond is 1, so that
+// time left never reads as none. Compare backend's
+// ceilMillis, which rounds a ttl sent to a backend up.
+func truncMillis(d time.Duration) int64 {
 	ms := d.Milliseconds()
 	if ms < 1 && d > 0 {
 		return 1

@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "client", arity: -2, run: (*Handler).cmdClient})
+	register(&command{name: "client", arity: -2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdClient})
 }
 
 // cmdClient: the CLIENT subcommands that clients send on connect.

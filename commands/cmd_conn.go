@@ -7,13 +7,13 @@ import (
 
 func init() {
 	register(
-		&command{name: "ping", arity: -1, run: (*Handler).cmdPing},
-		&command{name: "echo", arity: 2, run: (*Handler).cmdEcho},
-		&command{name: "quit", arity: -1, noAuth: true, run: (*Handler).cmdQuit},
-		&command{name: "reset", arity: 1, noAuth: true, run: (*Handler).cmdReset},
-		&command{name: "select", arity: 2, run: (*Handler).cmdSelect},
-		&command{name: "auth", arity: -2, noAuth: true, run: (*Handler).cmdAuth},
-		&command{name: "hello", arity: -1, noAuth: true, run: (*Handler).cmdHello},
+		&command{name: "ping", arity: -1, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPing},
+		&command{name: "echo", arity: 2, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEcho},
+		&command{name: "quit", arity: -1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdQuit},
+		&command{name: "reset", arity: 1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdReset},
+		&command{name: "select", arity: 2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdSelect},
+		&command{name: "auth", arity: -2, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdAuth},
+		&command{name: "hello", arity: -1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdHello},
 	)
 }
 

@@ -11,12 +11,12 @@ import (
 // native compare-and-set forms of newer servers (SPEC §3.2).
 func init() {
 	register(
-		&command{name: "ttl", arity: 2, keys: keyFirst, run: (*Handler).cmdTTL},
-		&command{name: "exists", arity: -2, keys: keysAll, run: (*Handler).cmdExists},
-		&command{name: "pexpire", arity: -3, write: true, keys: keyFirst, run: (*Handler).cmdPExpire},
-		&command{name: "expire", arity: -3, write: true, keys: keyFirst, run: (*Handler).cmdExpire},
-		&command{name: "delifeq", arity: 3, write: true, keys: keyFirst, run: (*Handler).cmdDelIfEq},
-		&command{name: "delex", arity: -2, write: true, keys: keyFirst, run: (*Handler).cmdDelEx},
+		&command{name: "ttl", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdTTL},
+		&command{name: "exists", arity: -2, keys: keysAll, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdExists},
+		&command{name: "pexpire", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPExpire},
+		&command{name: "expire", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdExpire},
+		&command{name: "delifeq", arity: 3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDelIfEq},
+		&command{name: "delex", arity: -2, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDelEx},
 	)
 }
 

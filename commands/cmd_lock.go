@@ -8,12 +8,12 @@ import (
 
 func init() {
 	register(
-		&command{name: "lock", arity: -3, write: true, keys: keyFirst, run: (*Handler).cmdLock},
-		&command{name: "renew", arity: 4, write: true, keys: keyFirst, run: (*Handler).cmdRenew},
-		&command{name: "unlock", arity: 3, write: true, keys: keyFirst, run: (*Handler).cmdUnlock},
-		&command{name: "get", arity: 2, keys: keyFirst, run: (*Handler).cmdGet},
-		&command{name: "pttl", arity: 2, keys: keyFirst, run: (*Handler).cmdPTTL},
-		&command{name: "del", arity: -2, write: true, keys: keysAll, run: (*Handler).cmdDel},
+		&command{name: "lock", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, mayBlock: lockWaits, outcome: outcomeAcquire, run: (*Handler).cmdLock},
+		&command{name: "renew", arity: 4, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdRenew},
+		&command{name: "unlock", arity: 3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdUnlock},
+		&command{name: "get", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdGet},
+		&command{name: "pttl", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPTTL},
+		&command{name: "del", arity: -2, write: true, keys: keysAll, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDel},
 	)
 }
 
@@ -51,7 +51,7 @@ func (h *Handler) cmdRenew(c *call) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	c.w.WriteInt(millis(v))
+	c.w.WriteInt(truncMillis(v))
 }
 
 // cmdUnlock: UNLOCK key token -> 1 when released from a majority, else 0.

@@ -136,7 +136,7 @@ func (h *Handler) writeGrant(c *call, g grant, withFence bool, fence int64) {
 		c.w.WriteArray(2)
 	}
 	c.w.WriteBulkString(g.Token)
-	c.w.WriteInt(millis(g.Validity))
+	c.w.WriteInt(truncMillis(g.Validity))
 	if withFence {
 		c.w.WriteInt(fence)
 	}

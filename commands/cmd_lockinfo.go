@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "lockinfo", arity: 2, keys: keyFirst, run: (*Handler).cmdLockInfo})
+	register(&command{name: "lockinfo", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdLockInfo})
 }
 
 // lockInfo is what LOCKINFO gathers: every backend's view of the key, of
@@ -99,7 +99,7 @@ func nodePTTL(v quorum.NodeView) int64 {
 	case v.PTTL < 0:
 		return -1
 	}
-	return millis(v.PTTL)
+	return truncMillis(v.PTTL)
 }
 
 func nodeError(v quorum.NodeView) string {

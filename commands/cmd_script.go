@@ -6,11 +6,11 @@ import (
 
 func init() {
 	register(
-		&command{name: "eval", arity: -3, write: true, keys: keysEval, run: (*Handler).cmdEval},
-		&command{name: "evalsha", arity: -3, write: true, keys: keysEval, run: (*Handler).cmdEvalSHA},
-		&command{name: "eval_ro", arity: -3, keys: keysEval, run: (*Handler).cmdEval},
-		&command{name: "evalsha_ro", arity: -3, keys: keysEval, run: (*Handler).cmdEvalSHA},
-		&command{name: "script", arity: -2, run: (*Handler).cmdScript},
+		&command{name: "eval", arity: -3, write: true, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEval},
+		&command{name: "evalsha", arity: -3, write: true, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEvalSHA},
+		&command{name: "eval_ro", arity: -3, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEval},
+		&command{name: "evalsha_ro", arity: -3, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEvalSHA},
+		&command{name: "script", arity: -2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdScript},
 	)
 }
 

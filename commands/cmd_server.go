@@ -8,9 +8,9 @@ import (
 
 func init() {
 	register(
-		&command{name: "command", arity: -1, run: (*Handler).cmdCommand},
-		&command{name: "config", arity: -2, run: (*Handler).cmdConfig},
-		&command{name: "info", arity: -1, run: (*Handler).cmdInfo},
+		&command{name: "command", arity: -1, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdCommand},
+		&command{name: "config", arity: -2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdConfig},
+		&command{name: "info", arity: -1, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdInfo},
 	)
 }
 

@@ -67,6 +67,7 @@ func writeLockError(w Writer, cmd string, err error) {
 	var nq *quorum.NoQuorumError
 	switch {
 	case errors.As(err, &nq):
+		noteCause(w, err)
 		w.WriteError(errNoQuorum(nq))
 	case errors.Is(err, quorum.ErrNotAcquired), errors.Is(err, quorum.ErrNotHeld):
 		w.WriteNull()

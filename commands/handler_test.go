@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/quorum"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	// go-redis may keep redialing a backend that a test killed.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leaktest.VerifyTestMain(m)
 }
 
 type fixture struct {

@@ -1,8 +1,11 @@
 package commands
 
 import (
+	"errors"
 	"strings"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // Observer learns of every command the table runs, for metrics. Its
@@ -30,9 +33,6 @@ type InfoSource interface {
 // Clients is the number of open client connections.
 func (h *Handler) Clients() int64 { return h.nconns.Load() }
 
-// lockTaking are the commands whose success is an acquisition.
-var lockTaking = map[string]bool{"lock": true, "set": true}
-
 // outcomeWriter passes a command's reply through and notes what kind of
 // reply it started with.
 type outcomeWriter struct {
@@ -46,13 +46,26 @@ func (o *outcomeWriter) note(kind string) {
 	}
 }
 
-func (o *outcomeWriter) WriteError(s string) {
-	if strings.HasPrefix(s, "NOQUORUM") {
+// WriteError counts an error reply as "error" unless noteCause already
+// classified it.
+func (o *outcomeWriter) WriteError(s string) { o.note("error"); o.Writer.WriteError(s) }
+
+// causeNoter is a Writer that wants to know the error behind the reply
+// about to be written, so that metrics classify by the error's type rather
+// than by the reply's text.
+type causeNoter interface{ noteCause(err error) }
+
+func (o *outcomeWriter) noteCause(err error) {
+	if errors.Is(err, quorum.ErrNoQuorum) {
 		o.note("no_quorum")
-	} else {
-		o.note("error")
 	}
-	o.Writer.WriteError(s)
+}
+
+// noteCause tells w, if it wants to know, the error it is about to report.
+func noteCause(w Writer, err error) {
+	if n, ok := w.(causeNoter); ok {
+		n.noteCause(err)
+	}
 }
 
 func (o *outcomeWriter) WriteNull() { o.note("contended"); o.Writer.WriteNull() }
@@ -67,11 +80,11 @@ func (o *outcomeWriter) WriteSet(n int)            { o.note("ok"); o.Writer.Writ
 func (o *outcomeWriter) WriteDouble(f float64)     { o.note("ok"); o.Writer.WriteDouble(f) }
 func (o *outcomeWriter) WriteVerbatim(f, s string) { o.note("ok"); o.Writer.WriteVerbatim(f, s) }
 
-func (o *outcomeWriter) outcome(cmd string) string {
+func (o *outcomeWriter) outcome(cmd *command) string {
 	switch {
 	case o.first == "":
 		return "ok"
-	case o.first == "ok" && lockTaking[cmd]:
+	case o.first == "ok" && cmd.outcome == outcomeAcquire:
 		return "acquired"
 	}
 	return o.first

@@ -1,6 +1,10 @@
 package commands
 
-import "strings"
+import (
+	"math"
+	"strings"
+	"time"
+)
 
 // How the proxy may run the commands of one pipelined batch. Lock commands
 // on different keys do not see each other, so they can run at once; a
@@ -8,19 +12,6 @@ import "strings"
 // name, QUIT) must see everything before it done and nothing after it
 // started. Commands on the same key keep their order too, as a client that
 // pipelines LOCK and UNLOCK of one key expects.
-
-// concurrent lists the commands that may run alongside others; where their
-// keys are comes from the command table. Anything not here is a barrier, so
-// a command added later is safe until someone decides otherwise.
-var concurrent = map[string]bool{
-	"set": true, "lock": true, "renew": true, "unlock": true,
-	"get": true, "pttl": true, "ttl": true,
-	"pexpire": true, "expire": true,
-	"delex": true, "delifeq": true, "lockinfo": true,
-	"del": true, "exists": true,
-	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true,
-	"ping": true, "echo": true,
-}
 
 // PipelineKeys returns the keys a concurrent command touches, as slices of
 // args; two commands that share a key must not run at once. For a barrier
@@ -33,7 +24,7 @@ func PipelineKeys(args [][]byte) ([][]byte, bool) {
 		return nil, false
 	}
 	cmd, ok := lookup(args[0])
-	if !ok || !concurrent[cmd.name] {
+	if !ok || cmd.pipe != pipeConcurrent {
 		return nil, false
 	}
 	keys, ok := keyArgs(cmd.keys, args)
@@ -49,13 +40,47 @@ func PipelineKeys(args [][]byte) ([][]byte, bool) {
 // proxy keeps such commands out of its limit on commands in flight, so
 // that waiters can never hold back the UNLOCK they are waiting for.
 func MayBlock(args [][]byte) bool {
-	if len(args) < 4 || !strings.EqualFold(string(args[0]), "lock") {
+	if len(args) == 0 {
 		return false
 	}
-	for _, a := range args[3:] {
-		if strings.EqualFold(string(a), "wait") {
-			return true
+	cmd, ok := lookup(args[0])
+	return ok && cmd.mayBlock != nil && cmd.mayBlock(args)
+}
+
+// lockWaits reports whether LOCK key ttl [options] has a WAIT option with a
+// positive time, reading the options as parseLock does: WAIT, TOKEN and
+// OWNER take a non-empty value, KEEPALIVE and FENCE none, none may repeat,
+// TOKEN and OWNER not together.
+// Options that fail to parse make the command fail before it could wait.
+// The ttl is not checked: its limit is the Handler's, and a LOCK refused
+// for its ttl answers at once either way.
+func lockWaits(args [][]byte) bool {
+	waits := false
+	seen := map[string]bool{}
+	for i := 3; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		if seen[opt] {
+			return false
+		}
+		seen[opt] = true
+		switch opt {
+		case "KEEPALIVE", "FENCE":
+			continue
+		case "WAIT", "TOKEN", "OWNER":
+		default:
+			return false
+		}
+		if i++; i >= len(args) || len(args[i]) == 0 {
+			return false
+		}
+		if opt == "WAIT" {
+			n, ok := parseInt(string(args[i]))
+			if !ok || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
+				return false
+			}
+			waits = n > 0
 		}
 	}
-	return false
+	// TOKEN and OWNER exclude each other.
+	return waits && !(seen["TOKEN"] && seen["OWNER"])
 }

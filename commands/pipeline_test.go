@@ -52,6 +52,15 @@ func TestMayBlock(t *testing.T) {
 		{[]string{"LOCK", "k", "100"}, false},
 		{[]string{"LOCK", "wait", "100"}, false}, // a key named wait
 		{[]string{"SET", "k", "wait", "NX"}, false},
+		{[]string{"LOCK", "k", "100", "TOKEN", "wait"}, false}, // a token spelled wait
+		{[]string{"LOCK", "k", "100", "OWNER", "WAIT"}, false},
+		{[]string{"LOCK", "k", "100", "WAIT", "0"}, false}, // does not wait
+		{[]string{"LOCK", "k", "100", "WAIT"}, false},      // syntax error
+		{[]string{"LOCK", "k", "100", "WAIT", "5", "WAIT", "5"}, false},
+		{[]string{"LOCK", "k", "100", "KEEPALIVE", "FENCE", "wait", "5"}, true},
+		{[]string{"EVAL", "body", "1", "k", "wait"}, false},
+		{[]string{"NOSUCHCOMMAND", "wait"}, false},
+		{[]string{}, false},
 	}
 	for _, tc := range tests {
 		args := make([][]byte, len(tc.args))

@@ -17,8 +17,42 @@ type command struct {
 	// keys says where the command names keys: COMMAND reports it,
 	// pipelines order by it, and Exec refuses reserved keys by it.
 	keys keyLayout
-	run  func(h *Handler, c *call)
+	// pipe says whether the command may run alongside others of a
+	// pipelined batch. Every entry must say it: the table test fails on a
+	// zero value, and until then Exec's callers treat it as a barrier.
+	pipe pipeKind
+	// mayBlock, when set, reports whether one call can wait for long
+	// (args include the name); nil means never.
+	mayBlock func(args [][]byte) bool
+	// outcome says how the command's result counts in metrics; like pipe,
+	// it has no usable zero value.
+	outcome outcomeKind
+	run     func(h *Handler, c *call)
 }
+
+// pipeKind is how a command runs within a pipelined batch.
+type pipeKind uint8
+
+const (
+	pipeUnset pipeKind = iota
+	// pipeBarrier: reads or changes the connection's state, so it runs
+	// alone, after everything before it and before anything after it.
+	pipeBarrier
+	// pipeConcurrent: may run at once with others that share no key.
+	pipeConcurrent
+)
+
+// outcomeKind is how a command's result counts in metrics.
+type outcomeKind uint8
+
+const (
+	outcomeUnset outcomeKind = iota
+	// outcomePlain: a success counts as "ok".
+	outcomePlain
+	// outcomeAcquire: the command takes a lock, and a success counts as
+	// "acquired".
+	outcomeAcquire
+)
 
 // call is one command being run.
 type call struct {
@@ -69,7 +103,7 @@ func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
 	h.stats.commands.Add(1)
 	if o := h.opts.Observer; o != nil {
 		ow, t0 := &outcomeWriter{Writer: w}, time.Now()
-		defer func() { o.CommandDone(name, ow.outcome(name), time.Since(t0)) }()
+		defer func() { o.CommandDone(name, ow.outcome(cmd), time.Since(t0)) }()
 		w = ow
 	}
 	// Checked before the command parses anything else, as Redis checks a

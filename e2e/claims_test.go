@@ -277,7 +277,7 @@ func TestQuitAndReset(t *testing.T) {
 	if l := rc.Line("QUIT"); l != "+OK" {
 		t.Fatalf("QUIT = %q", l)
 	}
-	if b, err := rc.R.ReadByte(); err != io.EOF {
+	if b, err := rc.R.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after QUIT read %q, %v; want EOF", b, err)
 	}
 }
@@ -407,7 +407,7 @@ func TestMaxClients(t *testing.T) {
 	if l, err := second.R.ReadString('\n'); err != nil || l != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("second client read %q, %v", l, err)
 	}
-	if _, err := second.R.ReadByte(); err != io.EOF {
+	if _, err := second.R.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("second client after the refusal: %v, want EOF", err)
 	}
 	if l := first.Line("QUIT"); l != "+OK" {

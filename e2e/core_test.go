@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
+	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leaktest.VerifyTestMain(m)
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/redlockd/redlockd/internal/check"
+	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/quorum"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leaktest.VerifyTestMain(m)
 }
 
 // long reports whether the long versions were asked for.

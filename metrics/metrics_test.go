@@ -14,16 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leaktest.VerifyTestMain(m)
 }
 
 // syncWriter lets the test read log output written from other goroutines.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redlockd/redlockd/internal/oneline"
 )
 
 // state is a backend's health as last observed.
@@ -88,7 +90,7 @@ func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
 	n.busy += d
 	if err != nil {
 		n.errors++
-		n.lastErr = oneLine(err.Error())
+		n.lastErr = oneline.Of(err.Error())
 	}
 	if kind == "canceled" {
 		// A caller that went away says nothing about the backend.
@@ -209,8 +211,6 @@ func ErrorKind(err error) string {
 func isReply(kind string) bool {
 	return kind == "redis_other" || redisClasses[kind]
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func b2f(b bool) float64 {
 	if b {

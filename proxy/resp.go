@@ -3,9 +3,9 @@ package proxy
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/redlockd/redlockd/commands"
+	"github.com/redlockd/redlockd/internal/oneline"
 )
 
 var _ commands.Writer = (*Writer)(nil)
@@ -42,15 +42,8 @@ func (w *Writer) WriteError(s string) { w.line('-', s) }
 
 func (w *Writer) line(prefix byte, s string) {
 	w.buf = append(w.buf, prefix)
-	w.buf = append(w.buf, oneLine(s)...)
+	w.buf = append(w.buf, oneline.Of(s)...)
 	w.buf = append(w.buf, '\r', '\n')
-}
-
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }
 
 // WriteBulk writes $len\r\nb\r\n.

@@ -19,14 +19,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/commands"
+	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/quorum"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // gateNode is an in-memory node whose SetNX of key "slow" reports that it
 // started and then blocks until the test opens the gate (or ctx ends), so

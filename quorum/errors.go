@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/redlockd/redlockd/internal/oneline"
 )
 
 var (
@@ -49,7 +51,7 @@ func (e *NoQuorumError) Reasons() string {
 	}
 	parts := make([]string, 0, len(e.Errs.Errors))
 	for _, err := range e.Errs.Errors {
-		parts = append(parts, oneLine(err.Error()))
+		parts = append(parts, oneline.Of(err.Error()))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -60,9 +62,4 @@ func (e *NoQuorumError) Unwrap() error {
 		return nil
 	}
 	return e.Errs.ErrorOrNil()
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\r", " ")
-	return strings.ReplaceAll(s, "\n", " ")
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/oneline"
 )
 
 var (
@@ -143,7 +145,7 @@ func (h *health) observe(i int, in ServerInfo) {
 	h.mu.Lock()
 	n := &h.nodes[i]
 	if in.Err != nil {
-		n.Up, n.LastError = false, oneLine(in.Err.Error())
+		n.Up, n.LastError = false, oneline.Of(in.Err.Error())
 		h.mu.Unlock()
 		return
 	}

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
-	"go.uber.org/goleak"
+
+	"github.com/redlockd/redlockd/internal/leaktest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 func TestQuorum(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/redlockd/redlockd/internal/oneline"
 )
 
 // Config is every setting of the binary, resolved from flags, environment
@@ -312,7 +314,7 @@ func readFile(path string) (map[string]string, error) {
 	}
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("invalid --config %q: %v", path, oneLine(err.Error()))
+		return nil, fmt.Errorf("invalid --config %q: %v", path, oneline.Of(err.Error()))
 	}
 	out := make(map[string]string, len(doc))
 	for key, node := range doc {
@@ -353,8 +355,6 @@ func known(key string) bool {
 	}
 	return false
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {

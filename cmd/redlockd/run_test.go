@@ -11,15 +11,15 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
+	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/internal/redistest"
 )
 
 func TestMain(m *testing.M) {
 	// A go-redis pool may keep dialing a backend that is down; that
 	// goroutine sleeps between attempts (see REFERENCE.md).
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	leaktest.VerifyTestMain(m)
 }
 
 // running is one run() in the background, with its JSON log readable.

@@ -98,6 +98,13 @@ type waitOutcome struct {
 // start its next round.
 func waitBehindHolder(t *testing.T, c *quorum.Cluster, servers []*redistest.Server, wait time.Duration) <-chan waitOutcome {
 	t.Helper()
+	// The holder's Acquire returned once a majority had answered; its SET
+	// may still be on its way to the last server. A waiter whose round got
+	// there first would take that server (and give it back), so its mark,
+	// which is set only where the key is held, would never be set there.
+	for _, s := range servers {
+		poll(t, "the holder's lock on "+s.Addr(), func() bool { return held(t, s, wakeKey) })
+	}
 	ch := make(chan waitOutcome, 1)
 	go func() {
 		l, err := c.AcquireWait(context.Background(), wakeKey, "waiter", time.Minute, wait)
@@ -107,6 +114,13 @@ func waitBehindHolder(t *testing.T, c *quorum.Cluster, servers []*redistest.Serv
 		poll(t, "the waiter's mark on "+s.Addr(), func() bool { return marked(t, s, wakeKey) })
 	}
 	return ch
+}
+
+// held reports whether key is set on s.
+func held(t *testing.T, s *redistest.Server, key string) bool {
+	t.Helper()
+	n, err := s.Client().Exists(t.Context(), key).Result()
+	return err == nil && n == 1
 }
 
 // marked reports whether a waiter's mark of key is on s.

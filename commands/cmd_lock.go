@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -25,8 +26,20 @@ func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration
 	} else {
 		l, err = h.cluster.Acquire(s.Context(), key, token, ttl)
 	}
+	if err == nil && s.Context().Err() != nil {
+		err = h.undoForGone(s, l)
+	}
 	h.count(err)
 	return l, err
+}
+
+// undoForGone releases a lock whose round was still in flight when its
+// client hung up: nobody will be told of it, so it must not live out its
+// ttl with no holder.
+func (h *Handler) undoForGone(s *Session, l quorum.Lock) error {
+	ctx := context.WithoutCancel(s.Context())
+	_, _ = h.cluster.Release(ctx, l.Key, l.Token)
+	return s.Context().Err()
 }
 
 func (h *Handler) count(err error) {

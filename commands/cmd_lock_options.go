@@ -69,9 +69,7 @@ func (h *Handler) lockOption(c *call, o *lockOpts, opt string, i *int) bool {
 	v := c.arg(*i)
 	switch opt {
 	case "WAIT":
-		var ok bool
-		o.wait, ok = msArg(c, v)
-		return ok
+		return h.waitArg(c, o, v)
 	case "TOKEN":
 		o.token = v
 	case "OWNER":
@@ -79,6 +77,19 @@ func (h *Handler) lockOption(c *call, o *lockOpts, opt string, i *int) bool {
 	}
 	if v == "" {
 		c.w.WriteError(msgSyntax)
+		return false
+	}
+	return true
+}
+
+// waitArg reads WAIT's milliseconds, at most max-wait.
+func (h *Handler) waitArg(c *call, o *lockOpts, v string) bool {
+	var ok bool
+	if o.wait, ok = msArg(c, v); !ok {
+		return false
+	}
+	if o.wait > h.opts.MaxWait {
+		c.w.WriteError(msgWaitTooLarge)
 		return false
 	}
 	return true

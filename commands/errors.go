@@ -19,6 +19,7 @@ const (
 	msgNoProto      = "NOPROTO unsupported protocol version"
 	msgDBIndex      = "ERR DB index is out of range"
 	msgTTLTooLarge  = "ERR ttl exceeds max-ttl"
+	msgWaitTooLarge = "ERR wait exceeds max-wait"
 	msgNegKeys      = "ERR Number of keys can't be negative"
 	msgTooManyKeys  = "ERR Number of keys can't be greater than number of args"
 	msgBadName      = "ERR Client names cannot contain spaces, newlines or special characters."

@@ -17,6 +17,9 @@ type Options struct {
 	Password string
 	// MaxTTL is the largest ttl a command may ask for. Default 60s.
 	MaxTTL time.Duration
+	// MaxWait is the largest WAIT a LOCK may ask for: a longer one is an
+	// error rather than a connection held for weeks. Default 1h.
+	MaxWait time.Duration
 	// SessionTTL is the backend ttl of session locks (SET … NX without
 	// expiry), renewed every third of it. Default 30s.
 	SessionTTL time.Duration
@@ -34,6 +37,9 @@ type Options struct {
 func (o *Options) setDefaults() {
 	if o.MaxTTL <= 0 {
 		o.MaxTTL = 60 * time.Second
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = time.Hour
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 30 * time.Second

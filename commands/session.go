@@ -54,6 +54,11 @@ func (s *Session) pushLost(key string) {
 // Context is cancelled when the connection closes.
 func (s *Session) Context() context.Context { return s.ctx }
 
+// HangUp tells the session that its client is gone: a blocking command
+// stops at once and acquires nothing. The session still ends with
+// Handler.CloseSession, once the proxy has no command of it running.
+func (s *Session) HangUp() { s.cancel() }
+
 // Proto is the connection's protocol version, 2 or 3.
 func (s *Session) Proto() int {
 	s.mu.Lock()

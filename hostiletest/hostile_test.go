@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"testing"
@@ -86,6 +87,33 @@ var hostileInputs = []struct {
 	{"unknown command", []byte("FOO bar\r\n")},
 	{"wrong arity", []byte("*3\r\n$4\r\nPING\r\n$1\r\na\r\n$1\r\nb\r\n")},
 	{"ping inline", []byte("PING\r\n")},
+	// Inline requests split as Redis splits them (sdssplitargs).
+	{"inline hex escape", []byte("ECHO \"a\\x41\"\r\n")},
+	{"inline hex escapes, both cases", []byte("ECHO \"\\x4a\\x4A\"\r\n")},
+	{"inline single quotes keep backslashes", []byte("ECHO 'a\\nb'\r\n")},
+	{"inline escaped single quote", []byte("ECHO 'it\\'s'\r\n")},
+	{"inline tab separates", []byte("PING\tx\r\n")},
+	{"inline vertical tab inside an argument", []byte("PING\vx\r\n")},
+	{"inline form feed inside an argument", []byte("PING\fx\r\n")},
+	{"inline leading vertical tab", []byte("\vPING\r\n")},
+	{"inline CR separates", []byte("ECHO a\rb\r\n")},
+	{"inline LF only", []byte("ECHO a\n")},
+	{"inline blank line", []byte("  \t \r\n")},
+	{"inline empty double quotes", []byte("ECHO \"\"\r\n")},
+	{"inline empty single quotes", []byte("ECHO ''\r\n")},
+	{"inline bad hex", []byte("ECHO \"\\xZZ\"\r\n")},
+	{"inline short hex", []byte("ECHO \"\\x4\"\r\n")},
+	{"inline escapes", []byte("ECHO \"\\b\\a\\q\\\\\\\"\\t\"\r\n")},
+	{"inline unquoted backslash", []byte("ECHO a\\x41\r\n")},
+	{"inline quote inside an argument", []byte("ECHO a\"b c\"\r\n")},
+	{"inline quote followed by a letter", []byte("ECHO \"a\"b\r\n")},
+	{"inline single quote followed by a letter", []byte("ECHO 'x'y\r\n")},
+	{"inline quote followed by a vertical tab", []byte("ECHO \"x\"\vy\r\n")},
+	{"inline quote followed by a tab", []byte("ECHO \"x\"\tPING\r\n")},
+	{"inline unbalanced single quote", []byte("ECHO 'abc\r\n")},
+	{"inline backslash before the end", []byte("ECHO \"ab\\\r\n")},
+	{"inline unbalanced, then more", []byte("PING\r\nECHO \"a\r\nPING\r\n")},
+	{"inline NUL", []byte("ECHO a\x00b\r\nPING\r\n")},
 }
 
 // TestHostileInputLikeRedis compares the proxy with redis-server 7 on each
@@ -103,4 +131,54 @@ func TestHostileInputLikeRedis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInlineSplitLikeRedis sends generated inline lines, built from the
+// bytes the split rules care about, to the proxy and to redis-server: the
+// unknown-command error lists the arguments, so equal replies mean equal
+// splits. A PING after each line shows the connection is still served.
+func TestInlineSplitLikeRedis(t *testing.T) {
+	redis := redistest.Start(t).Addr()
+	px := redlocktest.StartMemory(t, redlocktest.Options{}).Addr
+	const alphabet = "ax4F \t\v\f\"'\\n\r"
+	rng := rand.New(rand.NewPCG(7, 10))
+	for range 400 {
+		b := []byte("XX ")
+		for range 1 + rng.IntN(12) {
+			b = append(b, alphabet[rng.IntN(len(alphabet))])
+		}
+		in := append(b, "\r\nPING\r\n"...)
+		want, got := untilPong(t, redis, in), untilPong(t, px, in)
+		if got != want {
+			t.Errorf("%q:\nproxy: %q closed=%v\nredis: %q closed=%v", b, got.reply, got.closed, want.reply, want.closed)
+		}
+	}
+}
+
+// untilPong writes input and reads until the connection closes or the
+// reply ends with the final PING's +PONG.
+func untilPong(t *testing.T, addr string, input []byte) exchange {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(input); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	var got []byte
+	buf := make([]byte, 4096)
+	for !bytes.HasSuffix(got, []byte("+PONG\r\n")) {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if errors.Is(err, io.EOF) || isReset(err) {
+			return exchange{string(got), true}
+		}
+		if err != nil {
+			t.Fatalf("read after %q: %v", got, err)
+		}
+	}
+	return exchange{string(got), false}
 }

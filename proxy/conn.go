@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"github.com/redlockd/redlockd/commands"
 )
 
 // admit takes a client slot; false when MaxClients are connected.
@@ -18,12 +20,6 @@ func (s *Server) admit() bool {
 	}
 	s.clients++
 	return true
-}
-
-func (s *Server) freeSlot() {
-	s.mu.Lock()
-	s.clients--
-	s.mu.Unlock()
 }
 
 // reject answers a client over MaxClients as Redis does, off the accept
@@ -41,6 +37,7 @@ func (s *Server) reject(c net.Conn) {
 // accept runs on redcon's accept loop for every admitted connection.
 func (s *Server) accept(c redcon.Conn) bool {
 	st := &connState{nc: c.NetConn(), sess: s.h.NewSession(c.RemoteAddr())}
+	st.guard, _ = st.nc.(*guardConn)
 	st.w = NewWriter(st.sess.Proto)
 	st.maxReply = maxReplyBytes(s.opts.MaxReplyBytes)
 	st.sess.SetPush(st.push)
@@ -81,8 +78,8 @@ func (s *Server) closed(c redcon.Conn, err error) {
 	}
 	s.mu.Lock()
 	delete(s.conns, st)
-	s.clients--
 	s.mu.Unlock()
+	s.countOut(st)
 	go func() {
 		defer s.connWG.Done()
 		s.h.CloseSession(st.sess)
@@ -103,7 +100,17 @@ func (s *Server) serveRESP(c redcon.Conn, cmd redcon.Command) {
 		c.Close()
 		return
 	}
-	quit := s.runBatch(st, cmd, c.ReadPipeline())
+	rest := c.ReadPipeline()
+	stop := s.watchBatch(st, cmd, rest)
+	quit := s.runBatch(st, cmd, rest)
+	if stop() {
+		// The client hung up: nobody reads the replies, and the commands
+		// it sent before it left go with it, as in Redis.
+		s.flight.end()
+		st.done = true
+		c.Close()
+		return
+	}
 	err := st.flush()
 	s.flight.end()
 	if err != nil {
@@ -112,6 +119,45 @@ func (s *Server) serveRESP(c redcon.Conn, cmd redcon.Command) {
 	if quit || err != nil {
 		st.done = true
 		c.Close()
+	}
+}
+
+// watchBatch watches the connection for a hang-up while a batch that may
+// block runs (see guardConn.watch). A client that hangs up stops its
+// waits at once (its session's context is cancelled) and gives its socket
+// and its slot back at once; its session ends when the batch has returned,
+// so that it also releases what a wait got in its last moment.
+func (s *Server) watchBatch(st *connState, first redcon.Command, rest []redcon.Command) (stop func() bool) {
+	if st.guard == nil || !anyMayBlock(first, rest) {
+		return func() bool { return false }
+	}
+	return st.guard.watch(func() {
+		st.sess.HangUp()
+		st.guard.Conn.Close()
+		s.countOut(st)
+	})
+}
+
+func anyMayBlock(first redcon.Command, rest []redcon.Command) bool {
+	if commands.MayBlock(first.Args) {
+		return true
+	}
+	for _, c := range rest {
+		if commands.MayBlock(c.Args) {
+			return true
+		}
+	}
+	return false
+}
+
+// countOut gives a connection's client slot back, once: a client that
+// hangs up during a wait is counted out before its connection is done.
+func (s *Server) countOut(st *connState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !st.countedOut {
+		st.countedOut = true
+		s.clients--
 	}
 }
 

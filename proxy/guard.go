@@ -20,6 +20,9 @@ const (
 	// bigBulk is the bulk size from which the guard forwards a request
 	// before it is complete.
 	bigBulk = 64 << 10
+	// maxKeptLine caps the inline buffer a connection keeps between
+	// requests.
+	maxKeptLine = 4 << 10
 )
 
 // guardConn checks the request stream before redcon parses it, so that
@@ -44,7 +47,8 @@ type guardConn struct {
 	// value is not buffered twice; its few arguments are cheap to reparse.
 	ready int
 	big   bool   // inside a bulk of at least bigBulk bytes
-	line  []byte // the count line being collected
+	line  []byte // the count line or inline request being collected
+	nul   bool   // the inline request has a NUL: its end is never found
 	st    guardState
 	args  int // arguments left in the multibulk request
 	left  int // bytes left of the current bulk, CRLF included
@@ -137,12 +141,7 @@ func (g *guardConn) scan(b []byte) {
 		case stStart:
 			g.start(c)
 		case stInline:
-			g.out = append(g.out, c)
-			if c == '\n' {
-				g.endRequest()
-			} else if g.size > maxInlineLen {
-				g.fail = "too big inline request"
-			}
+			g.inline(c)
 		case stCount, stHeader:
 			g.collect(c)
 		case stBulk:
@@ -163,11 +162,46 @@ func (g *guardConn) start(c byte) {
 		g.st, g.line = stCount, append(g.line[:0], c)
 		return
 	}
-	g.st = stInline
-	g.out = append(g.out, c)
-	if c == '\n' {
-		g.endRequest()
+	g.st, g.line, g.nul = stInline, g.line[:0], false
+	g.inline(c)
+}
+
+// inline collects an inline request. At its end redcon gets it as a
+// multibulk, split by Redis's rules: redcon's own split differs (no \x
+// escapes, escapes in single quotes, only spaces between arguments).
+func (g *guardConn) inline(c byte) {
+	switch {
+	case c == 0:
+		g.nul = true // Redis looks for the newline with strchr: it stops here
+	case c == '\n' && !g.nul:
+		g.endInline()
+		return
 	}
+	g.line = append(g.line, c)
+	if g.size > maxInlineLen {
+		g.fail = "too big inline request"
+	}
+}
+
+func (g *guardConn) endInline() {
+	line := g.line
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	args, ok := splitInline(line)
+	if !ok {
+		g.fail = "unbalanced quotes in request"
+		return
+	}
+	if len(args) > 0 { // a blank line is no request, as in Redis
+		g.out = appendMultibulk(g.out, args)
+	}
+	if cap(g.line) > maxKeptLine {
+		g.line = nil // a long line's buffer is not kept
+	} else {
+		g.line = g.line[:0]
+	}
+	g.endRequest()
 }
 
 func (g *guardConn) endRequest() { g.st, g.size, g.ready = stStart, 0, len(g.out) }

@@ -110,6 +110,11 @@ type connState struct {
 	done bool // QUIT or a failed write: ignore the rest of the batch
 	// maxReply is Options.MaxReplyBytes resolved; 0: no cap.
 	maxReply int
+	// guard is nc as the listener made it, watched during blocking
+	// commands; nil for a connection that did not come through it.
+	guard *guardConn
+	// countedOut: the client's slot was given back (Server.mu).
+	countedOut bool
 }
 
 // New returns a Server that runs commands with h.

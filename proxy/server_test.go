@@ -54,9 +54,10 @@ func (g *gateNode) SetNX(ctx context.Context, key, token string, ttl time.Durati
 }
 
 type testServer struct {
-	srv    *Server
-	addr   string
-	served chan error // Serve's result
+	srv     *Server
+	cluster *quorum.Cluster
+	addr    string
+	served  chan error // Serve's result
 }
 
 // startServer serves a real commands.Handler over nodes (three in-memory
@@ -79,7 +80,7 @@ func startServer(t *testing.T, opts Options, nodes ...quorum.Node) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{srv: New(commands.New(cluster, commands.Options{}), opts), addr: ln.Addr().String(), served: make(chan error, 1)}
+	ts := &testServer{srv: New(commands.New(cluster, commands.Options{}), opts), cluster: cluster, addr: ln.Addr().String(), served: make(chan error, 1)}
 	go func() { ts.served <- ts.srv.Serve(ln) }()
 	<-ts.srv.Ready()
 	t.Cleanup(func() {

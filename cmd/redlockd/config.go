@@ -31,6 +31,8 @@ type Config struct {
 	RequirePass string
 	// MaxTTL is the largest ttl a command may ask for. Default 60s.
 	MaxTTL time.Duration
+	// MaxWait is the largest LOCK … WAIT a command may ask for. Default 1h.
+	MaxWait time.Duration
 	// SessionTTL is the backend ttl of session locks. Default 30s.
 	SessionTTL time.Duration
 	// RestartQuarantine is how long a restarted backend sits out every
@@ -96,6 +98,8 @@ var settings = []setting{
 		func(c *Config, v string) error { c.RequirePass = v; return nil }},
 	{"max-ttl", "REDLOCKD_MAX_TTL", "60s", "duration", "largest ttl accepted",
 		durationSetter(func(c *Config) *time.Duration { return &c.MaxTTL })},
+	{"max-wait", "REDLOCKD_MAX_WAIT", "1h", "duration", "largest LOCK … WAIT accepted",
+		durationSetter(func(c *Config) *time.Duration { return &c.MaxWait })},
 	{"session-ttl", "REDLOCKD_SESSION_TTL", "30s", "duration", "backend ttl of session locks, renewed every third of it",
 		durationSetter(func(c *Config) *time.Duration { return &c.SessionTTL })},
 	{"restart-quarantine", "REDLOCKD_RESTART_QUARANTINE", "", "duration", "how long a restarted backend sits out every vote; 0 = off",
@@ -367,6 +371,7 @@ func (c Config) Validate() error {
 		{c.Listen == "", "listen", c.Listen, "must not be empty"},
 		{c.NodeTimeout <= 0, "node-timeout", c.NodeTimeout, "must be positive"},
 		{c.MaxTTL <= 0, "max-ttl", c.MaxTTL, "must be positive"},
+		{c.MaxWait <= 0, "max-wait", c.MaxWait, "must be positive"},
 		{c.NodeTimeout >= c.MaxTTL, "node-timeout", c.NodeTimeout, fmt.Sprintf("must be less than --max-ttl (%v)", c.MaxTTL)},
 		{c.DriftFactor < 0 || c.DriftFactor >= 1, "drift-factor", c.DriftFactor, "must be in [0, 1)"},
 		{c.SessionTTL <= c.NodeTimeout, "session-ttl", c.SessionTTL, fmt.Sprintf("must be more than --node-timeout (%v)", c.NodeTimeout)},

@@ -32,7 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	want := Config{
 		Listen: "127.0.0.1:6380", NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01,
-		MaxTTL: time.Minute, SessionTTL: 30 * time.Second, RestartQuarantine: time.Minute,
+		MaxTTL: time.Minute, MaxWait: time.Hour, SessionTTL: 30 * time.Second, RestartQuarantine: time.Minute,
 		LogFormat: "text", LogLevel: "info", MaxClients: 10000,
 		MaxRequestSize: 512 << 20, ClientOutputLimit: 64 << 20, ClientWriteTimeout: time.Minute,
 	}
@@ -138,6 +138,8 @@ func TestConfigErrors(t *testing.T) {
 		{"yaml map value", nil, nil, "listen:\n  host: a\n", `invalid --config "FILE": listen: want a single value`},
 		{"yaml syntax", nil, nil, "listen: [\n", ""},
 		{"missing file", []string{"--config", "/nonexistent/x.yaml"}, nil, "", ""},
+		{"max-wait not positive", []string{"--max-wait", "0s"}, nil, "",
+			`invalid --max-wait "0s": must be positive`},
 		{"timeout not below max-ttl", []string{"--node-timeout", "2m"}, nil, "",
 			`invalid --node-timeout "2m0s": must be less than --max-ttl (1m0s)`},
 		{"zero timeout", []string{"--node-timeout", "0s"}, nil, "", `invalid --node-timeout "0s": must be positive`},

@@ -89,7 +89,7 @@ func serve(ctx context.Context, cfg Config, nodes []quorum.Node, log *slog.Logge
 	}
 	defer cluster.Close() // after the last command, before the nodes close
 	h = commands.New(cluster, commands.Options{
-		Password: cfg.RequirePass, MaxTTL: cfg.MaxTTL, SessionTTL: cfg.SessionTTL,
+		Password: cfg.RequirePass, MaxTTL: cfg.MaxTTL, MaxWait: cfg.MaxWait, SessionTTL: cfg.SessionTTL,
 		Version: Version, Logger: log, Observer: m, Info: m,
 	})
 	srv := proxy.New(h, proxyOptions(cfg, log))

@@ -39,6 +39,7 @@ type Proxy struct {
 	mode   atomic.Int32
 	delay  atomic.Int64 // nanoseconds, for Delay
 	errMsg atomic.Value // string, for ErrorReply
+	seen   atomic.Value // func([]byte), told of every request chunk
 
 	mu     sync.Mutex
 	links  map[*link]struct{}
@@ -84,6 +85,11 @@ func (p *Proxy) SetError(msg string) {
 	p.errMsg.Store(msg)
 	p.Set(ErrorReply)
 }
+
+// OnRequest has f told of every request chunk as it arrives, before the
+// mode acts on it: a test learns that a command is on its way (held by a
+// Delay, say). f runs on the connection's pump and must not block.
+func (p *Proxy) OnRequest(f func([]byte)) { p.seen.Store(f) }
 
 func (p *Proxy) current() Mode { return Mode(p.mode.Load()) }
 
@@ -230,6 +236,9 @@ func (l *link) pumpRequests() {
 
 // request handles one chunk from the client; false ends the link.
 func (l *link) request(b []byte) bool {
+	if f, ok := l.p.seen.Load().(func([]byte)); ok {
+		f(b)
+	}
 	switch l.p.current() {
 	case Blackhole:
 		return true

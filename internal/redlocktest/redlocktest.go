@@ -65,10 +65,26 @@ func Start(t testing.TB, opts Options) *Instance {
 // that two instances can share them.
 func StartOver(t testing.TB, servers []*redistest.Server, opts Options) *Instance {
 	t.Helper()
-	in := &Instance{Backends: servers}
-	nodes := make([]quorum.Node, len(servers))
+	addrs := make([]string, len(servers))
 	for i, s := range servers {
-		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{})
+		addrs[i] = s.Addr()
+	}
+	return startAddrs(t, addrs, servers, opts)
+}
+
+// StartOverAddrs serves redlockd over Redis at addrs, such as fault
+// proxies in front of real backends; Backends stays empty.
+func StartOverAddrs(t testing.TB, addrs []string, opts Options) *Instance {
+	t.Helper()
+	return startAddrs(t, addrs, nil, opts)
+}
+
+func startAddrs(t testing.TB, addrs []string, servers []*redistest.Server, opts Options) *Instance {
+	t.Helper()
+	in := &Instance{Backends: servers}
+	nodes := make([]quorum.Node, len(addrs))
+	for i, addr := range addrs {
+		n, err := backend.NewRedis(addr, backend.RedisOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

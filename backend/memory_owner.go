@@ -201,3 +201,20 @@ func (m *Memory) RaiseFence(ctx context.Context, key string, v int64, ttl time.D
 	})
 	return cur, err
 }
+
+// RestoreHeld implements quorum.HeldRestorer.
+func (m *Memory) RestoreHeld(ctx context.Context, key, holdsKey, token string, holds int64, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, ErrInvalidTTL
+	}
+	var stored bool
+	err := m.do(ctx, "RestoreHeld", func(now time.Time) {
+		if _, live := m.lookup(key, now); live {
+			return
+		}
+		stored = true
+		m.store(key, token, now.Add(ttl))
+		m.store(holdsKey, quorum.FormatHolds(token, holds), now.Add(ttl))
+	})
+	return stored, err
+}

@@ -75,7 +75,7 @@ func (h *Handler) cmdUnlock(c *call) {
 // writeRelease is the compare-and-delete of UNLOCK and of most libraries'
 // release scripts: 1 when released from a majority, else 0.
 func (h *Handler) writeRelease(c *call, key, token string) {
-	ok, err := h.releaseToken(c.s.Context(), key, token)
+	ok, err := h.releaseToken(c.s, key, token)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
@@ -89,13 +89,14 @@ func (h *Handler) writeRelease(c *call, key, token string) {
 }
 
 // cmdGet: GET key -> the token holding the lock on a majority, or null.
+// A kept lock that was lost is not held, whatever copies of it are left.
 func (h *Handler) cmdGet(c *call) {
 	hd, err := h.cluster.Get(c.s.Context(), c.arg(0))
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	if !hd.Held {
+	if !hd.Held || h.bound.wasLost(lockRef{c.arg(0), hd.Token}) {
 		c.w.WriteNull()
 		return
 	}

@@ -126,6 +126,7 @@ func (h *Handler) cmdLock(c *call) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
+	granted := time.Now()
 	var fence int64
 	if o.fence {
 		if fence, err = h.fence(c.s, &g); err != nil {
@@ -134,7 +135,7 @@ func (h *Handler) cmdLock(c *call) {
 		}
 	}
 	if o.keepalive {
-		h.bind(c.s, key, g.Token, o.ttl, bindKeepalive)
+		h.bind(c.s, key, g.Token, o.ttl, g.Validity-time.Since(granted), bindKeepalive)
 	}
 	h.writeGrant(c, g, o.fence, fence)
 }
@@ -190,21 +191,26 @@ func (h *Handler) fence(s *Session, g *grant) (int64, error) {
 	return 0, err
 }
 
-// releaseToken is UNLOCK (and every library's compare-and-delete): it stops
-// the renewal of a connection-bound lock, drops one hold of an owner lock
-// (renewal goes on while holds remain), and releases anything else. A kept
-// lock whose renewal failed answers false.
-func (h *Handler) releaseToken(ctx context.Context, key, token string) (bool, error) {
-	return h.releaseTokenWith(ctx, key, token, h.cluster.Release)
+// releaseToken is UNLOCK (and every library's compare-and-delete) from
+// session s: it drops one hold of an owner lock (one of s's kept holds
+// first; renewal goes on while kept holds remain) and releases anything
+// else, stopping its renewal. A kept lock that was lost answers false.
+func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
+	return h.releaseTokenWith(s, key, token, h.cluster.Release)
 }
 
 // releaseTokenWith is releaseToken whose release of a lock without holds
 // is release (a library's script may need more than a yes or no from the
 // round): every release of one key by its token keeps the same books.
-func (h *Handler) releaseTokenWith(ctx context.Context, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
+func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
+	ctx := s.Context()
 	ref := lockRef{key, token}
 	if h.bound.wasLost(ref) {
-		_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
+		if !quorum.IsOwnerToken(token) {
+			_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
+		}
+		// An owner lock's token may carry holds that other connections
+		// (on other proxies) still renew: it is left to them or its ttl.
 		return false, nil
 	}
 	b := h.bound.get(ref)
@@ -214,27 +220,42 @@ func (h *Handler) releaseTokenWith(ctx context.Context, key, token string, relea
 		}
 		return release(ctx, key, token)
 	}
-	var ok, freed bool
-	var err error
-	drop := func() bool {
-		var left int64
-		ok, left, err = h.cluster.Unhold(ctx, key, token)
-		freed = err == nil && left == 0
-		return freed
-	}
 	if b == nil {
-		drop()
+		ok, _, err := h.cluster.Unhold(ctx, key, token)
 		return ok, err
 	}
-	b.kept.While(drop)
-	if freed {
-		h.unbind(b)
-	}
+	var ok bool
+	var err error
+	b.kept.While(func() bool {
+		var left int64
+		ok, left, err = h.cluster.Unhold(ctx, key, token)
+		return h.unholdShare(b, s.ID, err == nil && left == 0)
+	})
 	return ok, err
 }
 
+// unholdShare books an UNLOCK by session id of one hold of b's owner lock:
+// one of id's kept holds, if it has any, stops being renewed. It reports
+// whether b's renewal ends: the lock is free, or no kept hold is left.
+func (h *Handler) unholdShare(b *binding, id int64, free bool) bool {
+	r := &h.bound
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b.holds[id] > 0 {
+		if b.holds[id]--; b.holds[id] == 0 {
+			delete(b.holds, id)
+			r.unindex(b, id)
+		}
+	}
+	if !free && b.total() > 0 {
+		return false
+	}
+	r.remove(b)
+	return true
+}
+
 // renewToken is RENEW: an owner lock's hold count is extended with it; a
-// kept lock whose renewal failed is not held.
+// kept lock that was lost is not held.
 func (h *Handler) renewToken(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
 	if h.bound.wasLost(lockRef{key, token}) {
 		return 0, quorum.ErrNotHeld
@@ -247,18 +268,19 @@ func (h *Handler) renewToken(ctx context.Context, key, token string, ttl time.Du
 // while the connection lives.
 func (h *Handler) sessionSet(c *call, force bool) {
 	key, token, ttl := c.arg(0), c.arg(1), h.opts.SessionTTL
+	var l quorum.Lock
 	var err error
 	if force {
-		_, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
+		l, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
 		h.count(err)
 	} else {
-		_, err = h.acquire(c.s, key, token, ttl, 0)
+		l, err = h.acquire(c.s, key, token, ttl, 0)
 	}
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	h.bind(c.s, key, token, ttl, bindSession)
+	h.bind(c.s, key, token, ttl, l.Validity, bindSession)
 	c.w.WriteSimple("OK")
 }
 

@@ -82,7 +82,7 @@ func scriptRedlockRelease(h *Handler, c *call, keys, args []string) {
 	if !scriptArgs(c, "node-redlock release", keys, args, -1, 1) {
 		return
 	}
-	n, err := h.releaseEach(c.s.Context(), keys, args[0])
+	n, err := h.releaseEach(c.s, keys, args[0])
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

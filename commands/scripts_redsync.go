@@ -24,7 +24,7 @@ func scriptRedsyncDelete(h *Handler, c *call, keys, args []string) {
 		return
 	}
 	res := quorum.ReleasedOther
-	ok, err := h.releaseTokenWith(c.s.Context(), keys[0], args[0], func(ctx context.Context, key, token string) (bool, error) {
+	ok, err := h.releaseTokenWith(c.s, keys[0], args[0], func(ctx context.Context, key, token string) (bool, error) {
 		var err error
 		res, err = h.cluster.ReleaseStatus(ctx, key, token)
 		return res == quorum.Released, err

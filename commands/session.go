@@ -25,6 +25,30 @@ type Session struct {
 	libName string
 	libVer  string
 	quit    bool
+	// push writes an out-of-band RESP3 push message to the connection;
+	// nil until the proxy sets it (SetPush).
+	push func(args ...string)
+}
+
+// SetPush gives the session a way to send the client a RESP3 push message
+// (a ">" array of bulk strings) out of band, between replies. push must be
+// safe to call from any goroutine and must not block for long.
+func (s *Session) SetPush(push func(args ...string)) {
+	s.mu.Lock()
+	s.push = push
+	s.mu.Unlock()
+}
+
+// pushLost tells a RESP3 client that its kept lock on key was lost, as
+// the push ["redlockd", "lock-lost", key]. A RESP2 connection has no
+// out-of-band messages: its client learns it from RENEW/UNLOCK/GET.
+func (s *Session) pushLost(key string) {
+	s.mu.Lock()
+	push, resp3 := s.push, s.proto == 3
+	s.mu.Unlock()
+	if push != nil && resp3 {
+		push("redlockd", "lock-lost", key)
+	}
 }
 
 // Context is cancelled when the connection closes.

@@ -12,12 +12,18 @@ import (
 )
 
 // Locks bound to a connection: LOCK … KEEPALIVE and session locks (SET
-// without an expiry). The proxy renews each every third of its ttl while the
-// connection that took it lives, and releases it when that connection
-// closes. The registry is proxy-wide, so that PTTL/TTL can tell a session
-// lock (-1, as Redis answers for a key without expiry) from a lock with a
-// ttl; a second proxy in front of the same backends does not know it and
-// answers the backend ttl.
+// without an expiry). The proxy renews each every third of its ttl while a
+// connection that took it lives. The registry is proxy-wide, so that
+// PTTL/TTL can tell a session lock (-1, as Redis answers for a key without
+// expiry) from a lock with a ttl; a second proxy in front of the same
+// backends does not know it and answers the backend ttl.
+//
+// A hold belongs to the connection that took it. An owner lock (LOCK …
+// OWNER) has one token for every hold of its owner, on any connection, so
+// one binding per lock counts the kept holds of each connection: closing
+// a connection (or RESET) drops exactly its own kept holds, one Unhold
+// each, and renewal runs while any kept hold lives. A hold taken without
+// KEEPALIVE belongs to nobody here: it lives by its ttl, RENEW and UNLOCK.
 
 type lockRef struct{ key, token string }
 
@@ -30,10 +36,21 @@ const (
 )
 
 type binding struct {
-	ref     lockRef
-	session int64
-	kind    bindKind
-	kept    *quorum.Kept
+	ref  lockRef
+	kind bindKind
+	kept *quorum.Kept
+	// holds counts the kept holds of each connection (session ID); always
+	// 1 for a lock without hold counts. Under bindings.mu.
+	holds map[int64]int
+}
+
+// total is the number of kept holds; the caller holds bindings.mu.
+func (b *binding) total() int {
+	n := 0
+	for _, c := range b.holds {
+		n += c
+	}
+	return n
 }
 
 // bindings is the registry of connection-bound locks. Its zero value is
@@ -48,12 +65,13 @@ type bindings struct {
 	lost map[lockRef]time.Time
 
 	held  atomic.Int64 // live connection-bound locks
-	nlost atomic.Int64 // renewals that failed, since start
+	nlost atomic.Int64 // kept locks lost, since start
 }
 
 // KeepaliveStats are the counters of connection-bound locks, for INFO and
 // metrics: Held is how many are live now, Lost how many were lost since
-// start because a renewal did not reach a majority.
+// start because their validity ran out without a renewal that reached a
+// majority.
 type KeepaliveStats struct {
 	Held, Lost int64
 }
@@ -63,26 +81,51 @@ func (h *Handler) KeepaliveStats() KeepaliveStats {
 	return KeepaliveStats{Held: h.bound.held.Load(), Lost: h.bound.nlost.Load()}
 }
 
-// bind ties key=token to session s and starts renewing it. If the lock is
-// already bound (a reentry, a repeated SET) nothing changes. If s closed
-// meanwhile, the lock is released at once instead: nobody would release it.
-func (h *Handler) bind(s *Session, key, token string, ttl time.Duration, kind bindKind) {
+// bind ties one hold of key=token to session s and starts renewing the
+// lock unless it is renewed already; valid is the lock's validity now. A
+// lock without hold counts bound again (a repeated SET) changes nothing. If
+// s closed meanwhile, the hold is dropped at once instead: nobody would.
+func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, kind bindKind) {
 	ref := lockRef{key, token}
-	b := &binding{ref: ref, session: s.ID, kind: kind}
 	r := &h.bound
 	r.mu.Lock()
-	if _, ok := r.byRef[ref]; ok {
-		r.mu.Unlock()
-		return
-	}
 	if s.Context().Err() != nil {
 		r.mu.Unlock()
-		_, _ = h.cluster.Release(context.Background(), key, token)
+		h.dropHolds(ref, 1)
 		return
 	}
-	b.kept = h.cluster.Keep(key, token, ttl, func(err error) { h.lose(b, ttl, err) })
-	r.add(b)
+	b, ok := r.byRef[ref]
+	if !ok {
+		b = &binding{ref: ref, kind: kind, holds: map[int64]int{}}
+		b.kept = h.cluster.Keep(key, token, ttl, valid, func(err error) { h.lose(b, ttl, err) })
+		r.add(b)
+	}
+	if quorum.IsOwnerToken(token) || b.holds[s.ID] == 0 {
+		b.holds[s.ID]++
+	}
+	r.index(b, s.ID)
 	r.mu.Unlock()
+	if ok {
+		b.kept.Granted(valid)
+	}
+}
+
+// dropHolds drops n holds of ref on the backends: Unhold for an owner
+// lock, a release for any other (it has one hold). It reports whether the
+// lock is known to be free now; an Unhold that failed leaves that open.
+func (h *Handler) dropHolds(ref lockRef, n int) (free bool) {
+	ctx := context.Background()
+	if !quorum.IsOwnerToken(ref.token) {
+		_, _ = h.cluster.Release(ctx, ref.key, ref.token)
+		return true
+	}
+	for range n {
+		_, left, err := h.cluster.Unhold(ctx, ref.key, ref.token)
+		if free = err == nil && left == 0; free {
+			return true
+		}
+	}
+	return false
 }
 
 // add registers b; the caller holds r.mu.
@@ -92,11 +135,25 @@ func (r *bindings) add(b *binding) {
 		r.bySession = map[int64]map[lockRef]*binding{}
 	}
 	r.byRef[b.ref] = b
-	if r.bySession[b.session] == nil {
-		r.bySession[b.session] = map[lockRef]*binding{}
-	}
-	r.bySession[b.session][b.ref] = b
 	r.held.Add(1)
+}
+
+// index lists b under session id; the caller holds r.mu.
+func (r *bindings) index(b *binding, id int64) {
+	if r.bySession[id] == nil {
+		r.bySession[id] = map[lockRef]*binding{}
+	}
+	r.bySession[id][b.ref] = b
+}
+
+// unindex takes b off session id's list; the caller holds r.mu.
+func (r *bindings) unindex(b *binding, id int64) {
+	if m := r.bySession[id]; m != nil && m[b.ref] == b {
+		delete(m, b.ref)
+		if len(m) == 0 {
+			delete(r.bySession, id)
+		}
+	}
 }
 
 // remove unregisters b and reports whether it was still registered; the
@@ -106,21 +163,22 @@ func (r *bindings) remove(b *binding) bool {
 		return false
 	}
 	delete(r.byRef, b.ref)
-	if m := r.bySession[b.session]; m != nil {
-		delete(m, b.ref)
-		if len(m) == 0 {
-			delete(r.bySession, b.session)
-		}
+	for id := range b.holds {
+		r.unindex(b, id)
 	}
 	r.held.Add(-1)
 	return true
 }
 
-// lose runs on the renewal goroutine when a renewal failed.
+// lose runs on the renewal goroutine when a kept lock was lost: its
+// validity ran out without a successful renewal. Every connection that
+// held it is told (a RESP3 push), and RENEW/UNLOCK answer "not held".
 func (h *Handler) lose(b *binding, ttl time.Duration, err error) {
 	r := &h.bound
 	now := time.Now()
 	r.mu.Lock()
+	holders := slices.Collect(maps.Keys(b.holds))
+	kept := b.total()
 	gone := r.remove(b)
 	if gone {
 		if r.lost == nil {
@@ -134,9 +192,20 @@ func (h *Handler) lose(b *binding, ttl time.Duration, err error) {
 		r.lost[b.ref] = now.Add(ttl)
 	}
 	r.mu.Unlock()
-	if gone {
-		r.nlost.Add(1)
-		h.opts.Logger.Warn("connection-bound lock lost: renewal failed", "key", b.ref.key, "err", err)
+	if !gone {
+		return
+	}
+	r.nlost.Add(1)
+	h.opts.Logger.Warn("connection-bound lock lost", "key", b.ref.key, "reason", err)
+	if quorum.IsOwnerToken(b.ref.token) {
+		// Holds of the same owner renewed elsewhere may keep the token
+		// alive: the lost holds must not count among them any more.
+		h.dropHolds(b.ref, kept)
+	}
+	for _, id := range holders {
+		if v, ok := h.sessions.Load(id); ok {
+			v.(*Session).pushLost(b.ref.key)
+		}
 	}
 }
 
@@ -167,39 +236,62 @@ func (h *Handler) unbind(b *binding) {
 // DEL (or an expire to the past) took the key away from its holder, so a
 // renewal could only fail and count a loss nobody suffered.
 func (h *Handler) unbindKey(key string) {
-	h.dropBindings(func(r *bindings) []*binding {
-		var bs []*binding
-		for ref, b := range r.byRef {
-			if ref.key == key {
-				bs = append(bs, b)
-			}
-		}
-		return bs
-	}, false)
-}
-
-// releaseSessionLocks releases every lock bound to s; CloseSession calls
-// it after cancelling s, so a bind racing it sees s closed.
-func (h *Handler) releaseSessionLocks(s *Session) {
-	h.dropBindings(func(r *bindings) []*binding {
-		return slices.Collect(maps.Values(r.bySession[s.ID]))
-	}, true)
-}
-
-// dropBindings removes the bindings that pick chooses (pick runs under
-// the registry's lock), then stops their keepers outside it; release also
-// releases their locks.
-func (h *Handler) dropBindings(pick func(*bindings) []*binding, release bool) {
 	r := &h.bound
 	r.mu.Lock()
-	bs := pick(r)
+	var bs []*binding
+	for ref, b := range r.byRef {
+		if ref.key == key {
+			bs = append(bs, b)
+		}
+	}
 	for _, b := range bs {
 		r.remove(b)
 	}
 	r.mu.Unlock()
 	for _, b := range bs {
-		b.kept.Stop(release)
+		b.kept.Stop(false)
 	}
+}
+
+// releaseSessionLocks drops every kept hold of s; CloseSession calls it
+// after cancelling s, so a bind racing it sees s closed.
+func (h *Handler) releaseSessionLocks(s *Session) {
+	r := &h.bound
+	r.mu.Lock()
+	bs := slices.Collect(maps.Values(r.bySession[s.ID]))
+	r.mu.Unlock()
+	for _, b := range bs {
+		h.dropSessionHolds(b, s.ID)
+	}
+}
+
+// dropSessionHolds drops session id's kept holds of b. The lock is
+// released when they were its last holds; renewal stops when no kept hold
+// is left (holds taken without KEEPALIVE then live by their ttl).
+func (h *Handler) dropSessionHolds(b *binding, id int64) {
+	r := &h.bound
+	b.kept.While(func() bool {
+		r.mu.Lock()
+		n := b.holds[id]
+		delete(b.holds, id)
+		r.unindex(b, id)
+		last := b.total() == 0
+		r.mu.Unlock()
+		if n == 0 {
+			return false // dropped meanwhile (UNLOCK, a loss)
+		}
+		if !last && !quorum.IsOwnerToken(b.ref.token) {
+			return false // one lock, one hold: it goes with its last connection
+		}
+		free := h.dropHolds(b.ref, n)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !free && (!last || b.total() > 0) {
+			return false // another connection's kept hold lives on
+		}
+		r.remove(b)
+		return true
+	})
 }
 
 // isSessionLock reports whether key=token is a session lock (taken without

@@ -25,7 +25,7 @@ func ctxT(t *testing.T) context.Context {
 }
 
 // lock runs LOCK and returns its token and validity.
-func lock(t *testing.T, c *redis.Client, args ...any) (string, int64) {
+func lock(t *testing.T, c doer, args ...any) (string, int64) {
 	t.Helper()
 	res, err := c.Do(ctxT(t), append([]any{"LOCK"}, args...)...).Slice()
 	if err != nil {

@@ -437,9 +437,9 @@ func TestExtendAfterExpiry(t *testing.T) {
 }
 
 // TestExtendReachesMinority: the lock survives on one of three backends
-// only (the others lost it). Extend fails, and the token is removed from
-// the one that still had it: a failed extend never leaves the lock
-// looking held.
+// only (the others lost it). Extend fails and deletes nothing: the one that
+// still had the token keeps it (with its old ttl), because a failed extend
+// changes nothing the caller was promised.
 func TestExtendReachesMinority(t *testing.T) {
 	e := faults.Start(t, 3)
 	c := e.Cluster(t, defaultCfg())
@@ -465,7 +465,7 @@ func TestExtendReachesMinority(t *testing.T) {
 	if _, err := c.Extend(ctxT(t, 5*time.Second), "k", a.Token, lockTTL); !errors.Is(err, quorum.ErrNotHeld) {
 		t.Fatalf("extend on a minority: %v, want not held", err)
 	}
-	if n := e.Backends[2].Client().Exists(ctxT(t, time.Second), "k").Val(); n != 0 {
-		t.Error("the minority backend still holds the token after the failed extend")
+	if v := e.Backends[2].Client().Get(ctxT(t, time.Second), "k").Val(); v != a.Token {
+		t.Errorf("the minority backend holds %q after the failed extend, want the token it had", v)
 	}
 }

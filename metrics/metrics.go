@@ -52,7 +52,7 @@ type Options struct {
 	Quarantined func() map[string]bool
 	// Keepalive returns, at scrape time, how many locks the proxy renews
 	// for open connections (KEEPALIVE and session locks) and how many it
-	// has lost because a renewal did not reach a majority. Default: both 0.
+	// has lost because their validity ran out unrenewed. Default: both 0.
 	Keepalive func() (held, lost int64)
 	// Version labels redlockd_build_info. Default "dev".
 	Version string
@@ -111,7 +111,7 @@ func New(o Options) *Metrics {
 			Help: "Locks the proxy renews for open connections (KEEPALIVE and session locks)."},
 			func() float64 { held, _ := m.keepaliveFn(); return float64(held) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: NameRenewalsLost,
-			Help: "Kept-alive locks given up because a renewal did not reach a majority."},
+			Help: "Kept locks lost: their validity ran out without a renewal that reached a majority."},
 			func() float64 { _, lost := m.keepaliveFn(); return float64(lost) }))
 	for _, b := range o.Backends {
 		m.node(b)

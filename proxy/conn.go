@@ -40,6 +40,7 @@ func (s *Server) accept(c redcon.Conn) bool {
 	st.guard, _ = st.nc.(*guardConn)
 	st.w = NewWriter(st.sess.Proto)
 	st.maxReply = maxReplyBytes(s.opts.MaxReplyBytes)
+	st.sess.SetPush(st.push)
 	if !s.track(st) {
 		// Shutdown is tearing connections down; this one came too late.
 		s.h.CloseSession(st.sess)
@@ -189,11 +190,31 @@ func (st *connState) flush() error {
 		st.w.buf = nil
 		return errReplyLimit
 	}
+	st.wmu.Lock()
 	_, err := st.nc.Write(b)
+	st.wmu.Unlock()
 	if cap(b) > maxKeptBuffer {
 		st.w.buf = nil
 	} else {
 		st.w.Reset()
 	}
 	return err
+}
+
+// push writes a RESP3 push message of bulk strings between two replies. It
+// runs on whatever goroutine has news for the client (a lost kept lock),
+// never on the connection's own, so it takes its own buffer and wmu. A
+// failed write closes the connection: part of a message may be on the
+// wire, and the connection's next write would fail the same way.
+func (st *connState) push(args ...string) {
+	w := NewWriter(nil)
+	w.header('>', len(args))
+	for _, a := range args {
+		w.WriteBulkString(a)
+	}
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	if _, err := st.nc.Write(w.Bytes()); err != nil {
+		st.nc.Close()
+	}
 }

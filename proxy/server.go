@@ -101,6 +101,9 @@ type Server struct {
 // touched by the connection's own goroutine, except nc and sess, which
 // are safe for concurrent use.
 type connState struct {
+	// wmu serialises the writes of whole replies and of push messages, so
+	// that a push sent from another goroutine never splits a reply.
+	wmu  sync.Mutex
 	nc   net.Conn
 	sess *commands.Session
 	w    *Writer

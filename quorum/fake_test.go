@@ -117,6 +117,13 @@ func (f *fakeNode) put(key, token string, ttl time.Duration) {
 	f.data[key] = entry{token, ttl}
 }
 
+// drop deletes key directly, as a node that lost its data.
+func (f *fakeNode) drop(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.data, key)
+}
+
 // peek returns what the node stores at key.
 func (f *fakeNode) peek(key string) (entry, bool) {
 	f.mu.Lock()

@@ -2,12 +2,14 @@ package quorum
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
 
 // Kept is a lock that the cluster renews in the background, every third of
-// its ttl, until Stop or until a renewal fails. One goroutine per kept lock;
+// its ttl, until Stop or until it is lost. One goroutine per kept lock;
 // Stop waits for it, so none outlives the connection that owns the lock.
 type Kept struct {
 	c      *Cluster
@@ -20,28 +22,47 @@ type Kept struct {
 	// changing the lock on the backends never races a renewal.
 	mu       sync.Mutex
 	stopped  bool
+	until    time.Time // the end of the validity last reported; under mu
+	lastErr  error     // the last failed renewal's; under mu
 	quit     chan struct{}
 	quitOnce sync.Once
 	done     chan struct{}
 }
 
-// Keep starts renewing key=token with ttl every ttl/3 (by Renew, so owner
-// locks keep their hold counts too). When a renewal fails to reach a
-// majority the lock is lost: renewal stops and onLost (if not nil) is called
-// once with the error, from the renewal goroutine (it must not call Stop,
-// which waits for that goroutine). Renewals run under a
-// context of their own: the caller's cancellation must not end them, and
-// each node call keeps the per-node timeout.
-func (c *Cluster) Keep(key, token string, ttl time.Duration, onLost func(error)) *Kept {
+// Keep starts renewing key=token with ttl every ttl/3 (by RenewKept, so
+// owner locks keep their hold counts, and nodes that lost the lock get it
+// back). valid is the validity the lock has now (what its acquire reported,
+// less the time since). A renewal that fails changes nothing on the nodes:
+// it is tried again after a short random pause for as long as the validity
+// last reported runs. Only when that has run out without a successful
+// renewal is the lock lost: renewal stops (the token is left to expire: an
+// owner lock's token may carry holds that other connections still renew)
+// and onLost (if not nil) is
+// called once with the last error, from the renewal goroutine (it must not
+// call Stop, which waits for that goroutine). Renewals run under a context
+// of their own: the caller's cancellation must not end them, and each node
+// call keeps the per-node timeout.
+func (c *Cluster) Keep(key, token string, ttl, valid time.Duration, onLost func(error)) *Kept {
 	k := &Kept{
 		c: c, key: key, token: token, ttl: ttl, onLost: onLost,
-		quit: make(chan struct{}), done: make(chan struct{}),
+		until: c.cfg.Now().Add(valid),
+		quit:  make(chan struct{}), done: make(chan struct{}),
 	}
 	go k.loop()
 	return k
 }
 
 func (k *Kept) interval() time.Duration { return max(k.ttl/3, time.Millisecond) }
+
+// retryDelay is the pause after a failed renewal: a tenth of the ttl,
+// between 5ms and 250ms, less a random part of up to half of it (so that
+// proxies retrying one lock do not keep in step), and never past the end of
+// the validity.
+func (k *Kept) retryDelay(left time.Duration) time.Duration {
+	d := min(max(k.ttl/10, 5*time.Millisecond), 250*time.Millisecond)
+	d -= time.Duration(rand.Int64N(int64(d/2) + 1))
+	return max(min(d, left), time.Millisecond)
+}
 
 func (k *Kept) loop() {
 	defer close(k.done)
@@ -53,37 +74,64 @@ func (k *Kept) loop() {
 			return
 		case <-t.C:
 		}
-		if err := k.renew(); err != nil {
+		next, err := k.renew()
+		if err != nil {
 			if k.onLost != nil {
 				k.onLost(err)
 			}
 			return
 		}
-		if k.isStopped() {
-			return
+		if next <= 0 {
+			return // stopped
 		}
-		t.Reset(k.interval())
+		t.Reset(next)
 	}
 }
 
-// renew makes one renewal; a non-nil error means the lock is lost.
-func (k *Kept) renew() error {
+// renew makes one renewal and returns the pause before the next one (0:
+// stopped); a non-nil error means the lock is lost, its validity having
+// run out without a successful renewal.
+func (k *Kept) renew() (time.Duration, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.stopped {
-		return nil
+		return 0, nil
 	}
-	if _, err := k.c.Renew(context.Background(), k.key, k.token, k.ttl); err != nil {
-		k.stopped = true
-		return err
+	if !k.until.After(k.c.cfg.Now()) {
+		return 0, k.lose(k.lastErr)
 	}
-	return nil
+	v, err := k.c.RenewKept(context.Background(), k.key, k.token, k.ttl)
+	if err == nil {
+		k.until = k.c.cfg.Now().Add(v)
+		return k.interval(), nil
+	}
+	k.lastErr = err
+	left := k.until.Sub(k.c.cfg.Now())
+	if left <= 0 {
+		return 0, k.lose(err)
+	}
+	return k.retryDelay(left), nil
 }
 
-func (k *Kept) isStopped() bool {
+// Granted records a new grant of the kept lock (one more hold of an owner
+// lock) with validity valid from now: the lock is not lost before that
+// runs out either.
+func (k *Kept) Granted(valid time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.stopped
+	if u := k.c.cfg.Now().Add(valid); u.After(k.until) {
+		k.until = u
+	}
+}
+
+// lose stops the renewals for good; last is the last renewal's error (nil
+// when none was tried). The caller holds k.mu.
+func (k *Kept) lose(last error) error {
+	k.stopped = true
+	if last == nil {
+		return fmt.Errorf("%w: its validity ran out", ErrNotHeld)
+	}
+	return fmt.Errorf("%w: no renewal within its validity: %w", ErrNotHeld, last)
 }
 
 // Stop ends the renewals and waits until the renewal goroutine has exited.

@@ -13,7 +13,7 @@ func TestKeepRenewsUntilStopped(t *testing.T) {
 	if _, err := c.Acquire(context.Background(), "k", "tok", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	k := c.Keep("k", "tok", 30*time.Millisecond, func(err error) { t.Errorf("lost: %v", err) })
+	k := c.Keep("k", "tok", 30*time.Millisecond, 30*time.Millisecond, func(err error) { t.Errorf("lost: %v", err) })
 	for _, f := range fs {
 		f.waitCalls(t, opCAE, 3) // renewed again and again
 	}
@@ -33,7 +33,7 @@ func TestKeepReportsLoss(t *testing.T) {
 	fs[0].setOpBehavior(opCAE, behaveErr)
 	fs[1].setOpBehavior(opCAE, behaveErr)
 	lost := make(chan error, 1)
-	k := c.Keep("k", "tok", 30*time.Millisecond, func(err error) { lost <- err })
+	k := c.Keep("k", "tok", 30*time.Millisecond, 30*time.Millisecond, func(err error) { lost <- err })
 	defer k.Stop(false)
 	select {
 	case err := <-lost:
@@ -56,7 +56,7 @@ func TestKeepWhileHoldsOffRenewals(t *testing.T) {
 	if _, err := c.Acquire(context.Background(), "k", "tok", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	k := c.Keep("k", "tok", 30*time.Millisecond, func(err error) { t.Errorf("lost: %v", err) })
+	k := c.Keep("k", "tok", 30*time.Millisecond, 30*time.Millisecond, func(err error) { t.Errorf("lost: %v", err) })
 	fs[0].waitCalls(t, opCAE, 1) // the loop runs
 	k.While(func() bool {
 		n := fs[0].callCount(opCAE)
@@ -71,4 +71,81 @@ func TestKeepWhileHoldsOffRenewals(t *testing.T) {
 		return true
 	})
 	k.Stop(false)
+}
+
+// A renewal that fails deletes nothing and is tried again while the
+// validity last reported runs; once the nodes answer again the lock is
+// renewed as before and never reported lost.
+func TestKeepRetriesWithinValidity(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	if _, err := c.Acquire(context.Background(), "k", "tok", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	fs[0].setOpBehavior(opCAE, behaveErr)
+	fs[1].setOpBehavior(opCAE, behaveErr)
+	k := c.Keep("k", "tok", 300*time.Millisecond, time.Minute, func(err error) { t.Errorf("lost: %v", err) })
+	defer k.Stop(false)
+	n := fs[2].callCount(opCAE)
+	fs[2].waitCalls(t, opCAE, n+4) // failed renewals, retried
+	if got := holders(fs, "k", "tok"); len(got) != 3 {
+		t.Fatalf("failed renewals removed the token: held on %v", got)
+	}
+	fs[0].setOpBehavior(opCAE, behaveOK)
+	fs[1].setOpBehavior(opCAE, behaveOK)
+	m := fs[0].callCount(opCAE)
+	fs[0].waitCalls(t, opCAE, m+2) // renewed again
+}
+
+// When the validity runs out without a successful renewal the lock is
+// lost, not before: the loss comes after the validity Keep was given.
+func TestKeepLosesOnlyWhenValidityRunsOut(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	if _, err := c.Acquire(context.Background(), "k", "tok", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	fs[0].setOpBehavior(opCAE, behaveErr)
+	fs[1].setOpBehavior(opCAE, behaveErr)
+	lost := make(chan error, 1)
+	const valid = 400 * time.Millisecond
+	start := time.Now()
+	k := c.Keep("k", "tok", 60*time.Millisecond, valid, func(err error) { lost <- err })
+	defer k.Stop(false)
+	select {
+	case err := <-lost:
+		if since := time.Since(start); since < valid {
+			t.Fatalf("lost after %v, within its validity of %v", since, valid)
+		}
+		if !errors.Is(err, ErrNotHeld) || !errors.Is(err, ErrNoQuorum) {
+			t.Fatalf("loss reported as %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loss was never reported")
+	}
+	if fs[2].callCount(opCAE) < 3 {
+		t.Fatal("no retries within the validity")
+	}
+}
+
+// A renewal that wins a majority puts the lock back where it is missing,
+// and never where another token holds the key.
+func TestKeepRestoresWhereMissing(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := newCluster(t, nodes, testConfig())
+	fs[0].put("k", "tok", time.Minute)
+	fs[1].put("k", "tok", time.Minute)
+	fs[2].put("k", "other", time.Minute)
+	k := c.Keep("k", "tok", 60*time.Millisecond, time.Minute, func(err error) { t.Errorf("lost: %v", err) })
+	fs[0].waitCalls(t, opCAE, 2)
+	if e, _ := fs[2].peek("k"); e.token != "other" {
+		t.Fatalf("a restore overwrote another token: %+v", e)
+	}
+	fs[2].drop("k") // the key is gone, as after a restart
+	n := fs[2].callCount(opSetNX)
+	fs[2].waitCalls(t, opSetNX, n+1)
+	k.Stop(false)
+	if e, ok := fs[2].peek("k"); !ok || e.token != "tok" {
+		t.Fatalf("the lock was not restored on the node that lost it: %+v", e)
+	}
 }

@@ -123,46 +123,56 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 
 // Extend resets the lock's ttl on every node that still holds token. It
 // succeeds when a majority did so and the new validity is positive. A failed
-// extend releases the token everywhere, so a lock is never left looking
-// held by a caller who was told it is not.
+// extend changes nothing the caller was promised: the token stays where it
+// is, so the lock stands until the validity reported before (deleting it
+// would hand the key to another client while that validity still runs).
 func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
 	ctx, done := c.begin(ctx, OpExtend)
 	defer func() { done(err, v, ttl) }()
-	return c.extendRoundWith(ctx, key, token, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
+	v, _, err = c.extendRoundWith(ctx, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
 		return n.CompareAndExtend(ctx, key, token, ttl)
 	}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
 		n.CompareAndExtendAsync(deadline, key, token, ttl, done)
 	})
+	return v, err
 }
 
 // extendRound runs op (an extend, in one of its forms) on every node and
-// returns the new validity when a majority agreed and it is positive.
-// Otherwise it releases token everywhere, as failRound does.
-func (c *Cluster) extendRound(ctx context.Context, key, token string, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error)) (time.Duration, error) {
-	return c.extendRoundWith(ctx, key, token, ttl, failed, op, nil)
+// returns the new validity when a majority agreed and it is positive, the
+// error failRound picks otherwise. missing marks the nodes that answered
+// "not held" (and were not vetoed): those a renewal may restore the lock on.
+func (c *Cluster) extendRound(ctx context.Context, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error)) (time.Duration, []bool, error) {
+	return c.extendRoundWith(ctx, ttl, failed, op, nil)
 }
 
 // extendRoundWith is extendRound that uses aop when every node is an
 // AsyncNode.
-func (c *Cluster) extendRoundWith(ctx context.Context, key, token string, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error), aop asyncOp[bool]) (time.Duration, error) {
+func (c *Cluster) extendRoundWith(ctx context.Context, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error), aop asyncOp[bool]) (time.Duration, []bool, error) {
 	if ttl <= 0 {
-		return 0, ErrInvalidTTL
+		return 0, nil, ErrInvalidTTL
 	}
 	t0 := c.cfg.Now()
-	t := c.voteWith(ctx, op, aop)
+	var t tally
+	missing := make([]bool, len(c.nodes))
+	ch := fanoutWith(ctx, c, op, aop)
+	for range c.nodes {
+		r := <-ch
+		t.add(r.val, r.err)
+		missing[r.node] = r.err == nil && !r.val
+	}
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
 	if t.yes >= c.Quorum() && validity > 0 {
-		return validity, nil
+		return validity, missing, nil
 	}
-	return 0, c.failRound(ctx, key, token, &t, failed)
+	return 0, nil, c.failRound(&t, failed)
 }
 
-// failRound is the end of a failed extend: it releases token everywhere,
-// so a lock is never left looking held by a caller who was told it is
-// not, and returns a *NoQuorumError when too few nodes answered, failed
+// failRound is the end of a failed extend. It deletes nothing: the nodes
+// that did extend keep the token longer (availability), and those that did
+// not keep what they had, so the caller's last reported validity still
+// holds. It returns a *NoQuorumError when too few nodes answered, failed
 // otherwise.
-func (c *Cluster) failRound(ctx context.Context, key, token string, t *tally, failed error) error {
-	c.releaseAll(ctx, key, token)
+func (c *Cluster) failRound(t *tally, failed error) error {
 	if t.answered() < c.Quorum() {
 		return c.noQuorum(t)
 	}

@@ -54,8 +54,8 @@ func (c *Cluster) AcquireAll(ctx context.Context, keys []string, token string, t
 }
 
 // ExtendAll resets the ttl of a lock taken with AcquireAll on every node
-// where all its keys still hold token. Like Extend, a failure releases the
-// token everywhere.
+// where all its keys still hold token. Like Extend, a failure deletes
+// nothing: the lock stands until the validity reported before.
 func (c *Cluster) ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (time.Duration, error) {
 	if err := c.multiOK(keys, ttl); err != nil {
 		return 0, err
@@ -64,8 +64,11 @@ func (c *Cluster) ExtendAll(ctx context.Context, keys []string, token string, tt
 	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
 		return n.(MultiNode).ExtendAll(ctx, keys, token, ttl)
 	})
-	l, err := c.multiOutcome(ctx, &t, keys, token, ttl, t0, ErrNotHeld)
-	return l.Validity, err
+	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
+	if t.yes >= c.Quorum() && validity > 0 {
+		return validity, nil
+	}
+	return 0, c.failRound(&t, ErrNotHeld)
 }
 
 func (c *Cluster) multiOK(keys []string, ttl time.Duration) error {

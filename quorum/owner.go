@@ -333,16 +333,22 @@ func heldIf(yes bool, token string, holds int64) held {
 // hold count along with it, so that the count never expires before the lock,
 // and never shortens either (the lock's other holds keep their validity).
 func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	if !IsOwnerToken(token) {
-		return c.Extend(ctx, key, token, ttl)
-	}
-	return c.extendHeld(ctx, key, token, ttl)
+	v, _, err := c.renew(ctx, key, token, ttl)
+	return v, err
 }
 
-func (c *Cluster) extendHeld(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
+// renew is Renew that also reports which nodes answered "not held".
+func (c *Cluster) renew(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
 	ctx, done := c.begin(ctx, OpExtend)
 	defer func() { done(err, v, ttl) }()
-	return c.extendRound(ctx, key, token, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
+	if !IsOwnerToken(token) {
+		return c.extendRoundWith(ctx, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
+			return n.CompareAndExtend(ctx, key, token, ttl)
+		}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
+			n.CompareAndExtendAsync(deadline, key, token, ttl, done)
+		})
+	}
+	return c.extendRound(ctx, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
 		if rn, ok := n.(Reentrant); ok {
 			return rn.ExtendHeld(ctx, key, HoldsKey(key), token, ttl)
 		}

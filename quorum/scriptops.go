@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -24,7 +25,7 @@ type TTLAdder interface {
 // holds token, never beyond limit (the proxy's max-ttl, which the restart
 // quarantine relies on). It succeeds when a majority did so; the validity
 // is computed from the ttl that a majority now guarantees. Like Extend, a
-// failure releases the token everywhere.
+// failure deletes nothing.
 func (c *Cluster) ExtendAdd(ctx context.Context, key, token string, add, limit time.Duration) (time.Duration, error) {
 	if add <= 0 || limit <= 0 {
 		return 0, ErrInvalidTTL
@@ -59,7 +60,7 @@ func (c *Cluster) ExtendAdd(ctx context.Context, key, token string, add, limit t
 			return v, nil
 		}
 	}
-	return 0, c.failRound(ctx, key, token, &t, ErrNotHeld)
+	return 0, c.failRound(&t, ErrNotHeld)
 }
 
 // ReleaseResult is ReleaseStatus's verdict.
@@ -115,15 +116,39 @@ func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (Release
 
 // ExtendOrAcquire extends key where token holds it and takes it where it is
 // free (go-redsync's touch-or-setnx), on every node. It succeeds when a
-// majority holds it for token afterwards within the validity; a failure
-// releases the token everywhere, as a failed Acquire does.
+// majority holds it for token afterwards within the validity. A failure
+// undoes only what this round acquired: the nodes that took the key free
+// (or did not answer) are released, as after a failed Acquire; the nodes
+// that extended keep the token, as after a failed Extend, so a lock the
+// caller already held stands until the validity it was last told.
 func (c *Cluster) ExtendOrAcquire(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
+	// taken[i]: node i answered by SET NX or not at all; kept[i]: it extended.
+	marks := make([]bool, 2*len(c.nodes))
+	taken, kept := marks[:len(c.nodes)], marks[len(c.nodes):]
+	var mu sync.Mutex
+	note := func(n Node, extended bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if i := c.indexOf(n); i >= 0 {
+			kept[i], taken[i] = extended, !extended
+		}
+	}
 	// Two atomic steps per node: whatever happens between them, the node
 	// ends up either holding token with the new ttl or voting no.
-	return c.extendRound(ctx, key, token, ttl, ErrNotAcquired, func(ctx context.Context, n Node) (bool, error) {
-		if ok, err := n.CompareAndExtend(ctx, key, token, ttl); ok || err != nil {
+	v, _, err := c.extendRound(ctx, ttl, ErrNotAcquired, func(ctx context.Context, n Node) (bool, error) {
+		ok, err := n.CompareAndExtend(ctx, key, token, ttl)
+		if ok || err != nil {
+			note(n, ok)
 			return ok, err
 		}
+		note(n, false)
 		return n.SetNX(ctx, key, token, ttl)
 	})
+	if err != nil && slices.Contains(taken, true) {
+		mu.Lock()
+		skip := slices.Clone(kept)
+		mu.Unlock()
+		c.releaseExcept(ctx, key, token, ttl, nil, skip)
+	}
+	return v, err
 }

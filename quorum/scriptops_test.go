@@ -87,8 +87,9 @@ func TestReleaseStatusVerdicts(t *testing.T) {
 	}
 }
 
-// A failed multi-key extend leaves nothing of the token behind.
-func TestExtendAllFailureReleases(t *testing.T) {
+// A failed multi-key extend deletes nothing: the keys that were held stay
+// held, with the token, until the validity reported before.
+func TestExtendAllFailureKeepsTheLock(t *testing.T) {
 	ctx := context.Background()
 	c, mems := memCluster(t)
 	if _, err := c.AcquireAll(ctx, []string{"a", "b"}, "t", time.Minute); err != nil {
@@ -98,9 +99,30 @@ func TestExtendAllFailureReleases(t *testing.T) {
 		t.Fatalf("ExtendAll over a key never taken: %v, want ErrNotHeld", err)
 	}
 	for _, m := range mems {
-		if _, _, held, _ := m.Get(ctx, "a"); held {
-			t.Fatalf("%s still holds a", m.Name())
+		for _, k := range []string{"a", "b"} {
+			if tok, _, held, _ := m.Get(ctx, k); !held || tok != "t" {
+				t.Fatalf("%s: %s = %q (held %v) after a failed extend, want the token kept", m.Name(), k, tok, held)
+			}
 		}
+	}
+}
+
+// A failed touch-or-acquire (go-redsync's extend with SET NX) takes back
+// the keys it acquired in that round and keeps those it only extended.
+func TestExtendOrAcquireFailureUndoesOnlyItsGrants(t *testing.T) {
+	ctx := context.Background()
+	c, mems := memCluster(t)
+	mems[0].SetNX(ctx, "k", "t", time.Minute)     // held before: extended
+	mems[1].SetNX(ctx, "k", "other", time.Minute) // another's: refused
+	mems[2].Close()                               // down: the round fails
+	if _, err := c.ExtendOrAcquire(ctx, "k", "t", time.Minute); err == nil {
+		t.Fatal("ExtendOrAcquire with one of three nodes for it succeeded")
+	}
+	if tok, _, held, _ := mems[0].Get(ctx, "k"); !held || tok != "t" {
+		t.Fatalf("the node that extended lost the token: %q held %v", tok, held)
+	}
+	if tok, _, _, _ := mems[1].Get(ctx, "k"); tok != "other" {
+		t.Fatalf("another token was touched: %q", tok)
 	}
 }
 

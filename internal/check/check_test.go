@@ -144,3 +144,20 @@ func TestResultFigures(t *testing.T) {
 		t.Errorf("p50=%v p99=%v, want 50ms and 99ms", res.P50, res.P99)
 	}
 }
+
+func TestRenewedMovesDeadline(t *testing.T) {
+	r := NewRecorder()
+	start := time.Now()
+	h := r.Begin("a", "k", start, start, 10*time.Millisecond)
+	h.Renewed(start.Add(5*time.Millisecond), 100*time.Millisecond)
+	h.Renewed(start, time.Millisecond) // an earlier end never shortens the claim
+	if got := h.Deadline().Sub(start); got != 105*time.Millisecond {
+		t.Fatalf("deadline %v after start, want 105ms", got)
+	}
+	b := r.Begin("b", "k", start.Add(50*time.Millisecond), start.Add(50*time.Millisecond), time.Second)
+	b.EndAt(start.Add(60 * time.Millisecond))
+	h.EndAt(h.Deadline())
+	if res := r.Check(); len(res.Overlaps) != 1 {
+		t.Fatalf("a grant within a renewed claim: %d overlaps, want 1", len(res.Overlaps))
+	}
+}

@@ -68,6 +68,17 @@ func (r *Recorder) Begin(client, key string, acquireStart, acquired time.Time, v
 	return &Hold{r: r, key: key, client: client, start: acquired, deadline: acquireStart.Add(validity)}
 }
 
+// Renewed records a successful extend of the section's lock: renewStart is
+// when the extend call began, validity what it returned. The claim then
+// runs to renewStart+validity, or its earlier deadline if that is later.
+// After a failed extend nothing changes: the claim still runs to the
+// validity last reported.
+func (h *Hold) Renewed(renewStart time.Time, validity time.Duration) {
+	if d := renewStart.Add(validity); d.After(h.deadline) {
+		h.deadline = d
+	}
+}
+
 // Deadline is when the section's claim to the lock runs out.
 func (h *Hold) Deadline() time.Time { return h.deadline }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,6 +89,20 @@ func (p *Process) Signal(t testing.TB, sig os.Signal) {
 		t.Fatal(err)
 	}
 	<-p.done
+}
+
+// Pause stops the process (SIGSTOP) without ending it: its sockets stay
+// open and unanswered until Resume.
+func (p *Process) Pause(t testing.TB) { p.signal(t, syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (p *Process) Resume(t testing.TB) { p.signal(t, syscall.SIGCONT) }
+
+func (p *Process) signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Errorf("redlocktest: signal %v: %v", sig, err)
+	}
 }
 
 // readyAddr sends the address of the "ready" log line, then drains rd

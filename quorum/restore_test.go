@@ -1,0 +1,54 @@
+package quorum_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// A kept owner lock is restored on a node that lost it with the hold count
+// of the nodes that kept it.
+func TestKeepRestoresOwnerHolds(t *testing.T) {
+	ctx := context.Background()
+	c, mems := memCluster(t)
+	r, err := c.LockOwner(ctx, "k", "w", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := r.Token
+	waitUntil(t, "every node holds the token", func() bool {
+		for _, m := range mems {
+			if got, _, _, _ := m.Get(ctx, "k"); got != tok {
+				return false
+			}
+		}
+		return true
+	})
+	if r, err = c.LockOwner(ctx, "k", "w", time.Second); err != nil || r.Token != tok {
+		t.Fatalf("second hold: %+v, %v", r, err)
+	}
+	l := r.Lock
+	k := c.Keep("k", tok, 90*time.Millisecond, l.Validity, func(err error) { t.Errorf("lost: %v", err) })
+	defer k.Stop(false)
+	mems[2].Delete(ctx, "k")
+	mems[2].Delete(ctx, quorum.HoldsKey("k"))
+	waitUntil(t, "m3's hold count restored as 2", func() bool {
+		got, _, _, _ := mems[2].Get(ctx, quorum.HoldsKey("k"))
+		return got == tok+" 2"
+	})
+	if got, _, _, _ := mems[2].Get(ctx, "k"); got != tok {
+		t.Fatalf("m3 holds %q, want the owner's token", got)
+	}
+}
+
+// waitUntil polls cond until it holds, for at most 10s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+	}
+}

@@ -371,7 +371,7 @@ func (c Config) Validate() error {
 		{c.Listen == "", "listen", c.Listen, "must not be empty"},
 		{c.NodeTimeout <= 0, "node-timeout", c.NodeTimeout, "must be positive"},
 		{c.MaxTTL <= 0, "max-ttl", c.MaxTTL, "must be positive"},
-		{c.MaxWait <= 0, "max-wait", c.MaxWait, "must be positive"},
+		{c.MaxWait < time.Millisecond, "max-wait", c.MaxWait, "must be at least 1ms (WAIT counts milliseconds)"},
 		{c.NodeTimeout >= c.MaxTTL, "node-timeout", c.NodeTimeout, fmt.Sprintf("must be less than --max-ttl (%v)", c.MaxTTL)},
 		{c.DriftFactor < 0 || c.DriftFactor >= 1, "drift-factor", c.DriftFactor, "must be in [0, 1)"},
 		{c.SessionTTL <= c.NodeTimeout, "session-ttl", c.SessionTTL, fmt.Sprintf("must be more than --node-timeout (%v)", c.NodeTimeout)},

@@ -45,6 +45,24 @@ func redisHandlerCfg(t *testing.T, servers []*redistest.Server, opts Options, tu
 	return New(cl, opts)
 }
 
+// warmUp opens, on every node of h, the connection that each key's
+// commands travel, with a generous deadline: a node dials on first use and
+// looks at the server then, which can use up the node timeout of a first
+// command on a loaded machine.
+func warmUp(t *testing.T, h *Handler, keys ...string) {
+	t.Helper()
+	for _, n := range h.cluster.Nodes() {
+		for _, k := range keys {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, _, _, err := n.Get(ctx, k)
+			cancel()
+			if err != nil {
+				t.Fatalf("warming up %s on %s: %v", k, n.Name(), err)
+			}
+		}
+	}
+}
+
 // client opens a session on h, closed at the end of the test (if the test
 // did not close it itself).
 func client(t *testing.T, h *Handler) *fixture {
@@ -172,7 +190,11 @@ func TestKeepaliveLostRenewalIsCounted(t *testing.T) {
 }
 
 func TestSessionLock(t *testing.T) {
-	h := redisHandler(t, redistest.StartN(t, 3), Options{SessionTTL: 450 * time.Millisecond})
+	// The session ttl leaves a renewal two thirds of it to get through: a
+	// loaded machine can hold the proxy back for a good part of a second.
+	const sessionTTL = time.Second
+	h := redisHandler(t, redistest.StartN(t, 3), Options{SessionTTL: sessionTTL})
+	warmUp(t, h, "k", "f")
 	holder, obs := client(t, h), client(t, h)
 	steps := []struct {
 		f    *fixture
@@ -191,7 +213,7 @@ func TestSessionLock(t *testing.T) {
 			t.Fatalf("%v = %q, want %q", st.cmd, got, st.want)
 		}
 	}
-	holdFor(t, obs, "k", "mine", 1500*time.Millisecond) // over 3x the session ttl
+	holdFor(t, obs, "k", "mine", 5*sessionTTL/2) // well past the session ttl
 	if got := obs.do("GET", "f"); got != "$forced" {
 		t.Fatalf("forced session lock gone while its connection lives: %q", got)
 	}
@@ -259,17 +281,21 @@ func TestOwnerReentrantAcrossProxies(t *testing.T) {
 
 func TestOwnerWithKeepalive(t *testing.T) {
 	h := redisHandler(t, redistest.StartN(t, 3), Options{})
+	warmUp(t, h, "k")
 	holder, obs := client(t, h), client(t, h)
-	tok, _ := lockReply(t, holder.do("LOCK", "k", "400", "OWNER", "w1", "KEEPALIVE"))
-	if got, _ := lockReply(t, holder.do("LOCK", "k", "400", "KEEPALIVE", "OWNER", "w1")); got != tok {
+	// 1s: a renewal has two thirds of it to get through, on a loaded
+	// machine too.
+	const ttl = time.Second
+	tok, _ := lockReply(t, holder.do("LOCK", "k", "1000", "OWNER", "w1", "KEEPALIVE"))
+	if got, _ := lockReply(t, holder.do("LOCK", "k", "1000", "KEEPALIVE", "OWNER", "w1")); got != tok {
 		t.Fatalf("reentry token %q, want %q", got, tok)
 	}
 	// Past the ttl, both the lock and its hold count must have been renewed.
-	holdFor(t, obs, "k", tok, 1200*time.Millisecond)
+	holdFor(t, obs, "k", tok, 5*ttl/2)
 	if got := holder.do("UNLOCK", "k", tok); got != ":1" {
 		t.Fatalf("first UNLOCK = %q", got)
 	}
-	holdFor(t, obs, "k", tok, 800*time.Millisecond) // one hold left: still kept
+	holdFor(t, obs, "k", tok, 3*ttl/2) // one hold left: still kept
 	if got := holder.do("UNLOCK", "k", tok); got != ":1" {
 		t.Fatalf("second UNLOCK = %q", got)
 	}

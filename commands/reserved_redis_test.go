@@ -63,6 +63,14 @@ func TestReservedKeysEveryCommand(t *testing.T) {
 	if got := f.do("LOCK", "held", "600000", "TOKEN", "42"); !strings.HasPrefix(got, "[$42 ") {
 		t.Fatalf("LOCK held = %q", got)
 	}
+	// LOCK answers once a majority stored the token: the last SET may still
+	// be landing, and must not show up as a change made by a later call.
+	for _, s := range servers {
+		eventually(t, 5*time.Second, "held stored on "+s.Addr(), func() bool {
+			v, err := s.Client().Get(context.Background(), "held").Result()
+			return err == nil && v == "42"
+		})
+	}
 	seedReserved(t, servers)
 	want := snapshot(t, servers)
 	for _, rk := range reservedKeys {

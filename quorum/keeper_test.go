@@ -56,11 +56,14 @@ func TestKeepWhileHoldsOffRenewals(t *testing.T) {
 	if _, err := c.Acquire(context.Background(), "k", "tok", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	k := c.Keep("k", "tok", 30*time.Millisecond, 30*time.Millisecond, func(err error) { t.Errorf("lost: %v", err) })
+	// The first renewal must get through within the validity: 300ms, not
+	// less, so that a loaded machine cannot make it lose the lock first.
+	const ttl = 300 * time.Millisecond
+	k := c.Keep("k", "tok", ttl, ttl, func(err error) { t.Errorf("lost: %v", err) })
 	fs[0].waitCalls(t, opCAE, 1) // the loop runs
 	k.While(func() bool {
 		n := fs[0].callCount(opCAE)
-		<-time.After(100 * time.Millisecond) // over three renewal periods
+		<-time.After(4 * ttl / 3) // over three renewal periods
 		if got := fs[0].callCount(opCAE); got != n {
 			t.Errorf("%d renewals ran inside While", got-n)
 		}

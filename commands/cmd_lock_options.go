@@ -272,6 +272,7 @@ func (h *Handler) sessionSet(c *call, force bool) {
 	var err error
 	if force {
 		l, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
+		h.took(err, token, key)
 		h.count(err)
 	} else {
 		l, err = h.acquire(c.s, key, token, ttl, 0)

@@ -209,6 +209,22 @@ func (h *Handler) lose(b *binding, ttl time.Duration, err error) {
 	}
 }
 
+// took records a round that acquired keys with token (when err is nil): a
+// kept lock of theirs that was lost is forgotten. The client chose the
+// token and reuses it, and the new lock is held: GET, RENEW and UNLOCK
+// answer from the backends again.
+func (h *Handler) took(err error, token string, keys ...string) {
+	if err != nil {
+		return
+	}
+	r := &h.bound
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, key := range keys {
+		delete(r.lost, lockRef{key, token})
+	}
+}
+
 // wasLost reports whether key=token was a kept lock whose renewal failed
 // within its ttl.
 func (r *bindings) wasLost(ref lockRef) bool {

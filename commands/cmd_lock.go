@@ -60,7 +60,7 @@ func (h *Handler) cmdRenew(c *call) {
 	if !ok {
 		return
 	}
-	v, err := h.renewToken(c.s.Context(), c.arg(0), c.arg(1), ttl)
+	v, err := h.renewToken(c.s, c.arg(0), c.arg(1), ttl)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
@@ -97,7 +97,7 @@ func (h *Handler) cmdGet(c *call) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	if !hd.Held || h.bound.wasLost(lockRef{c.arg(0), hd.Token}) {
+	if !hd.Held || h.bound.wasLost(lockRef{c.arg(0), hd.Token}, c.s.ID) {
 		c.w.WriteNull()
 		return
 	}

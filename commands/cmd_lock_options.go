@@ -205,7 +205,7 @@ func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
 func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
 	ctx := s.Context()
 	ref := lockRef{key, token}
-	if h.bound.wasLost(ref) {
+	if h.bound.wasLost(ref, s.ID) {
 		if !quorum.IsOwnerToken(token) {
 			_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
 		}
@@ -254,13 +254,13 @@ func (h *Handler) unholdShare(b *binding, id int64, free bool) bool {
 	return true
 }
 
-// renewToken is RENEW: an owner lock's hold count is extended with it; a
-// kept lock that was lost is not held.
-func (h *Handler) renewToken(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	if h.bound.wasLost(lockRef{key, token}) {
+// renewToken is RENEW from session s: an owner lock's hold count is
+// extended with it; a kept lock that s lost is not held.
+func (h *Handler) renewToken(s *Session, key, token string, ttl time.Duration) (time.Duration, error) {
+	if h.bound.wasLost(lockRef{key, token}, s.ID) {
 		return 0, quorum.ErrNotHeld
 	}
-	return h.cluster.Renew(ctx, key, token, ttl)
+	return h.cluster.Renew(s.Context(), key, token, ttl)
 }
 
 // sessionSet takes a session lock: SET key value NX (force: without NX)

@@ -63,3 +63,32 @@ func retake(t *testing.T, in *redlocktest.Instance, a *redis.Client, cmd []any) 
 		t.Fatalf("after UNLOCK backend 0 EXISTS k = %d, %v; want 0", n, err)
 	}
 }
+
+// TestLostKeptHoldLeavesOtherHolds: an owner lock has a KEEPALIVE hold
+// (connection a) and a plain hold with a longer ttl (connection b) on the
+// same proxy. Two backends stop for longer than a's validity: a's kept
+// hold is lost. b's hold is not: once the backends are back, b's RENEW
+// extends it and b's UNLOCK drops it, while a is still answered "not held".
+func TestLostKeptHoldLeavesOtherHolds(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{NodeTimeout: 50 * time.Millisecond})
+	a, b := soleClient(t, in), soleClient(t, in)
+	tok, _ := lock(t, a, "k", 600, "OWNER", "w", "KEEPALIVE")
+	if tb, _ := lock(t, b, "k", 10000, "OWNER", "w"); tb != tok {
+		t.Fatalf("b's hold has token %q, a's %q", tb, tok)
+	}
+	in.Backends[1].Stop()
+	in.Backends[2].Stop()
+	pollFor(t, "a's kept hold counted lost", func() bool { return in.Handler.KeepaliveStats().Lost == 1 })
+	in.Backends[1].Cont()
+	in.Backends[2].Cont()
+	wantNull(t, a, "a's RENEW of its lost hold", "RENEW", "k", tok, 10000)
+	if v, err := b.Do(ctxT(t), "RENEW", "k", tok, 10000).Int(); v <= 0 || err != nil {
+		t.Fatalf("b's RENEW of its own hold = %d, %v; want the new validity", v, err)
+	}
+	if v, err := b.Get(ctxT(t), "k").Result(); v != tok || err != nil {
+		t.Fatalf("b's GET = %q, %v; want the token", v, err)
+	}
+	if n, err := b.Do(ctxT(t), "UNLOCK", "k", tok).Int(); n != 1 || err != nil {
+		t.Fatalf("b's UNLOCK of its own hold = %d, %v; want 1", n, err)
+	}
+}

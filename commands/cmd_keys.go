@@ -161,7 +161,7 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 // node: OK when a majority stored it within its validity.
 func (h *Handler) forceSet(c *call, o setOpts) {
 	_, err := h.cluster.ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
-	h.took(err, c.arg(1), c.arg(0))
+	h.took(c.s, err, c.arg(1), c.arg(0))
 	h.count(err)
 	if err != nil {
 		writeLockError(c.w, c.name, err)

@@ -29,7 +29,7 @@ func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration
 	if err == nil && s.Context().Err() != nil {
 		err = h.undoForGone(s, l)
 	}
-	h.took(err, token, key)
+	h.took(s, err, token, key)
 	h.count(err)
 	return l, err
 }

@@ -167,6 +167,7 @@ func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
 	} else {
 		r, err = h.cluster.LockOwner(s.Context(), key, o.owner, o.ttl)
 	}
+	h.took(s, err, r.Token, key)
 	h.count(err)
 	return grant{Lock: r.Lock, reentered: true}, err
 }
@@ -272,7 +273,7 @@ func (h *Handler) sessionSet(c *call, force bool) {
 	var err error
 	if force {
 		l, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
-		h.took(err, token, key)
+		h.took(c.s, err, token, key)
 		h.count(err)
 	} else {
 		l, err = h.acquire(c.s, key, token, ttl, 0)

@@ -38,7 +38,7 @@ func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
 	} else {
 		_, err = h.cluster.AcquireAll(c.s.Context(), keys, args[0], ttl)
 	}
-	h.took(err, args[0], keys...)
+	h.took(c.s, err, args[0], keys...)
 	h.count(err)
 	h.writeRedlockCount(c, len(keys), err)
 }

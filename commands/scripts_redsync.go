@@ -61,6 +61,6 @@ func scriptRedsyncTouchOrSetNX(h *Handler, c *call, keys, args []string) {
 		return
 	}
 	_, err := h.cluster.ExtendOrAcquire(c.s.Context(), keys[0], args[0], ttl)
-	h.took(err, args[0], keys[0])
+	h.took(c.s, err, args[0], keys[0])
 	h.writeScriptBool(c, err)
 }

@@ -235,11 +235,12 @@ func (r *bindings) recordLost(ref lockRef, holders []int64, now, until time.Time
 	r.lost[ref] = l
 }
 
-// took records a round that acquired keys with token (when err is nil): a
-// kept lock of theirs that was lost is forgotten. The client chose the
-// token and reuses it, and the new lock is held: GET, RENEW and UNLOCK
-// answer from the backends again.
-func (h *Handler) took(err error, token string, keys ...string) {
+// took records a round of session s that acquired keys with token (when
+// err is nil): a kept lock of theirs that was lost is forgotten, for s
+// alone if it is an owner lock (s took a new hold of it). The client chose
+// the token and reuses it, or the owner holds its lock again: GET, RENEW
+// and UNLOCK answer from the backends again.
+func (h *Handler) took(s *Session, err error, token string, keys ...string) {
 	if err != nil {
 		return
 	}
@@ -247,7 +248,12 @@ func (h *Handler) took(err error, token string, keys ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, key := range keys {
-		delete(r.lost, lockRef{key, token})
+		ref := lockRef{key, token}
+		if l, ok := r.lost[ref]; ok && l.only != nil {
+			delete(l.only, s.ID)
+			continue
+		}
+		delete(r.lost, ref)
 	}
 }
 

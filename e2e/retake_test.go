@@ -69,6 +69,7 @@ func retake(t *testing.T, in *redlocktest.Instance, a *redis.Client, cmd []any) 
 // same proxy. Two backends stop for longer than a's validity: a's kept
 // hold is lost. b's hold is not: once the backends are back, b's RENEW
 // extends it and b's UNLOCK drops it, while a is still answered "not held".
+// A new hold that a then takes is its own again: a's UNLOCK drops it.
 func TestLostKeptHoldLeavesOtherHolds(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{NodeTimeout: 50 * time.Millisecond})
 	a, b := soleClient(t, in), soleClient(t, in)
@@ -87,6 +88,12 @@ func TestLostKeptHoldLeavesOtherHolds(t *testing.T) {
 	}
 	if v, err := b.Get(ctxT(t), "k").Result(); v != tok || err != nil {
 		t.Fatalf("b's GET = %q, %v; want the token", v, err)
+	}
+	if ta, _ := lock(t, a, "k", 10000, "OWNER", "w"); ta != tok {
+		t.Fatalf("a's new hold has token %q, want %q", ta, tok)
+	}
+	if n, err := a.Do(ctxT(t), "UNLOCK", "k", tok).Int(); n != 1 || err != nil {
+		t.Fatalf("a's UNLOCK of its new hold = %d, %v; want 1", n, err)
 	}
 	if n, err := b.Do(ctxT(t), "UNLOCK", "k", tok).Int(); n != 1 || err != nil {
 		t.Fatalf("b's UNLOCK of its own hold = %d, %v; want 1", n, err)

@@ -76,13 +76,14 @@ func (h *Handler) expire(c *call, unit time.Duration) {
 		c.w.WriteError(msgTTLTooLarge)
 		return
 	}
+	// The client sets the key's life from now on: the proxy stops
+	// renewing it first, so that no renewal in flight extends it (or puts
+	// it back on a backend) after the new ttl or the delete.
+	h.unbindKey(c.arg(0))
 	var held bool
 	var err error
 	if ttl <= 0 {
 		held, err = h.cluster.Delete(c.s.Context(), c.arg(0))
-		if err == nil {
-			h.unbindKey(c.arg(0))
-		}
 	} else {
 		held, err = h.cluster.Expire(c.s.Context(), c.arg(0), ttl)
 	}

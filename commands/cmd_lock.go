@@ -133,12 +133,12 @@ func pttlReply(hd quorum.Holder, unit time.Duration) int64 {
 func (h *Handler) cmdDel(c *call) {
 	var n int64
 	for _, k := range c.args {
+		h.unbindKey(string(k)) // first: no renewal in flight may put it back
 		held, err := h.cluster.Delete(c.s.Context(), string(k))
 		if err != nil {
 			writeLockError(c.w, c.name, err)
 			return
 		}
-		h.unbindKey(string(k))
 		if held {
 			n++
 		}

@@ -281,9 +281,10 @@ func (h *Handler) unbind(b *binding) {
 	b.kept.Stop(false)
 }
 
-// unbindKey stops renewing every lock bound to key, whatever its token:
-// DEL (or an expire to the past) took the key away from its holder, so a
-// renewal could only fail and count a loss nobody suffered.
+// unbindKey stops renewing every lock bound to key, whatever its token,
+// and waits for a renewal in flight: DEL or EXPIRE is about to set the
+// key's life by the client's word, which a renewal must not undo (extend
+// it past the new ttl, restore it after the delete), nor count as a loss.
 func (h *Handler) unbindKey(key string) {
 	r := &h.bound
 	r.mu.Lock()

@@ -146,9 +146,10 @@ func (m *Memory) ExtendHeld(ctx context.Context, key, holdsKey, token string, tt
 			return
 		}
 		extended = true
-		m.store(key, token, now.Add(ttl))
+		// Never shorter: another hold may have been granted more.
+		m.store(key, token, later(e.expires, now.Add(ttl)))
 		if h, ok := m.lookup(holdsKey, now); ok {
-			m.store(holdsKey, h.token, now.Add(ttl))
+			m.store(holdsKey, h.token, later(h.expires, now.Add(ttl)))
 		}
 	})
 	return extended, err

@@ -105,10 +105,14 @@ end
 local ttl = redis.call("pttl", KEYS[1])
 if ttl > 0 then redis.call("set", KEYS[2], ARGV[1] .. " " .. n, "px", ttl) end
 return n`)
+	// Extending never shortens: another hold of the owner may have been
+	// granted a longer validity.
 	extendHeldScript = redis.NewScript(`
 if redis.call("get", KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call("pexpire", KEYS[1], ARGV[2])
-redis.call("pexpire", KEYS[2], ARGV[2])
+local px = tonumber(ARGV[2])
+for _, k in ipairs(KEYS) do
+  if redis.call("pttl", k) < px then redis.call("pexpire", k, px) end
+end
 return 1`)
 	// The counter is compared as a number: exact up to 2^53. One that is
 	// not decimal digits within that (parseFence's rule, checked on the

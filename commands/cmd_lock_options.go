@@ -256,12 +256,18 @@ func (h *Handler) unholdShare(b *binding, id int64, free bool) bool {
 }
 
 // renewToken is RENEW from session s: an owner lock's hold count is
-// extended with it; a kept lock that s lost is not held.
+// extended with it; a kept lock that s lost is not held; a kept lock's
+// renewals keep at least the validity it reports.
 func (h *Handler) renewToken(s *Session, key, token string, ttl time.Duration) (time.Duration, error) {
-	if h.bound.wasLost(lockRef{key, token}, s.ID) {
+	ref := lockRef{key, token}
+	if h.bound.wasLost(ref, s.ID) {
 		return 0, quorum.ErrNotHeld
 	}
-	return h.cluster.Renew(s.Context(), key, token, ttl)
+	v, err := h.cluster.Renew(s.Context(), key, token, ttl)
+	if b := h.bound.get(ref); err == nil && b != nil {
+		b.kept.Granted(v) // its renewals must not cut the validity told short
+	}
+	return v, err
 }
 
 // sessionSet takes a session lock: SET key value NX (force: without NX)

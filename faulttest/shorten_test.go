@@ -41,17 +41,7 @@ func TestKeptHoldKeepsLongerHold(t *testing.T) {
 	base := extendsOK(ctx, t, a)
 	waitFor(t, "two renewals by proxy A", func() bool { return extendsOK(ctx, t, a) >= base+2 })
 	pa.Signal(t, syscall.SIGKILL)
-	probe := respClient(t, pb.Addr)
-	for time.Now().Before(validUntil) {
-		err := probe.Do(ctx, "LOCK", "k", 1000, "OWNER", "other").Err()
-		if err == nil && time.Now().Before(validUntil) {
-			t.Fatalf("another owner was granted the lock %v before B's validity ended", time.Until(validUntil))
-		}
-		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond) // pacing the probes over B's validity
-	}
+	probeUntil(ctx, t, respClient(t, pb.Addr), validUntil, "LOCK", "k", 1000, "OWNER", "other")
 }
 
 var extendOKLine = regexp.MustCompile(`quorum_extend_ok:(\d+)`)
@@ -69,4 +59,49 @@ func extendsOK(ctx context.Context, t *testing.T, c *redis.Client) int64 {
 	}
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	return n
+}
+
+// TestKeptLockKeepsRenewedValidity: a KEEPALIVE lock with a short ttl is
+// RENEWed by its client with a longer one. The proxy's renewals must not
+// shorten it below the validity that RENEW reported: once the proxy has
+// renewed and is then killed, no other client is granted the lock before
+// that validity has run out.
+func TestKeptLockKeepsRenewedValidity(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	bin := redlocktest.Build(t, "./cmd/redlockd")
+	pa := redlocktest.StartProcess(t, bin, servers, "--node-timeout", "200ms")
+	pb := redlocktest.StartProcess(t, bin, servers, "--node-timeout", "200ms")
+	a := respClient(t, pa.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := a.Do(ctx, "LOCK", "k", 600, "KEEPALIVE").Slice()
+	if err != nil || len(res) != 2 {
+		t.Fatalf("LOCK = %v, %v", res, err)
+	}
+	sent := time.Now()
+	v, err := a.Do(ctx, "RENEW", "k", res[0], 4000).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	validUntil := sent.Add(time.Duration(v) * time.Millisecond)
+	base := extendsOK(ctx, t, a)
+	waitFor(t, "two renewals by the proxy", func() bool { return extendsOK(ctx, t, a) >= base+2 })
+	pa.Signal(t, syscall.SIGKILL)
+	probeUntil(ctx, t, respClient(t, pb.Addr), validUntil, "LOCK", "k", 1000)
+}
+
+// probeUntil sends cmd (a LOCK) through c until validUntil: none of them
+// may be granted.
+func probeUntil(ctx context.Context, t *testing.T, c *redis.Client, validUntil time.Time, cmd ...any) {
+	t.Helper()
+	for time.Now().Before(validUntil) {
+		err := c.Do(ctx, cmd...).Err()
+		if err == nil && time.Now().Before(validUntil) {
+			t.Fatalf("%v granted %v before the holder's validity ended", cmd, time.Until(validUntil))
+		}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // pacing the probes over the validity
+	}
 }

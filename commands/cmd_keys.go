@@ -151,7 +151,9 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ needs an expiry: SET key token PX ms IFEQ token"))
 		return
 	}
-	if _, err := h.cluster.Extend(c.s.Context(), c.arg(0), c.arg(1), o.ttl); err != nil {
+	v, err := h.cluster.Extend(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
+	h.extended(v, err, c.arg(1), c.arg(0))
+	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}

@@ -264,9 +264,7 @@ func (h *Handler) renewToken(s *Session, key, token string, ttl time.Duration) (
 		return 0, quorum.ErrNotHeld
 	}
 	v, err := h.cluster.Renew(s.Context(), key, token, ttl)
-	if b := h.bound.get(ref); err == nil && b != nil {
-		b.kept.Granted(v) // its renewals must not cut the validity told short
-	}
+	h.extended(v, err, token, key)
 	return v, err
 }
 

@@ -50,12 +50,14 @@ func scriptRedlockExtend(h *Handler, c *call, keys, args []string) {
 	if !ok {
 		return
 	}
+	var v time.Duration
 	var err error
 	if len(keys) == 1 {
-		_, err = h.cluster.Extend(c.s.Context(), keys[0], args[0], ttl)
+		v, err = h.cluster.Extend(c.s.Context(), keys[0], args[0], ttl)
 	} else {
-		_, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
+		v, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
 	}
+	h.extended(v, err, args[0], keys...)
 	h.writeRedlockCount(c, len(keys), err)
 }
 

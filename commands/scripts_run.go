@@ -45,6 +45,7 @@ func (h *Handler) scriptExtend(c *call, key, token, ms string) {
 	if !ok {
 		return
 	}
-	_, err := h.cluster.Extend(c.s.Context(), key, token, ttl)
+	v, err := h.cluster.Extend(c.s.Context(), key, token, ttl)
+	h.extended(v, err, token, key)
 	h.writeScriptBool(c, err)
 }

@@ -257,6 +257,20 @@ func (h *Handler) took(s *Session, err error, token string, keys ...string) {
 	}
 }
 
+// extended records an extend of keys by token that succeeded with
+// validity v (when err is nil): a kept lock among them keeps it, its
+// renewals never cutting short what the client was told.
+func (h *Handler) extended(v time.Duration, err error, token string, keys ...string) {
+	if err != nil {
+		return
+	}
+	for _, key := range keys {
+		if b := h.bound.get(lockRef{key, token}); b != nil {
+			b.kept.Granted(v)
+		}
+	}
+}
+
 // wasLost reports whether key=token was a kept lock whose renewal failed
 // within its ttl, as session id sees it: an owner lock is lost only to the
 // connections whose kept holds were lost.

@@ -62,11 +62,29 @@ func extendsOK(ctx context.Context, t *testing.T, c *redis.Client) int64 {
 }
 
 // TestKeptLockKeepsRenewedValidity: a KEEPALIVE lock with a short ttl is
-// RENEWed by its client with a longer one. The proxy's renewals must not
-// shorten it below the validity that RENEW reported: once the proxy has
-// renewed and is then killed, no other client is granted the lock before
-// that validity has run out.
+// extended by its client with a longer one (RENEW, SET … XX PX … IFEQ).
+// The proxy's renewals must not shorten it below the validity the client
+// was told: once the proxy has renewed and is then killed, no other client
+// is granted the lock before that validity has run out.
 func TestKeptLockKeepsRenewedValidity(t *testing.T) {
+	extend := map[string]func(ctx context.Context, c *redis.Client, tok string) (time.Duration, error){
+		"RENEW": func(ctx context.Context, c *redis.Client, tok string) (time.Duration, error) {
+			v, err := c.Do(ctx, "RENEW", "k", tok, 4000).Int64()
+			return time.Duration(v) * time.Millisecond, err
+		},
+		// The client is told OK: it counts on the ttl, less its own drift
+		// allowance (1% and 2ms, as the proxy's).
+		"SET IFEQ": func(ctx context.Context, c *redis.Client, tok string) (time.Duration, error) {
+			err := c.Do(ctx, "SET", "k", tok, "XX", "PX", 4000, "IFEQ", tok).Err()
+			return 4000*time.Millisecond*99/100 - 2*time.Millisecond, err
+		},
+	}
+	for name, f := range extend {
+		t.Run(name, func(t *testing.T) { keptLockKeepsExtended(t, f) })
+	}
+}
+
+func keptLockKeepsExtended(t *testing.T, extend func(ctx context.Context, c *redis.Client, tok string) (time.Duration, error)) {
 	servers := redistest.StartN(t, 3)
 	bin := redlocktest.Build(t, "./cmd/redlockd")
 	pa := redlocktest.StartProcess(t, bin, servers, "--node-timeout", "200ms")
@@ -79,11 +97,11 @@ func TestKeptLockKeepsRenewedValidity(t *testing.T) {
 		t.Fatalf("LOCK = %v, %v", res, err)
 	}
 	sent := time.Now()
-	v, err := a.Do(ctx, "RENEW", "k", res[0], 4000).Int64()
+	v, err := extend(ctx, a, res[0].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
-	validUntil := sent.Add(time.Duration(v) * time.Millisecond)
+	validUntil := sent.Add(v)
 	base := extendsOK(ctx, t, a)
 	waitFor(t, "two renewals by the proxy", func() bool { return extendsOK(ctx, t, a) >= base+2 })
 	pa.Signal(t, syscall.SIGKILL)

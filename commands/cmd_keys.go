@@ -161,8 +161,11 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 }
 
 // forceSet: SET key token PX ms without NX takes the lock over on every
-// node: OK when a majority stored it within its validity.
+// node: OK when a majority stored it within its validity. The key expires
+// by the client's word then: a kept lock on it is no longer renewed (ended
+// first, so that no renewal in flight extends it past the new ttl).
 func (h *Handler) forceSet(c *call, o setOpts) {
+	h.unbindKey(c.arg(0))
 	_, err := h.cluster.ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
 	h.took(c.s, err, c.arg(1), c.arg(0))
 	h.count(err)

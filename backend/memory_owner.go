@@ -146,15 +146,10 @@ func (m *Memory) ExtendHeld(ctx context.Context, key, holdsKey, token string, tt
 			return
 		}
 		extended = true
-		// Never shortens, as the Redis node's script: the other holds'
-		// validity stands.
-		expires := now.Add(ttl)
-		if e.expires.After(expires) {
-			expires = e.expires
-		}
-		m.store(key, token, expires)
+		// Never shorter: another hold may have been granted more.
+		m.store(key, token, later(e.expires, now.Add(ttl)))
 		if h, ok := m.lookup(holdsKey, now); ok {
-			m.store(holdsKey, h.token, expires)
+			m.store(holdsKey, h.token, later(h.expires, now.Add(ttl)))
 		}
 	})
 	return extended, err

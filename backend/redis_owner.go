@@ -105,15 +105,14 @@ end
 local ttl = redis.call("pttl", KEYS[1])
 if ttl > 0 then redis.call("set", KEYS[2], ARGV[1] .. " " .. n, "px", ttl) end
 return n`)
-	// Never shortens (as a hold never does): the other holds' validity
-	// stands. The hold count gets the lock's ttl.
+	// Extending never shortens: another hold of the owner may have been
+	// granted a longer validity.
 	extendHeldScript = redis.NewScript(`
 if redis.call("get", KEYS[1]) ~= ARGV[1] then return 0 end
 local px = tonumber(ARGV[2])
-local ttl = redis.call("pttl", KEYS[1])
-if ttl > px then px = ttl end
-redis.call("pexpire", KEYS[1], px)
-redis.call("pexpire", KEYS[2], px)
+for _, k in ipairs(KEYS) do
+  if redis.call("pttl", k) < px then redis.call("pexpire", k, px) end
+end
 return 1`)
 	// The counter is compared as a number: exact up to 2^53. One that is
 	// not decimal digits within that (parseFence's rule, checked on the

@@ -76,13 +76,14 @@ func (h *Handler) expire(c *call, unit time.Duration) {
 		c.w.WriteError(msgTTLTooLarge)
 		return
 	}
+	// The client sets the key's life from now on: the proxy stops
+	// renewing it first, so that no renewal in flight extends it (or puts
+	// it back on a backend) after the new ttl or the delete.
+	h.unbindKey(c.arg(0))
 	var held bool
 	var err error
 	if ttl <= 0 {
 		held, err = h.cluster.Delete(c.s.Context(), c.arg(0))
-		if err == nil {
-			h.unbindKey(c.arg(0))
-		}
 	} else {
 		held, err = h.cluster.Expire(c.s.Context(), c.arg(0), ttl)
 	}
@@ -150,8 +151,9 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ needs an expiry: SET key token PX ms IFEQ token"))
 		return
 	}
-	// RENEW's path: an owner lock's hold count is extended with it.
-	if _, err := h.renewToken(c.s.Context(), c.arg(0), c.arg(1), o.ttl); err != nil {
+	// RENEW's path: an owner lock's hold count is extended with it, and a
+	// kept lock keeps the validity told here through its renewals.
+	if _, err := h.renewToken(c.s, c.arg(0), c.arg(1), o.ttl); err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}
@@ -159,9 +161,13 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 }
 
 // forceSet: SET key token PX ms without NX takes the lock over on every
-// node: OK when a majority stored it within its validity.
+// node: OK when a majority stored it within its validity. The key expires
+// by the client's word then: a kept lock on it is no longer renewed (ended
+// first, so that no renewal in flight extends it past the new ttl).
 func (h *Handler) forceSet(c *call, o setOpts) {
+	h.unbindKey(c.arg(0))
 	_, err := h.cluster.ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
+	h.took(c.s, err, c.arg(1), c.arg(0))
 	h.count(err)
 	if err != nil {
 		writeLockError(c.w, c.name, err)

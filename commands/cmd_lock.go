@@ -29,6 +29,7 @@ func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration
 	if err == nil && s.Context().Err() != nil {
 		err = h.undoForGone(s, l)
 	}
+	h.took(s, err, token, key)
 	h.count(err)
 	return l, err
 }
@@ -59,7 +60,7 @@ func (h *Handler) cmdRenew(c *call) {
 	if !ok {
 		return
 	}
-	v, err := h.renewToken(c.s.Context(), c.arg(0), c.arg(1), ttl)
+	v, err := h.renewToken(c.s, c.arg(0), c.arg(1), ttl)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
@@ -96,7 +97,7 @@ func (h *Handler) cmdGet(c *call) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	if !hd.Held || h.bound.wasLost(lockRef{c.arg(0), hd.Token}) {
+	if !hd.Held || h.bound.wasLost(lockRef{c.arg(0), hd.Token}, c.s.ID) {
 		c.w.WriteNull()
 		return
 	}
@@ -132,12 +133,12 @@ func pttlReply(hd quorum.Holder, unit time.Duration) int64 {
 func (h *Handler) cmdDel(c *call) {
 	var n int64
 	for _, k := range c.args {
+		h.unbindKey(string(k)) // first: no renewal in flight may put it back
 		held, err := h.cluster.Delete(c.s.Context(), string(k))
 		if err != nil {
 			writeLockError(c.w, c.name, err)
 			return
 		}
-		h.unbindKey(string(k))
 		if held {
 			n++
 		}

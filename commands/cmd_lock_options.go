@@ -167,6 +167,7 @@ func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
 	} else {
 		r, err = h.cluster.LockOwner(s.Context(), key, o.owner, o.ttl)
 	}
+	h.took(s, err, r.Token, key)
 	h.count(err)
 	return grant{Lock: r.Lock, reentered: true}, err
 }
@@ -205,7 +206,7 @@ func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
 func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
 	ctx := s.Context()
 	ref := lockRef{key, token}
-	if h.bound.wasLost(ref) {
+	if h.bound.wasLost(ref, s.ID) {
 		if !quorum.IsOwnerToken(token) {
 			_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
 		}
@@ -254,13 +255,17 @@ func (h *Handler) unholdShare(b *binding, id int64, free bool) bool {
 	return true
 }
 
-// renewToken is RENEW: an owner lock's hold count is extended with it; a
-// kept lock that was lost is not held.
-func (h *Handler) renewToken(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	if h.bound.wasLost(lockRef{key, token}) {
+// renewToken is RENEW from session s: an owner lock's hold count is
+// extended with it; a kept lock that s lost is not held; a kept lock's
+// renewals keep at least the validity it reports.
+func (h *Handler) renewToken(s *Session, key, token string, ttl time.Duration) (time.Duration, error) {
+	ref := lockRef{key, token}
+	if h.bound.wasLost(ref, s.ID) {
 		return 0, quorum.ErrNotHeld
 	}
-	return h.cluster.Renew(ctx, key, token, ttl)
+	v, err := h.cluster.Renew(s.Context(), key, token, ttl)
+	h.extended(v, err, token, key)
+	return v, err
 }
 
 // sessionSet takes a session lock: SET key value NX (force: without NX)
@@ -272,6 +277,7 @@ func (h *Handler) sessionSet(c *call, force bool) {
 	var err error
 	if force {
 		l, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
+		h.took(c.s, err, token, key)
 		h.count(err)
 	} else {
 		l, err = h.acquire(c.s, key, token, ttl, 0)

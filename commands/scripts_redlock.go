@@ -38,6 +38,7 @@ func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
 	} else {
 		_, err = h.cluster.AcquireAll(c.s.Context(), keys, args[0], ttl)
 	}
+	h.took(c.s, err, args[0], keys...)
 	h.count(err)
 	h.writeRedlockCount(c, len(keys), err)
 }
@@ -51,9 +52,11 @@ func scriptRedlockExtend(h *Handler, c *call, keys, args []string) {
 	}
 	var err error
 	if len(keys) == 1 {
-		_, err = h.renewToken(c.s.Context(), keys[0], args[0], ttl)
+		_, err = h.renewToken(c.s, keys[0], args[0], ttl) // records the validity itself
 	} else {
-		_, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
+		var v time.Duration
+		v, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
+		h.extended(v, err, args[0], keys...)
 	}
 	h.writeRedlockCount(c, len(keys), err)
 }

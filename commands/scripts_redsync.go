@@ -60,6 +60,8 @@ func scriptRedsyncTouchOrSetNX(h *Handler, c *call, keys, args []string) {
 	if !ok || refuseOwnerExtend(c, args[0]) {
 		return
 	}
-	_, err := h.cluster.ExtendOrAcquire(c.s.Context(), keys[0], args[0], ttl)
+	v, err := h.cluster.ExtendOrAcquire(c.s.Context(), keys[0], args[0], ttl)
+	h.took(c.s, err, args[0], keys[0])
+	h.extended(v, err, args[0], keys[0])
 	h.writeScriptBool(c, err)
 }

@@ -46,7 +46,7 @@ func (h *Handler) scriptExtend(c *call, key, token, ms string) {
 	if !ok {
 		return
 	}
-	_, err := h.renewToken(c.s.Context(), key, token, ttl)
+	_, err := h.renewToken(c.s, key, token, ttl)
 	h.writeScriptBool(c, err)
 }
 

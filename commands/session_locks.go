@@ -62,10 +62,19 @@ type bindings struct {
 	// lost remembers kept locks whose renewal failed, until their ttl has
 	// passed, so that RENEW/UNLOCK on them answer "not held" even if a
 	// minority of backends still stores the token.
-	lost map[lockRef]time.Time
+	lost map[lockRef]lostLock
 
 	held  atomic.Int64 // live connection-bound locks
 	nlost atomic.Int64 // kept locks lost, since start
+}
+
+// lostLock is the record of a lost kept lock: until when it is kept, and
+// for an owner lock the connections whose kept holds were lost. Only they
+// are answered "not held": another hold of the same owner (taken without
+// KEEPALIVE, or renewed by another proxy) lives on by its own validity.
+type lostLock struct {
+	until time.Time
+	only  map[int64]bool // nil: every connection
 }
 
 // KeepaliveStats are the counters of connection-bound locks, for INFO and
@@ -181,15 +190,7 @@ func (h *Handler) lose(b *binding, ttl time.Duration, err error) {
 	kept := b.total()
 	gone := r.remove(b)
 	if gone {
-		if r.lost == nil {
-			r.lost = map[lockRef]time.Time{}
-		}
-		for ref, until := range r.lost {
-			if now.After(until) {
-				delete(r.lost, ref)
-			}
-		}
-		r.lost[b.ref] = now.Add(ttl)
+		r.recordLost(b.ref, holders, now, now.Add(ttl))
 	}
 	r.mu.Unlock()
 	if !gone {
@@ -209,13 +210,75 @@ func (h *Handler) lose(b *binding, ttl time.Duration, err error) {
 	}
 }
 
-// wasLost reports whether key=token was a kept lock whose renewal failed
-// within its ttl.
-func (r *bindings) wasLost(ref lockRef) bool {
+// recordLost remembers that ref was lost, for the connections holders if
+// it is an owner lock, until until; it forgets records older than now. The
+// caller holds r.mu.
+func (r *bindings) recordLost(ref lockRef, holders []int64, now, until time.Time) {
+	if r.lost == nil {
+		r.lost = map[lockRef]lostLock{}
+	}
+	for ref, l := range r.lost {
+		if now.After(l.until) {
+			delete(r.lost, ref)
+		}
+	}
+	l := lostLock{until: until}
+	if quorum.IsOwnerToken(ref.token) {
+		l.only = r.lost[ref].only // an earlier loss of other holds stands
+		if l.only == nil {
+			l.only = map[int64]bool{}
+		}
+		for _, id := range holders {
+			l.only[id] = true
+		}
+	}
+	r.lost[ref] = l
+}
+
+// took records a round of session s that acquired keys with token (when
+// err is nil): a kept lock of theirs that was lost is forgotten, for s
+// alone if it is an owner lock (s took a new hold of it). The client chose
+// the token and reuses it, or the owner holds its lock again: GET, RENEW
+// and UNLOCK answer from the backends again.
+func (h *Handler) took(s *Session, err error, token string, keys ...string) {
+	if err != nil {
+		return
+	}
+	r := &h.bound
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	until, ok := r.lost[ref]
-	return ok && time.Now().Before(until)
+	for _, key := range keys {
+		ref := lockRef{key, token}
+		if l, ok := r.lost[ref]; ok && l.only != nil {
+			delete(l.only, s.ID)
+			continue
+		}
+		delete(r.lost, ref)
+	}
+}
+
+// extended records an extend of keys by token that succeeded with
+// validity v (when err is nil): a kept lock among them keeps it, its
+// renewals never cutting short what the client was told.
+func (h *Handler) extended(v time.Duration, err error, token string, keys ...string) {
+	if err != nil {
+		return
+	}
+	for _, key := range keys {
+		if b := h.bound.get(lockRef{key, token}); b != nil {
+			b.kept.Granted(v)
+		}
+	}
+}
+
+// wasLost reports whether key=token was a kept lock whose renewal failed
+// within its ttl, as session id sees it: an owner lock is lost only to the
+// connections whose kept holds were lost.
+func (r *bindings) wasLost(ref lockRef, id int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.lost[ref]
+	return ok && time.Now().Before(l.until) && (l.only == nil || l.only[id])
 }
 
 func (r *bindings) get(ref lockRef) *binding {
@@ -232,9 +295,10 @@ func (h *Handler) unbind(b *binding) {
 	b.kept.Stop(false)
 }
 
-// unbindKey stops renewing every lock bound to key, whatever its token:
-// DEL (or an expire to the past) took the key away from its holder, so a
-// renewal could only fail and count a loss nobody suffered.
+// unbindKey stops renewing every lock bound to key, whatever its token,
+// and waits for a renewal in flight: DEL or EXPIRE is about to set the
+// key's life by the client's word, which a renewal must not undo (extend
+// it past the new ttl, restore it after the delete), nor count as a loss.
 func (h *Handler) unbindKey(key string) {
 	r := &h.bound
 	r.mu.Lock()

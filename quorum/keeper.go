@@ -23,6 +23,7 @@ type Kept struct {
 	mu       sync.Mutex
 	stopped  bool
 	until    time.Time // the end of the validity last reported; under mu
+	promised time.Time // the latest end of a validity Granted told; under mu
 	lastErr  error     // the last failed renewal's; under mu
 	quit     chan struct{}
 	quitOnce sync.Once
@@ -97,10 +98,11 @@ func (k *Kept) renew() (time.Duration, error) {
 	if k.stopped {
 		return 0, nil
 	}
-	if !k.until.After(k.c.cfg.Now()) {
+	now := k.c.cfg.Now()
+	if !k.until.After(now) {
 		return 0, k.lose(k.lastErr)
 	}
-	v, err := k.c.RenewKept(context.Background(), k.key, k.token, k.ttl)
+	v, err := k.c.RenewKept(context.Background(), k.key, k.token, k.renewTTL(now))
 	if err == nil {
 		k.until = k.c.cfg.Now().Add(v)
 		return k.interval(), nil
@@ -113,14 +115,33 @@ func (k *Kept) renew() (time.Duration, error) {
 	return k.retryDelay(left), nil
 }
 
+// renewTTL is the ttl of a renewal at now: the kept ttl, or more while a
+// validity told by Granted (a RENEW may promise more than the kept ttl)
+// runs longer; the lock must outlive that even if the renewals stop right
+// after this one. The margin is the one Validity takes off, so that a
+// renewal's own validity covers the promise. The caller holds k.mu.
+func (k *Kept) renewTTL(now time.Time) time.Duration {
+	left := k.promised.Sub(now)
+	if left <= 0 {
+		return k.ttl
+	}
+	cover := time.Duration(float64(left+2*time.Millisecond)/(1-k.c.cfg.DriftFactor)) + time.Millisecond
+	return max(k.ttl, cover)
+}
+
 // Granted records a new grant of the kept lock (one more hold of an owner
-// lock) with validity valid from now: the lock is not lost before that
-// runs out either.
+// lock, or a RENEW by its client) with validity valid from now: the lock
+// is not lost before that runs out either, and renewals keep it on the
+// backends at least that long.
 func (k *Kept) Granted(valid time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if u := k.c.cfg.Now().Add(valid); u.After(k.until) {
+	u := k.c.cfg.Now().Add(valid)
+	if u.After(k.until) {
 		k.until = u
+	}
+	if u.After(k.promised) {
+		k.promised = u
 	}
 }
 

@@ -74,9 +74,9 @@ type Reentrant interface {
 	// holdsKey when none is left, atomically. remaining is the holds left
 	// (0: deleted); ok is false when key does not hold token.
 	Unhold(ctx context.Context, key, holdsKey, token string) (remaining int64, ok bool, err error)
-	// ExtendHeld: if key holds token, set the ttl of key and of holdsKey
-	// to ttl, or to key's remaining ttl if that is longer: one hold's
-	// extend never cuts short the validity another hold was told.
+	// ExtendHeld: if key holds token, raise the ttl of key and of holdsKey
+	// to ttl where it is shorter (never shorten it: another hold of the
+	// owner may have been granted a longer validity).
 	ExtendHeld(ctx context.Context, key, holdsKey, token string, ttl time.Duration) (bool, error)
 }
 

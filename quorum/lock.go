@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -106,7 +107,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 	var mark time.Duration
 	for {
 		l, err := c.acquire(ctx, key, token, ttl, mark)
-		if err == nil || err == ErrInvalidTTL {
+		if err == nil || errors.Is(err, ErrInvalidTTL) {
 			c.wake.leave(w, err == nil)
 			return l, err
 		}

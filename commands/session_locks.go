@@ -63,6 +63,9 @@ type bindings struct {
 	// passed, so that RENEW/UNLOCK on them answer "not held" even if a
 	// minority of backends still stores the token.
 	lost map[lockRef]lostLock
+	// nrecords is len(lost), so that took and wasLost, which run for every
+	// LOCK and GET, take r.mu only when some lock was lost at all.
+	nrecords atomic.Int64
 
 	held  atomic.Int64 // live connection-bound locks
 	nlost atomic.Int64 // kept locks lost, since start
@@ -233,6 +236,7 @@ func (r *bindings) recordLost(ref lockRef, holders []int64, now, until time.Time
 		}
 	}
 	r.lost[ref] = l
+	r.nrecords.Store(int64(len(r.lost)))
 }
 
 // took records a round of session s that acquired keys with token (when
@@ -241,12 +245,13 @@ func (r *bindings) recordLost(ref lockRef, holders []int64, now, until time.Time
 // the token and reuses it, or the owner holds its lock again: GET, RENEW
 // and UNLOCK answer from the backends again.
 func (h *Handler) took(s *Session, err error, token string, keys ...string) {
-	if err != nil {
+	r := &h.bound
+	if err != nil || r.nrecords.Load() == 0 {
 		return
 	}
-	r := &h.bound
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer func() { r.nrecords.Store(int64(len(r.lost))) }()
 	for _, key := range keys {
 		ref := lockRef{key, token}
 		if l, ok := r.lost[ref]; ok && l.only != nil {
@@ -275,6 +280,9 @@ func (h *Handler) extended(v time.Duration, err error, token string, keys ...str
 // within its ttl, as session id sees it: an owner lock is lost only to the
 // connections whose kept holds were lost.
 func (r *bindings) wasLost(ref lockRef, id int64) bool {
+	if r.nrecords.Load() == 0 {
+		return false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l, ok := r.lost[ref]

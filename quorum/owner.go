@@ -230,27 +230,25 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 // another token, and whatever a node that did not answer may have added or
 // may still add. A node that does not answer the undo gets it again later.
 func (c *Cluster) undoHolds(ctx context.Context, key, mark, keep string, ttl time.Duration, answers []result[held]) {
-	ctx = cleanupCtx(ctx)
-	finished := make(chan struct{}, len(c.nodes))
-	sent := 0
+	undo := make([]bool, len(answers))
 	for i, a := range answers {
-		rn, ok := c.nodes[i].(Reentrant)
 		lost := a.err != nil && !errors.Is(a.err, ErrUnsupported)
-		if !ok || !(lost || (a.val.token != "" && a.val.token != keep)) {
-			continue
-		}
-		sent++
-		go func() {
-			nctx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout)
-			defer cancel()
-			if _, err := rn.UndoHold(nctx, key, HoldsKey(key), mark, keep, ttl); err != nil {
-				c.pending.addUndo(i, key, mark, keep, ttl)
-			}
-			finished <- struct{}{}
-		}()
+		undo[i] = lost || (a.val.token != "" && a.val.token != keep)
 	}
-	for range sent {
-		<-finished
+	if !slices.Contains(undo, true) {
+		return // the usual grant: every node answered with the granted token
+	}
+	ch := fanout(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
+		rn, ok := n.(Reentrant)
+		if i := c.indexOf(n); !ok || i < 0 || !undo[i] {
+			return false, nil
+		}
+		return rn.UndoHold(ctx, key, HoldsKey(key), mark, keep, ttl)
+	})
+	for range c.nodes {
+		if r := <-ch; r.err != nil && undo[r.node] {
+			c.pending.addUndo(r.node, key, mark, keep, ttl)
+		}
 	}
 }
 

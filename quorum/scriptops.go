@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -125,10 +124,9 @@ func (c *Cluster) ExtendOrAcquire(ctx context.Context, key, token string, ttl ti
 	// taken[i]: node i answered by SET NX or not at all; kept[i]: it extended.
 	marks := make([]bool, 2*len(c.nodes))
 	taken, kept := marks[:len(c.nodes)], marks[len(c.nodes):]
-	var mu sync.Mutex
+	// Each node's call writes only its own index, and extendRound waits
+	// for every answer before the marks are read.
 	note := func(n Node, extended bool) {
-		mu.Lock()
-		defer mu.Unlock()
 		if i := c.indexOf(n); i >= 0 {
 			kept[i], taken[i] = extended, !extended
 		}
@@ -145,10 +143,7 @@ func (c *Cluster) ExtendOrAcquire(ctx context.Context, key, token string, ttl ti
 		return n.SetNX(ctx, key, token, ttl)
 	})
 	if err != nil && slices.Contains(taken, true) {
-		mu.Lock()
-		skip := slices.Clone(kept)
-		mu.Unlock()
-		c.releaseExcept(ctx, key, token, ttl, nil, skip)
+		c.releaseExcept(ctx, key, token, ttl, nil, kept)
 	}
 	return v, err
 }

@@ -119,14 +119,7 @@ func (m *Memory) Unhold(ctx context.Context, key, holdsKey, token string) (remai
 			return
 		}
 		ok = true
-		remaining = m.holdsOf(holdsKey, token, now) - 1
-		if remaining <= 0 {
-			remaining = 0
-			delete(m.keys, key)
-			delete(m.keys, holdsKey)
-			return
-		}
-		m.store(holdsKey, quorum.FormatHolds(token, remaining), e.expires)
+		remaining = m.dropHold(key, holdsKey, e, now)
 	})
 	if err == nil && ok && remaining == 0 {
 		m.releases.notify(key) // outside the node's lock, as the other releases

@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -47,6 +49,8 @@ func MayBlock(args [][]byte) bool {
 	return ok && cmd.mayBlock != nil && cmd.mayBlock(args)
 }
 
+func isWait(a []byte) bool { return bytes.EqualFold(a, []byte("WAIT")) }
+
 // lockWaits reports whether LOCK key ttl [options] has a WAIT option with a
 // positive time, reading the options as parseLock does: WAIT, TOKEN and
 // OWNER take a non-empty value, KEEPALIVE and FENCE none, none may repeat,
@@ -55,6 +59,11 @@ func MayBlock(args [][]byte) bool {
 // The ttl is not checked: its limit is the Handler's, and a LOCK refused
 // for its ttl answers at once either way.
 func lockWaits(args [][]byte) bool {
+	// Every LOCK comes here (the proxy asks before each batch): one
+	// without the word WAIT is answered without allocating.
+	if !slices.ContainsFunc(args[min(3, len(args)):], isWait) {
+		return false
+	}
 	waits := false
 	seen := map[string]bool{}
 	for i := 3; i < len(args); i++ {

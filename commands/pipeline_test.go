@@ -72,3 +72,12 @@ func TestMayBlock(t *testing.T) {
 		}
 	}
 }
+
+// The proxy asks MayBlock before every batch: a LOCK without WAIT, the
+// common case, must cost it no allocation.
+func TestMayBlockLockWithoutWaitAllocatesNothing(t *testing.T) {
+	args := [][]byte{[]byte("LOCK"), []byte("k"), []byte("1000"), []byte("KEEPALIVE"), []byte("TOKEN"), []byte("t")}
+	if n := testing.AllocsPerRun(100, func() { MayBlock(args) }); n != 0 {
+		t.Fatalf("MayBlock(LOCK without WAIT) allocates %v times, want 0", n)
+	}
+}

@@ -321,3 +321,27 @@ func readPush(t *testing.T, rc *resptest.Conn) []string {
 	}
 	return out
 }
+
+// TestLostKeptLockNoPushOnRESP2: a RESP2 connection has no out-of-band
+// messages, so a lost kept lock sends it nothing; the next reply it reads
+// is its own RENEW's null.
+func TestLostKeptLockNoPushOnRESP2(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	rc := resptest.Dial(t, in.Addr)
+	rc.Send("LOCK", "lost2", "900", "KEEPALIVE")
+	reply := readReply(t, rc)
+	if len(reply) != 3 {
+		t.Fatalf("LOCK reply %v", reply)
+	}
+	tok := reply[1]
+	for _, s := range in.Backends {
+		if err := s.Client().Del(ctxT(t), "lost2").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pollFor(t, "the kept lock counted lost", func() bool { return in.Handler.KeepaliveStats().Lost == 1 })
+	rc.Send("RENEW", "lost2", tok, "900")
+	if r := readReply(t, rc); len(r) != 1 || r[0] != "$-1" {
+		t.Fatalf("first reply after the loss = %v, want RENEW's null (no push on RESP2)", r)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/resp"
 )
 
 const (
@@ -119,7 +121,7 @@ func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error)
 		dl = now.Add(noDeadlineBudget)
 	}
 	r := &request{deadline: dl, stale: dl.Add(max(dl.Sub(now), minStaleGrace)), done: make(chan result, 1)}
-	r.buf = appendCommand(r.small[:0], args)
+	r.buf = resp.AppendCommand(r.small[:0], args)
 	if !m.lineFor(key).enqueue(r) {
 		return reply{}, ErrClosed
 	}
@@ -409,7 +411,7 @@ func handshake(nc net.Conn, cmds [][]string) error {
 func roundTrip(nc net.Conn, cmds ...[]string) ([]reply, error) {
 	var out []byte
 	for _, args := range cmds {
-		out = appendCommand(out, args)
+		out = resp.AppendCommand(out, args)
 	}
 	if _, err := nc.Write(out); err != nil {
 		return nil, err

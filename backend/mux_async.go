@@ -3,6 +3,8 @@ package backend
 import (
 	"context"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/resp"
 )
 
 // answerer receives a submitted request's reply or error. A type that
@@ -23,7 +25,7 @@ func (m *mux) submit(deadline time.Time, key string, cb answerer, args ...string
 		return
 	}
 	r := &request{deadline: deadline, stale: deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb: cb}
-	r.buf = appendCommand(r.small[:0], args)
+	r.buf = resp.AppendCommand(r.small[:0], args)
 	if !m.lineFor(key).enqueue(r) {
 		r.finish(reply{}, ErrClosed)
 	}

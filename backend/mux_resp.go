@@ -30,21 +30,6 @@ func (e serverError) Error() string { return string(e) }
 // RedisError marks the type as a server reply for go-redis's redis.Error.
 func (serverError) RedisError() {}
 
-// appendCommand encodes args as a RESP array of bulk strings.
-func appendCommand(b []byte, args []string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
-}
-
 // parseReply parses one reply at the start of b. It returns the number of
 // bytes it used, or n == 0 when b does not hold a whole reply yet. Parsing
 // from a buffer the reader owns (rather than from a bufio.Reader) lets a read

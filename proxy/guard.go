@@ -6,6 +6,8 @@ import (
 	"math"
 	"net"
 	"strconv"
+
+	"github.com/redlockd/redlockd/internal/resp"
 )
 
 // Limits of the request stream, as redis-server 7 has them.
@@ -194,7 +196,7 @@ func (g *guardConn) endInline() {
 		return
 	}
 	if len(args) > 0 { // a blank line is no request, as in Redis
-		g.out = appendMultibulk(g.out, args)
+		g.out = resp.AppendCommand(g.out, args)
 	}
 	if cap(g.line) > maxKeptLine {
 		g.line = nil // a long line's buffer is not kept

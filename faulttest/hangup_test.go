@@ -21,14 +21,35 @@ import (
 // outlive the cancellation, so the round wins; the proxy then releases what
 // it won instead of leaving the lock to live its ttl with no holder.
 func TestHangUpDuringRound(t *testing.T) {
+	const token = "gone-token"
+	e := hangUpMidRound(t, "LOCK k 60000 WAIT 100000 TOKEN "+token, token)
+	waitFor(t, "the round to win on a majority", func() bool { return backendsHolding(t, e, token) >= 2 })
+	waitFor(t, "the won lock to be released", func() bool { return backendsHolding(t, e, token) == 0 })
+}
+
+// TestHangUpDuringOwnerRound is TestHangUpDuringRound for LOCK … OWNER:
+// the hold that the round wins after the client hung up is taken back, so
+// the owner's lock does not live its ttl with no holder.
+func TestHangUpDuringOwnerRound(t *testing.T) {
+	const prefix = "owner:4:gone:"
+	e := hangUpMidRound(t, "LOCK k 60000 WAIT 100000 OWNER gone", prefix)
+	waitFor(t, "the round to win on a majority", func() bool { return backendsHolding(t, e, prefix) >= 2 })
+	waitFor(t, "the won hold to be taken back", func() bool { return backendsHolding(t, e, prefix) == 0 })
+}
+
+// hangUpMidRound sends the inline command cmd through a proxy whose three
+// backends are each behind a fault proxy with a 500ms delay, waits until
+// every backend's request carrying marker is on its way, and hangs up.
+func hangUpMidRound(t *testing.T, cmd, marker string) *faults.Env {
+	t.Helper()
 	const delay = 500 * time.Millisecond
 	e := faults.Start(t, 3)
 	in := redlocktest.StartOverAddrs(t, e.Addrs(), redlocktest.Options{NodeTimeout: 10 * delay})
-	var held atomic.Int32 // proxies holding the waiter's SET
+	var held atomic.Int32 // fault proxies holding the round's request
 	for _, b := range e.Backends {
 		var once atomic.Bool
 		b.Proxy.OnRequest(func(chunk []byte) {
-			if bytes.Contains(chunk, []byte("gone-token")) && once.CompareAndSwap(false, true) {
+			if bytes.Contains(chunk, []byte(marker)) && once.CompareAndSwap(false, true) {
 				held.Add(1)
 			}
 		})
@@ -39,15 +60,14 @@ func TestHangUpDuringRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "LOCK k 60000 WAIT 100000 TOKEN gone-token\r\n")
-	waitFor(t, "the round's SETs to be on their way", func() bool { return held.Load() == 3 })
-	c.Close()
-	waitFor(t, "the round to win on a majority", func() bool { return backendsHolding(t, e, "gone-token") >= 2 })
-	waitFor(t, "the won lock to be released", func() bool { return backendsHolding(t, e, "gone-token") == 0 })
+	fmt.Fprintf(c, "%s\r\n", cmd)
+	waitFor(t, "the round's requests to be on their way", func() bool { return held.Load() == 3 })
+	return e
 }
 
-// backendsHolding counts the backends where k is token, read directly.
-func backendsHolding(t *testing.T, e *faults.Env, token string) int {
+// backendsHolding counts the backends where k is a token that starts with
+// prefix (a whole token is its own prefix), read directly.
+func backendsHolding(t *testing.T, e *faults.Env, prefix string) int {
 	t.Helper()
 	n := 0
 	for _, b := range e.Backends {
@@ -55,7 +75,7 @@ func backendsHolding(t *testing.T, e *faults.Env, token string) int {
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)
 		}
-		if v == token {
+		if v != "" && strings.HasPrefix(v, prefix) {
 			n++
 		}
 	}
@@ -71,51 +91,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// TestHangUpDuringOwnerRound is TestHangUpDuringRound for LOCK … OWNER:
-// the hold that the round wins after the client hung up is taken back, so
-// the owner's lock does not live its ttl with no holder.
-func TestHangUpDuringOwnerRound(t *testing.T) {
-	const delay = 500 * time.Millisecond
-	e := faults.Start(t, 3)
-	in := redlocktest.StartOverAddrs(t, e.Addrs(), redlocktest.Options{NodeTimeout: 10 * delay})
-	const prefix = "owner:4:gone:"
-	var held atomic.Int32 // proxies holding the waiter's hold script
-	for _, b := range e.Backends {
-		var once atomic.Bool
-		b.Proxy.OnRequest(func(chunk []byte) {
-			if bytes.Contains(chunk, []byte(prefix)) && once.CompareAndSwap(false, true) {
-				held.Add(1)
-			}
-		})
-		b.Proxy.SetDelay(delay)
-	}
-	c, err := net.Dial("tcp", in.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "LOCK k 60000 WAIT 100000 OWNER gone\r\n")
-	waitFor(t, "the round's holds to be on their way", func() bool { return held.Load() == 3 })
-	c.Close()
-	waitFor(t, "the round to win on a majority", func() bool { return backendsHoldingPrefix(t, e, prefix) >= 2 })
-	waitFor(t, "the won hold to be taken back", func() bool { return backendsHoldingPrefix(t, e, prefix) == 0 })
-}
-
-// backendsHoldingPrefix counts the backends where k is a token that
-// starts with prefix, read directly.
-func backendsHoldingPrefix(t *testing.T, e *faults.Env, prefix string) int {
-	t.Helper()
-	n := 0
-	for _, b := range e.Backends {
-		v, err := b.Client().Get(ctxT(t, 2*time.Second), "k").Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(v, prefix) {
-			n++
-		}
-	}
-	return n
 }

@@ -143,8 +143,8 @@ func TestRedisRefusesDependentBackends(t *testing.T) {
 	}
 	t.Run("master with a replica is accepted", func(t *testing.T) {
 		cl := clusterOf(t, []quorum.Node{newTestRedis(t, master.Addr())}, nil)
-		poll(t, "the replica to be seen", func() bool { return cl.NodeStates()[0].ConnectedSlaves > 0 })
-		if st := cl.NodeStates()[0]; st.Refused != "" || st.Role != "master" {
+		poll(t, "the replica to be seen", func() bool { return cl.NodeStates()[0].Replicas > 0 })
+		if st := cl.NodeStates()[0]; st.Refused != "" || st.Replica {
 			t.Errorf("master state = %+v", st)
 		}
 	})

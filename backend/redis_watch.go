@@ -224,9 +224,10 @@ func isServerError(err error) bool {
 func parseServerInfo(text string) quorum.ServerInfo {
 	in := quorum.ServerInfo{Uptime: -1}
 	in.RunID, _ = infoField(text, "run_id")
-	in.Role, _ = infoField(text, "role")
+	role, _ := infoField(text, "role")
+	in.Replica = role == "slave"
 	if v, ok := infoField(text, "connected_slaves"); ok {
-		in.ConnectedSlaves, _ = strconv.Atoi(v)
+		in.Replicas, _ = strconv.Atoi(v)
 	}
 	if v, ok := infoField(text, "uptime_in_seconds"); ok {
 		// It is the difference of two clocks read in whole seconds, so it

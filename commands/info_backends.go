@@ -14,7 +14,11 @@ func backendLine(i int, st quorum.NodeState) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "backend%d:addr=%s,state=%s", i, st.Name, backendState(st))
 	if st.Watched {
-		fmt.Fprintf(&b, ",run_id=%s,role=%s,connected_slaves=%d", st.RunID, st.Role, st.ConnectedSlaves)
+		role := "master"
+		if st.Replica {
+			role = "slave"
+		}
+		fmt.Fprintf(&b, ",run_id=%s,role=%s,connected_slaves=%d", st.RunID, role, st.Replicas)
 	}
 	if st.Quarantined {
 		fmt.Fprintf(&b, ",quarantine_left_ms=%d", time.Until(st.QuarantinedUntil).Milliseconds())

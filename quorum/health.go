@@ -18,7 +18,7 @@ var (
 	// lost locks that it granted, so its votes do not count yet.
 	ErrQuarantined = errors.New("quorum: node quarantined")
 	// ErrRefused is matched by the error of a node that is not an
-	// independent master: a replica, or a second address of a server that
+	// independent node: a replica, or a second address of a server that
 	// another node already reaches. Its votes never count.
 	ErrRefused = errors.New("quorum: node refused")
 )
@@ -27,10 +27,11 @@ var (
 type ServerInfo struct {
 	// RunID identifies one run of the server; it changes on every restart.
 	RunID string
-	// Role is "master" or "slave".
-	Role string
-	// ConnectedSlaves is the number of replicas attached to a master.
-	ConnectedSlaves int
+	// Replica is true when the server copies another one (it is not an
+	// independent node).
+	Replica bool
+	// Replicas is the number of servers copying this one.
+	Replicas int
 	// Uptime is how long the server has been running at least (from INFO's
 	// uptime_in_seconds); negative when it is not reported.
 	// The first look's uptime feeds the start-up quarantine (see
@@ -43,7 +44,7 @@ type ServerInfo struct {
 // ServerWatcher is an optional Node extension for nodes that can identify
 // the server behind them. The Cluster uses it for the restart quarantine
 // (the "delayed restart" rule) and to refuse nodes that are not
-// independent masters.
+// independent nodes.
 type ServerWatcher interface {
 	// WatchServer calls fn with every look the node takes at its server
 	// until the node is closed: on each new connection, before the
@@ -61,9 +62,9 @@ type NodeState struct {
 	// Up is false when the last look at the server failed, or none has
 	// been taken yet.
 	Up              bool
-	RunID           string
-	Role            string
-	ConnectedSlaves int
+	RunID    string
+	Replica  bool
+	Replicas int
 	// Quarantined is true until QuarantinedUntil: the node restarted and
 	// its votes do not count yet.
 	Quarantined      bool
@@ -165,11 +166,11 @@ func (h *health) observe(i int, in ServerInfo) {
 	if first {
 		logs = append(logs, h.quarantineYoungLocked()...)
 	}
-	if in.ConnectedSlaves > 0 && n.ConnectedSlaves == 0 {
-		logs = append(logs, h.logReplicas(n.Name, in.ConnectedSlaves))
+	if in.Replicas > 0 && n.Replicas == 0 {
+		logs = append(logs, h.logReplicas(n.Name, in.Replicas))
 	}
 	n.Up, n.LastError = true, ""
-	n.RunID, n.Role, n.ConnectedSlaves = in.RunID, in.Role, in.ConnectedSlaves
+	n.RunID, n.Replica, n.Replicas = in.RunID, in.Replica, in.Replicas
 	logs = append(logs, h.recheckLocked()...)
 	h.mu.Unlock()
 	for _, l := range logs {
@@ -237,8 +238,8 @@ func (h *health) recheckLocked() []func() {
 
 func (h *health) refusal(i int) string {
 	n := h.nodes[i]
-	if n.Role == "slave" {
-		return "it is a replica (role:slave), not an independent master"
+	if n.Replica {
+		return "it is a replica of another server, not an independent node"
 	}
 	for j := range i {
 		if o := h.nodes[j]; n.RunID != "" && o.RunID == n.RunID {
@@ -283,7 +284,7 @@ func (h *health) logYoung(name string, uptime time.Duration, until time.Time) fu
 
 func (h *health) logReplicas(name string, replicas int) func() {
 	return func() {
-		h.log.Warn("backend has replicas attached: a failover can hand one lock to two clients; Redlock wants independent masters",
+		h.log.Warn("backend has replicas attached: a failover can hand one lock to two clients; Redlock wants independent nodes",
 			"backend", name, "replicas", replicas)
 	}
 }
@@ -291,7 +292,7 @@ func (h *health) logReplicas(name string, replicas int) func() {
 func (h *health) logRefusal(name, why string) func() {
 	return func() {
 		if why == "" {
-			h.log.Info("backend accepted again as an independent master", "backend", name)
+			h.log.Info("backend accepted again as an independent node", "backend", name)
 			return
 		}
 		h.log.Error("backend refused: its votes do not count", "backend", name, "reason", why)

@@ -31,7 +31,7 @@ func (w *watchedNode) WatchServer(fn func(quorum.ServerInfo)) {
 }
 
 func (w *watchedNode) look(runID, role string, replicas int) {
-	w.report(quorum.ServerInfo{RunID: runID, Role: role, ConnectedSlaves: replicas})
+	w.report(quorum.ServerInfo{RunID: runID, Replica: role == "slave", Replicas: replicas})
 }
 
 func (w *watchedNode) report(in quorum.ServerInfo) {

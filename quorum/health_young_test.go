@@ -18,7 +18,7 @@ const (
 // node's uptime (negative: not reported).
 func firstLooks(ws []*watchedNode, uptimes []time.Duration, order []int) {
 	for _, i := range order {
-		ws[i].report(quorum.ServerInfo{RunID: "r" + ws[i].Name(), Role: "master", Uptime: uptimes[i]})
+		ws[i].report(quorum.ServerInfo{RunID: "r" + ws[i].Name(), Uptime: uptimes[i]})
 	}
 }
 
@@ -112,7 +112,7 @@ func TestStartupQuarantineKeepsLongerRestartQuarantine(t *testing.T) {
 	c, ws, clk := unseenCluster(t, time.Minute)
 	firstLooks(ws, []time.Duration{young, young, 0}, []int{0, 1})
 	clk.advance(5 * time.Second)
-	ws[0].report(quorum.ServerInfo{RunID: "rA-restarted", Role: "master", Uptime: 0})
+	ws[0].report(quorum.ServerInfo{RunID: "rA-restarted", Uptime: 0})
 	want := clk.Now().Add(time.Minute)
 	clk.advance(5 * time.Second)
 	firstLooks(ws, []time.Duration{0, 0, old}, []int{2})

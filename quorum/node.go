@@ -6,31 +6,175 @@ import (
 )
 
 // Node is one independent lock backend (a Redis master, or an in-memory
-// node in embedded mode). Every method must honour ctx's deadline: the
-// cluster gives each call its own per-node timeout and counts a call that
-// has not returned by then as a "no" vote.
-//
-// A ttl is always > 0: the cluster never asks a node to store a key without
-// an expiry.
-type Node interface {
+// node in embedded mode). The whole interface is four methods: every
+// operation the quorum makes on a node is a Cmd given to Do, so a node
+// implements all of them or fails to compile, and a wrapper (a test fault,
+// a metrics layer) overrides one method to see every call.
+type Doer interface {
 	// Name identifies the node in errors, logs and INFO (e.g. "127.0.0.1:6379").
 	Name() string
-	// SetNX stores key=token with ttl if key is absent. It reports whether it
-	// stored it (false: the key is held, by any token).
-	SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
-	// Set stores key=token with ttl unconditionally (a forced takeover).
-	Set(ctx context.Context, key, token string, ttl time.Duration) error
-	// CompareAndDelete deletes key if and only if it holds token, atomically.
-	CompareAndDelete(ctx context.Context, key, token string) (bool, error)
-	// CompareAndExtend sets key's ttl if and only if it holds token, atomically.
-	CompareAndExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
-	// Get returns the token stored at key and its remaining ttl; ok is false
-	// when the key is absent.
-	Get(ctx context.Context, key string) (token string, pttl time.Duration, ok bool, err error)
-	// Delete removes key unconditionally and reports whether it existed.
-	Delete(ctx context.Context, key string) (bool, error)
-	// Expire sets key's ttl unconditionally and reports whether the key existed.
-	Expire(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	// Do starts cmd on the node and hands its reply to r, exactly once,
+	// from any goroutine, possibly before Do returns. Do never blocks on
+	// the node. The node enforces deadline itself: a reply it has not had
+	// by then is an error that matches context.DeadlineExceeded, reported
+	// soon after deadline. Commands on one key (a Cmd's Key) reach the
+	// server in the order Do was called: a release never overtakes the SET
+	// it undoes.
+	Do(deadline time.Time, cmd Cmd, r Receiver)
+	// Watch starts telling w what the node learns in the background (its
+	// server's identity, releases announced by any proxy), until the node
+	// is closed. It reports whether the node can identify its server: the
+	// in-memory node cannot, and never calls w.Server.
+	Watch(w Watcher) (identifies bool)
 	// Close releases the node's resources. Safe to call twice.
 	Close() error
 }
+
+// Receiver takes one node's reply to one Do. Receive must not block.
+type Receiver interface{ Receive(Reply) }
+
+// ReceiverFunc adapts a function to a Receiver.
+type ReceiverFunc func(Reply)
+
+// Receive calls f.
+func (f ReceiverFunc) Receive(rep Reply) { f(rep) }
+
+// Watcher is what a node reports to in the background. Both functions
+// must not block; either may be nil.
+type Watcher struct {
+	// Server is called with every look the node takes at its server: on
+	// each new connection, before the connection carries any command, and
+	// periodically.
+	Server func(ServerInfo)
+	// Released is called with the key of every release announced on the
+	// node (from this proxy or any other one in front of the same server).
+	// Announcements are hints, never votes: one may be lost.
+	Released func(key string)
+}
+
+// CmdKind names one operation of a node. Each is atomic on the node.
+type CmdKind uint8
+
+// The commands a node runs. "Holds" is the hold count of an owner lock at
+// HoldsKey(Key), as FormatHolds writes it; a missing count, or one of
+// another token, is one hold.
+const (
+	// SetNX: store Key=Token for TTL if Key is absent. OK: stored. With
+	// Add > 0, a Key that is held is marked as waited for during Add
+	// (never shortening an earlier mark): until then its release is
+	// announced.
+	SetNX CmdKind = iota + 1
+	// Set: store Key=Token for TTL unconditionally. OK: always.
+	Set
+	// CompareAndDelete: delete Key if it holds Token. OK: deleted. N: 1
+	// deleted, 0 held by another token, -1 absent. With Notify, a
+	// deletion of a marked key is announced.
+	CompareAndDelete
+	// CompareAndExtend: set Key's ttl to TTL if it holds Token. OK: done.
+	CompareAndExtend
+	// Get: read Key. OK: present; Token its value; TTL its remaining ttl
+	// (negative when it has none).
+	Get
+	// Delete: delete Key unconditionally. OK: it existed. With Notify, as
+	// CompareAndDelete.
+	Delete
+	// Expire: set Key's ttl to TTL unconditionally. OK: it existed.
+	Expire
+	// AddTTL: if Key holds Token and has an expiry, add Add to its
+	// remaining ttl, capped at Limit. OK: done; TTL the new ttl.
+	AddTTL
+	// ExtendOrSetNX: extend Key to TTL where it holds Token, store it where
+	// it is absent. OK: it holds Token now; N: 1 extended, 2 stored.
+	ExtendOrSetNX
+	// SetNXAll: store every key of Keys=Token for TTL if none is present.
+	// OK: stored.
+	SetNXAll
+	// ExtendAll: set every key of Keys to Token for TTL if all hold Token.
+	// OK: done.
+	ExtendAll
+	// ReleaseEach: delete each key of Keys that holds Token, announcing
+	// marked ones. Each: per key, deleted.
+	ReleaseEach
+	// HoldOwner: one node's part of a round of LockOwner. If Key holds a
+	// token starting with Prefix, add one hold to it and raise Key's ttl to
+	// at least TTL; if Key is absent, set it to Token with one hold. Either
+	// way record at Mark (the round's mark key, for TTL) which token got
+	// the hold. If the mark exists, the round was undone
+	// (nothing is added, unless the undo kept a granted token that Key
+	// still holds: then the hold goes to it) or this is a repeat (its
+	// recorded hold is returned). OK: a hold is held for the round; Token
+	// the token holding it, N its holds.
+	HoldOwner
+	// UndoHold: take back the hold recorded at Mark (a mark key), unless
+	// it went to Token (the granted token; "" when none). Where the round
+	// has not arrived, leave a mark (for TTL) that lets it add a hold to
+	// Token only, or nothing. OK: a hold was taken back. Dropping the last
+	// hold deletes Key and Holds, and is announced.
+	UndoHold
+	// Unhold: if Key holds Token, drop one hold; with none left delete Key
+	// and Holds, announced. OK: Key held Token; N: holds left (0: deleted).
+	Unhold
+	// ExtendHeld: if Key holds Token, raise the ttl of Key and Holds to TTL
+	// where it is shorter (never shorten: another hold may have been
+	// granted a longer validity). OK: done.
+	ExtendHeld
+	// RestoreHeld: if Key is absent, store Key=Token and, with N > 1, its
+	// hold count N, both for TTL. OK: stored.
+	RestoreHeld
+	// ReadFence: read the fencing counter at Key. N: its value, 0 when
+	// absent; a counter that is not a decimal integer in [0, MaxFence] is
+	// an error matching ErrBadFence.
+	ReadFence
+	// RaiseFence: store N at Key unless it holds more, set its ttl to TTL.
+	// N (reply): the value Key holds afterwards.
+	RaiseFence
+)
+
+// Cmd is one operation asked of one node; the fields each kind reads are
+// in its description.
+type Cmd struct {
+	Kind   CmdKind
+	Key    string
+	Keys   []string
+	Token  string
+	Prefix string
+	Mark   string // HoldOwner, UndoHold: the round's mark key
+	TTL    time.Duration
+	// SetNX: the wait mark; AddTTL: the amount added.
+	Add   time.Duration
+	Limit time.Duration
+	N     int64
+	// Notify announces a deletion where waiters marked the key.
+	Notify bool
+}
+
+// Reply is one node's answer to one Cmd.
+type Reply struct {
+	OK    bool
+	Token string
+	TTL   time.Duration
+	N     int64
+	Each  []bool
+	Err   error
+}
+
+// Call runs cmd on n and waits for its reply, within ctx's deadline (or the
+// fallback budget when ctx has none). It is for callers outside a round:
+// tools, tests, start-up checks.
+func Call(ctx context.Context, n Doer, cmd Cmd) Reply {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(callBudget)
+	}
+	ch := make(chan Reply, 1)
+	n.Do(dl, cmd, ReceiverFunc(func(r Reply) { ch <- r }))
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return Reply{Err: ctx.Err()}
+	}
+}
+
+// callBudget bounds a Call whose ctx has no deadline.
+const callBudget = 5 * time.Second

@@ -353,9 +353,6 @@ func testConfig() Config {
 
 func newCluster(t *testing.T, nodes []Node, cfg Config) *Cluster {
 	t.Helper()
-	if asyncFakes.Load() {
-		nodes = asAsync(nodes)
-	}
 	c, err := New(nodes, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

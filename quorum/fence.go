@@ -3,7 +3,6 @@ package quorum
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -56,15 +55,6 @@ import (
 // never stores a key without an expiry; past this the clock floor takes over.
 const FenceTTL = 7 * 24 * time.Hour
 
-// Fencer is the optional Node extension that LOCK … FENCE needs.
-type Fencer interface {
-	// ReadFence returns the counter at key, 0 when absent.
-	ReadFence(ctx context.Context, key string) (int64, error)
-	// RaiseFence stores v at key unless the key holds more, sets its ttl,
-	// and returns the value the key holds afterwards, atomically.
-	RaiseFence(ctx context.Context, key string, v int64, ttl time.Duration) (int64, error)
-}
-
 // MaxFence is the largest counter a node may hold: Redis compares counters
 // as Lua numbers, which are exact up to 2^53.
 const MaxFence = 1 << 53
@@ -86,16 +76,16 @@ func FenceKey(key string) string { return "redlockd:fence:{" + key + "}" }
 // the validity ran out meanwhile, ErrFenceOvertaken, or a *NoQuorumError.
 // On error the caller still holds (and must release) the lock.
 func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
-	ctx, done := c.begin(ctx, OpFence)
+	done := c.begin(OpFence)
 	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
 	fk := FenceKey(l.Key)
-	top, err := c.readFences(ctx, fk)
+	top, err := c.readFences(fk)
 	if err != nil {
 		return 0, err
 	}
 	f = max(top+1, c.cfg.Now().UnixMicro())
-	if err := c.raiseFences(ctx, fk, f); err != nil {
+	if err := c.raiseFences(fk, f); err != nil {
 		return 0, err
 	}
 	l.Validity -= c.cfg.Now().Sub(t0)
@@ -105,57 +95,28 @@ func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
 	return f, nil
 }
 
-func (c *Cluster) readFences(ctx context.Context, fk string) (int64, error) {
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
-		fn, ok := n.(Fencer)
-		if !ok {
-			return 0, ErrUnsupported
-		}
-		return checkFence(fn.ReadFence(ctx, fk))
-	})
-	var t tally
-	var top int64
-	for range c.nodes {
-		r := <-ch
-		t.add(true, r.err)
-		if r.err == nil {
-			top = max(top, r.val)
-		}
-	}
+func (c *Cluster) readFences(fk string) (int64, error) {
+	r, t := c.collect(OpFence, same(Cmd{Kind: ReadFence, Key: fk}), anyVote)
 	if t.answered() < c.Quorum() {
 		return 0, c.noQuorum(&t)
+	}
+	var top int64
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil {
+			top = max(top, rep.N)
+		}
 	}
 	return top, nil
 }
 
-// checkFence turns a counter outside [0, MaxFence] into the node's error:
-// a fence taken from it could run backwards or past exact comparison.
-func checkFence(v int64, err error) (int64, error) {
-	if err == nil && (v < 0 || v > MaxFence) {
-		return 0, fmt.Errorf("%w: %d", ErrBadFence, v)
-	}
-	return v, err
-}
-
-func (c *Cluster) raiseFences(ctx context.Context, fk string, f int64) error {
-	overtaken := false
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
-		fn, ok := n.(Fencer)
-		if !ok {
-			return 0, ErrUnsupported
+func (c *Cluster) raiseFences(fk string, f int64) error {
+	r, t := c.collect(OpFence, same(Cmd{Kind: RaiseFence, Key: fk, N: f, TTL: FenceTTL}), func(rep Reply) bool { return rep.N == f })
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil && rep.N > f {
+			return ErrFenceOvertaken
 		}
-		return checkFence(fn.RaiseFence(ctx, fk, f, FenceTTL))
-	})
-	var t tally
-	for range c.nodes {
-		r := <-ch
-		t.add(r.val == f, r.err)
-		overtaken = overtaken || (r.err == nil && r.val > f)
 	}
-	switch {
-	case overtaken:
-		return ErrFenceOvertaken
-	case t.yes >= c.Quorum():
+	if t.yes >= c.Quorum() {
 		return nil
 	}
 	return c.noQuorum(&t)

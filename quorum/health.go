@@ -41,17 +41,6 @@ type ServerInfo struct {
 	Err error
 }
 
-// ServerWatcher is an optional Node extension for nodes that can identify
-// the server behind them. The Cluster uses it for the restart quarantine
-// (the "delayed restart" rule) and to refuse nodes that are not
-// independent nodes.
-type ServerWatcher interface {
-	// WatchServer calls fn with every look the node takes at its server
-	// until the node is closed: on each new connection, before the
-	// connection serves any operation, and periodically. fn does not block.
-	WatchServer(fn func(ServerInfo))
-}
-
 // NodeState is one node's health as the Cluster sees it, for INFO and
 // metrics.
 type NodeState struct {
@@ -61,7 +50,7 @@ type NodeState struct {
 	Watched bool
 	// Up is false when the last look at the server failed, or none has
 	// been taken yet.
-	Up              bool
+	Up       bool
 	RunID    string
 	Replica  bool
 	Replicas int
@@ -96,7 +85,7 @@ type health struct {
 	started []time.Time
 }
 
-func newHealth(nodes []Node, cfg Config) *health {
+func newHealth(nodes []Doer, cfg Config) *health {
 	h := &health{
 		quarantine: cfg.RestartQuarantine,
 		now:        cfg.Now,
@@ -110,9 +99,8 @@ func newHealth(nodes []Node, cfg Config) *health {
 		h.log = slog.Default()
 	}
 	for i, n := range nodes {
-		_, watched := n.(ServerWatcher)
 		// A watched node is up once a look at its server succeeded.
-		h.nodes[i] = NodeState{Name: n.Name(), Watched: watched, Up: !watched}
+		h.nodes[i] = NodeState{Name: n.Name(), Watched: true}
 	}
 	return h
 }
@@ -314,12 +302,23 @@ func (h *health) states() []NodeState {
 // NodeStates reports each node's health, in configuration order.
 func (c *Cluster) NodeStates() []NodeState { return c.health.states() }
 
-// watchServers subscribes the health state to every node that can
-// identify its server.
-func (c *Cluster) watchServers() {
+// unwatched marks node i as one that cannot identify its server: it is
+// up, and nothing vetoes its votes.
+func (h *health) unwatched(i int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := &h.nodes[i]; n.RunID == "" {
+		n.Watched, n.Up = false, true
+	}
+}
+
+// watch subscribes the health state and the waiters to every node: looks
+// at its server, and releases announced through it by any proxy.
+func (c *Cluster) watch() {
 	for i, n := range c.nodes {
-		if sw, ok := n.(ServerWatcher); ok {
-			sw.WatchServer(func(in ServerInfo) { c.health.observe(i, in) })
+		w := Watcher{Server: func(in ServerInfo) { c.health.observe(i, in) }, Released: c.wake.notify}
+		if !n.Watch(w) {
+			c.health.unwatched(i)
 		}
 	}
 }

@@ -36,27 +36,19 @@ func (in Inspection) HasQuorum() bool { return in.Answered >= in.Quorum }
 // Inspect reads key on every node, concurrently and under the node timeout
 // like any other operation, and keeps each node's answer.
 func (c *Cluster) Inspect(ctx context.Context, key string) Inspection {
-	ctx, done := c.begin(ctx, OpInspect)
+	done := c.begin(OpInspect)
 	t0 := c.cfg.Now()
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (view, error) {
-		tok, pttl, ok, err := n.Get(ctx, key)
-		return view{tok, pttl, ok}, err
-	})
+	r, _ := c.collect(OpInspect, same(Cmd{Kind: Get, Key: key}), okVote)
 	in := Inspection{Nodes: make([]NodeView, len(c.nodes)), Quorum: c.Quorum()}
-	var present []view
-	for range c.nodes {
-		r := <-ch
-		in.Nodes[r.node] = NodeView{Node: c.nodes[r.node].Name(), Present: r.val.ok,
-			Token: r.val.token, PTTL: r.val.pttl, Err: r.err}
-		if r.err == nil {
+	for i := range r.calls {
+		rep := r.reply(i)
+		in.Nodes[i] = NodeView{Node: c.nodes[i].Name(), Present: rep.OK, Token: rep.Token, PTTL: rep.TTL, Err: rep.Err}
+		if rep.Err == nil {
 			in.Answered++
-			if r.val.ok {
-				present = append(present, r.val)
-			}
 		}
 	}
 	if in.HasQuorum() {
-		in.Holder = majorityHolder(present, in.Quorum, c.cfg.Now().Sub(t0))
+		in.Holder = majorityHolder(r.views(), in.Quorum, c.cfg.Now().Sub(t0))
 	}
 	var err error
 	if !in.HasQuorum() {

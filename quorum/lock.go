@@ -3,7 +3,6 @@ package quorum
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 )
 
@@ -18,88 +17,114 @@ type Lock struct {
 
 // Acquire makes one Redlock round: SET key token NX PX ttl on every node at
 // once. It returns the lock when a majority granted it within its validity.
-// Otherwise it releases the token on every node (under a context that ctx's
-// cancellation cannot cut short) and returns ErrNotAcquired (contention) or
-// a *NoQuorumError (too few nodes answered).
+// Otherwise it releases the token wherever the round may have stored it
+// (a caller's cancellation cannot cut that short) and returns
+// ErrNotAcquired (contention) or a *NoQuorumError (too few nodes answered).
 func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
 	return c.acquire(ctx, key, token, ttl, 0)
 }
 
-// acquire is Acquire that, with mark > 0, marks key as waited for on the
-// nodes that are WaitMarkers, in the same step as their SET NX.
+// acquire is Acquire that, with mark > 0, marks key as waited for where it
+// is held, in the same step as the SET NX.
 func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (l Lock, err error) {
-	ctx, done := c.begin(ctx, OpAcquire)
+	done := c.begin(OpAcquire)
 	defer func() { done(err, l.Validity, ttl) }()
-	if ttl <= 0 {
-		return Lock{}, ErrInvalidTTL
-	}
-	// Node calls outlive a cancellation (see fanout), so a caller that is
-	// already gone must not start a round at all.
+	// Node calls outlive a cancellation (a client that hangs up mid-round
+	// must not leave the round half done), so a caller that is already
+	// gone must not start a round at all.
 	if err := ctx.Err(); err != nil {
 		return Lock{}, err
 	}
-	t0 := c.cfg.Now()
-	ch := fanoutWith(ctx, c, func(ctx context.Context, n Node) (bool, error) {
-		if m, ok := n.(WaitMarker); ok && mark > 0 {
-			return m.SetNXMarked(ctx, key, token, ttl, mark)
-		}
-		return n.SetNX(ctx, key, token, ttl)
-	}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
-		if m, ok := n.(AsyncWaitMarker); ok && mark > 0 {
-			m.SetNXMarkedAsync(deadline, key, token, ttl, mark, done)
+	v, _, err := c.grantRound(grant{
+		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
+		ask:  same(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}),
+		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
+	})
+	if err != nil {
+		return Lock{}, err
+	}
+	return Lock{Key: key, Token: token, Validity: v}, nil
+}
+
+// refused is a node that answered an acquire with "no": it never stored
+// this round's SET, and what it holds (possibly the same token, from an
+// earlier acquisition that is still valid) is not the round's to delete.
+func refused(rep Reply) bool { return !rep.OK }
+
+// undoGrant is the undo of a failed acquire-like round: a release of token
+// on every node except those whose reply keep says to leave alone. A node
+// that did not answer the round may still store its grant after the
+// release, so even a "not held" there is checked again later.
+func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter) func(*round) {
+	return func(g *round) {
+		leave := func(i int) bool { rep := g.reply(i); return rep.Err == nil && keep(rep) }
+		r := c.releaseRound(op, key, token, ttl, false, leave)
+		if r == nil {
 			return
 		}
-		n.SetNXAsync(deadline, key, token, ttl, done)
-	})
-	var t tally
-	q := c.Quorum()
-	got := 0
-	// unanswered marks the nodes whose SET may still land after the release;
-	// refused marks those that answered nil: they never stored this SET, and
-	// what they hold (possibly the same token, from an earlier acquisition
-	// that is still valid) is not this round's to delete.
-	marks := make([]bool, 2*len(c.nodes)) // one allocation for both
-	unanswered, refused := marks[:len(c.nodes)], marks[len(c.nodes):]
-	for got < len(c.nodes) {
-		r := <-ch
-		got++
-		t.add(r.val, r.err)
-		unanswered[r.node] = r.err != nil
-		refused[r.node] = r.err == nil && !r.val
-		if t.yes >= q {
-			break // later answers are not needed; their goroutines end on their own
+		for i := range r.calls {
+			if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && !rep.OK && unanswered(g.reply(i)) {
+				c.pending.add(i, key, token, ttl, true)
+			}
 		}
 	}
-	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
-	if t.yes >= q && validity > 0 {
-		return Lock{Key: key, Token: token, Validity: validity}, nil
+}
+
+// unanswered is a reply that never came: not a node's answer, nor a veto
+// of one.
+func unanswered(rep Reply) bool {
+	return rep.Err != nil && !errors.Is(rep.Err, ErrQuarantined) && !errors.Is(rep.Err, ErrRefused)
+}
+
+// releaseRound is a compare-and-delete of key=token on every node that
+// leave does not exclude (nil: all), waiting for every reply; a node that
+// does not answer gets it again later (see retrier). notify: a user's
+// release, announced to waiters. It returns nil when no node was asked.
+func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify bool, leave func(int) bool) *round {
+	cmd := Cmd{Kind: CompareAndDelete, Key: key, Token: token, Notify: notify}
+	if leave != nil && c.none(leave) {
+		return nil
 	}
-	// Let straggling SETs land (each is bounded by the node timeout) before
-	// the release, or a late one would store the token after its delete.
-	for ; got < len(c.nodes); got++ {
-		r := <-ch
-		unanswered[r.node] = r.err != nil
-		refused[r.node] = r.err == nil && !r.val
+	r, _ := c.collect(op, func(i int) (Cmd, bool) { return cmd, leave == nil || !leave(i) }, okVote)
+	for i := range r.calls {
+		if r.calls[i].asked && unanswered(r.reply(i)) {
+			c.pending.add(i, key, token, ttl, false)
+		}
 	}
-	c.releaseExcept(ctx, key, token, ttl, unanswered, refused)
-	if t.answered() < q {
-		return Lock{}, c.noQuorum(&t)
+	if !notify {
+		return r
 	}
-	return Lock{}, ErrNotAcquired
+	for i := range r.calls {
+		if r.reply(i).OK {
+			c.wake.notify(key)
+			break
+		}
+	}
+	return r
+}
+
+// none reports whether leave excludes every node.
+func (c *Cluster) none(leave func(int) bool) bool {
+	for i := range c.nodes {
+		if !leave(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // AcquireWait retries Acquire until it succeeds, wait has passed, or ctx is
 // done, pausing a random delay between rounds so that competing clients do
 // not split the votes forever. A release of key (through this Cluster, or
-// notified by a ReleaseNotifier node) cuts the pause short for the oldest
-// waiter of the key. A NoQuorumError is retried like contention while time
-// remains; the last round's error is returned.
+// announced by a node) cuts the pause short for the oldest waiter of the
+// key. A NoQuorumError is retried like contention while time remains; the
+// last round's error is returned.
 //
 // The first round is a plain Acquire, so an uncontended lock costs nothing
-// more. Every later round marks the key as waited for on the WaitMarker
-// nodes, and the first of them runs at once, before any pause: a release
-// that landed between the first round and the mark published nothing, but
-// the marked round then finds the key free.
+// more. Every later round marks the key as waited for on the nodes, and
+// the first of them runs at once, before any pause: a release that landed
+// between the first round and the mark announced nothing, but the marked
+// round then finds the key free.
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
 	// Joined before the first round, so that a release during it is not missed.
@@ -128,71 +153,19 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 // is, so the lock stands until the validity reported before (deleting it
 // would hand the key to another client while that validity still runs).
 func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
-	ctx, done := c.begin(ctx, OpExtend)
+	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
-	v, _, err = c.extendRoundWith(ctx, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
-		return n.CompareAndExtend(ctx, key, token, ttl)
-	}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
-		n.CompareAndExtendAsync(deadline, key, token, ttl, done)
-	})
+	v, _, err = c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
+		ask: same(Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl})})
 	return v, err
-}
-
-// extendRound runs op (an extend, in one of its forms) on every node and
-// returns the new validity when a majority agreed and it is positive, the
-// error failRound picks otherwise. missing marks the nodes that answered
-// "not held" (and were not vetoed): those a renewal may restore the lock on.
-func (c *Cluster) extendRound(ctx context.Context, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error)) (time.Duration, []bool, error) {
-	return c.extendRoundWith(ctx, ttl, failed, op, nil)
-}
-
-// extendRoundWith is extendRound that uses aop when every node is an
-// AsyncNode.
-func (c *Cluster) extendRoundWith(ctx context.Context, ttl time.Duration, failed error, op func(context.Context, Node) (bool, error), aop asyncOp[bool]) (time.Duration, []bool, error) {
-	if ttl <= 0 {
-		return 0, nil, ErrInvalidTTL
-	}
-	t0 := c.cfg.Now()
-	var t tally
-	missing := make([]bool, len(c.nodes))
-	ch := fanoutWith(ctx, c, op, aop)
-	for range c.nodes {
-		r := <-ch
-		t.add(r.val, r.err)
-		missing[r.node] = r.err == nil && !r.val
-	}
-	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
-	if t.yes >= c.Quorum() && validity > 0 {
-		return validity, missing, nil
-	}
-	return 0, nil, c.failRound(&t, failed)
-}
-
-// failRound is the end of a failed extend. It deletes nothing: the nodes
-// that did extend keep the token longer (availability), and those that did
-// not keep what they had, so the caller's last reported validity still
-// holds. It returns a *NoQuorumError when too few nodes answered, failed
-// otherwise.
-func (c *Cluster) failRound(t *tally, failed error) error {
-	if t.answered() < c.Quorum() {
-		return c.noQuorum(t)
-	}
-	return failed
 }
 
 // Release deletes key on every node where it still holds token. It reports
 // true when a majority held it; a *NoQuorumError when too few answered.
 func (c *Cluster) Release(ctx context.Context, key, token string) (released bool, err error) {
-	ctx, done := c.begin(ctx, OpRelease)
+	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
-	t := c.voteWith(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
-		return c.releaseOn(ctx, n, key, token, 0, true)
-	}, func(i int, n AsyncNode, deadline time.Time, done func(bool, error)) {
-		c.releaseOnAsync(i, n, deadline, key, token, 0, true, done)
-	})
-	if t.yes > 0 {
-		c.wake.notify(key)
-	}
+	t := c.releaseRound(OpRelease, key, token, 0, true, nil).wait()
 	if t.yes >= c.Quorum() {
 		return true, nil
 	}
@@ -204,45 +177,6 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (released bool
 
 // releaseAll is the release after a failed operation: compare-and-delete
 // on every node, remembered for a retry where a node did not answer.
-func (c *Cluster) releaseAll(ctx context.Context, key, token string) {
-	c.releaseExcept(ctx, key, token, 0, nil, nil)
-}
-
-// releaseExcept is releaseAll for a lock of ttl (0: unknown) that leaves
-// alone the nodes marked in skip. A node marked in unanswered did not
-// answer the SET of a failed acquire: that SET may still land after the
-// release, so even a "not held" there is checked again later.
-func (c *Cluster) releaseExcept(ctx context.Context, key, token string, ttl time.Duration, unanswered, skip []bool) {
-	if skip != nil && !slices.Contains(skip, false) {
-		return // every node refused the SET (plain contention): nothing to release
-	}
-	ch := fanoutWith(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
-		if i := c.indexOf(n); skip != nil && i >= 0 && skip[i] {
-			return false, nil
-		}
-		return c.releaseOn(ctx, n, key, token, ttl, false)
-	}, func(i int, n AsyncNode, deadline time.Time, done func(bool, error)) {
-		if skip != nil && skip[i] {
-			done(false, nil)
-			return
-		}
-		c.releaseOnAsync(i, n, deadline, key, token, ttl, false, done)
-	})
-	for range c.nodes {
-		r := <-ch
-		if r.err == nil && !r.val && unanswered != nil && unanswered[r.node] {
-			c.pending.add(r.node, key, token, ttl, true)
-		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+func (c *Cluster) releaseAll(op, key, token string) {
+	c.releaseRound(op, key, token, 0, false, nil)
 }

@@ -1,7 +1,6 @@
 package quorum
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -60,32 +59,20 @@ func Outcome(err error) string {
 	return OutcomeError
 }
 
-type opKey struct{}
-
-// begin marks ctx with the operation's name, so that the fan-out can label
-// each node call, and returns the function that reports the operation.
-// With no Observer both are free of allocation beyond the context value.
-func (c *Cluster) begin(ctx context.Context, op string) (context.Context, func(err error, validity, ttl time.Duration)) {
+// begin starts an operation's report: the function it returns reports
+// the operation's end. With no Observer it costs nothing.
+func (c *Cluster) begin(op string) func(err error, validity, ttl time.Duration) {
 	if c.cfg.Observer == nil {
-		return ctx, func(error, time.Duration, time.Duration) {}
+		return func(error, time.Duration, time.Duration) {}
 	}
 	t0 := time.Now()
-	return context.WithValue(ctx, opKey{}, op), func(err error, validity, ttl time.Duration) {
+	return func(err error, validity, ttl time.Duration) {
 		c.cfg.Observer.OpDone(op, Outcome(err), time.Since(t0), validity, ttl)
 	}
 }
 
-// opName is the operation begin named in ctx, for labelling node calls; "" without an Observer.
-func (c *Cluster) opName(ctx context.Context) string {
-	if c.cfg.Observer == nil {
-		return ""
-	}
-	op, _ := ctx.Value(opKey{}).(string)
-	return op
-}
-
 // reportNode reports one call to n within op, which began at t0.
-func (c *Cluster) reportNode(op string, n Node, t0 time.Time, err error) {
+func (c *Cluster) reportNode(op string, n Doer, t0 time.Time, err error) {
 	if c.cfg.Observer == nil {
 		return
 	}

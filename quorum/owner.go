@@ -49,37 +49,6 @@ const (
 	OpFence   = "fence"
 )
 
-// Reentrant is the optional Node extension that LOCK … OWNER needs. Nodes
-// without it answer every reentrant operation with ErrUnsupported (a failed
-// node within the vote).
-type Reentrant interface {
-	// HoldOwner is one node's part of a round of LockOwner, atomically: if
-	// key holds a token that starts with prefix, add one hold to it (count
-	// at holdsKey) and raise key's ttl to at least ttl; if key is absent,
-	// set it to token with one hold. Either way it records at markKey (for
-	// ttl) which token got the hold, so that UndoHold can take back exactly
-	// this hold. If markKey already exists, the round was undone (nothing
-	// is added, unless the undo kept a granted token that key still holds:
-	// then the hold goes to it), or this is a repeat of the same call (its
-	// recorded hold is returned). ok is false when no hold is held for the
-	// round.
-	HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (held string, holds int64, ok bool, err error)
-	// UndoHold takes back the hold recorded at markKey, unless it went to
-	// keep (a granted token; "" when nothing was granted). Where the round
-	// has not arrived, it leaves a mark (for ttl) that lets a HoldOwner of
-	// the round still on its way add a hold to keep only, or nothing. It
-	// reports whether a hold was taken back. Repeating it changes nothing.
-	UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error)
-	// Unhold: if key holds token, drop one hold, and delete key and
-	// holdsKey when none is left, atomically. remaining is the holds left
-	// (0: deleted); ok is false when key does not hold token.
-	Unhold(ctx context.Context, key, holdsKey, token string) (remaining int64, ok bool, err error)
-	// ExtendHeld: if key holds token, raise the ttl of key and of holdsKey
-	// to ttl where it is shorter (never shorten it: another hold of the
-	// owner may have been granted a longer validity).
-	ExtendHeld(ctx context.Context, key, holdsKey, token string, ttl time.Duration) (bool, error)
-}
-
 // HoldsKey is where the nodes keep the hold count of a reentrant lock.
 func HoldsKey(key string) string { return "redlockd:holds:{" + key + "}" }
 
@@ -146,7 +115,7 @@ const ownerRounds = 8
 // too few nodes answered, and ctx's error, with the round undone, when ctx
 // is done before a round's grant could be handed over.
 func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
-	ctx, done := c.begin(ctx, OpReenter)
+	done := c.begin(OpReenter)
 	defer func() { done(err, r.Validity, ttl) }()
 	if ttl <= 0 {
 		return Reentered{}, ErrInvalidTTL
@@ -186,23 +155,11 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 	token := NewOwnerToken(id)
 	mark := holdMarkKey(key, token)
 	t0 := c.cfg.Now()
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (held, error) {
-		rn, ok := n.(Reentrant)
-		if !ok {
-			return held{}, ErrUnsupported
-		}
-		tok, holds, yes, err := rn.HoldOwner(ctx, key, HoldsKey(key), mark, OwnerPrefix(id), token, ttl)
-		return heldIf(yes && err == nil, tok, holds), err
-	})
-	answers := make([]result[held], len(c.nodes))
-	var t tally
+	rd, t := c.collect(OpReenter, same(Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl}), okVote)
 	var hs []held
-	for range c.nodes {
-		a := <-ch
-		answers[a.node] = a
-		t.add(a.val.token != "", a.err)
-		if a.val.token != "" {
-			hs = append(hs, a.val)
+	for i := range rd.calls {
+		if rep := rd.reply(i); rep.Err == nil && rep.OK {
+			hs = append(hs, held{rep.Token, rep.N})
 		}
 	}
 	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
@@ -213,7 +170,7 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 		// like those of a round that lost, so none is left with no holder.
 		tok = ""
 	}
-	c.undoHolds(ctx, key, mark, tok, ttl, answers)
+	c.undoHolds(key, mark, tok, ttl, rd)
 	switch {
 	case tok != "":
 		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, false, nil
@@ -225,29 +182,23 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 	return Reentered{}, len(hs) >= c.Quorum() && validity > 0, ErrNotAcquired
 }
 
-// undoHolds takes back what a round added outside the granted lock (keep;
+// undoHolds takes back what round g added outside the granted lock (keep;
 // "" when nothing was granted): the holds on nodes that answered with
 // another token, and whatever a node that did not answer may have added or
 // may still add. A node that does not answer the undo gets it again later.
-func (c *Cluster) undoHolds(ctx context.Context, key, mark, keep string, ttl time.Duration, answers []result[held]) {
-	undo := make([]bool, len(answers))
-	for i, a := range answers {
-		lost := a.err != nil && !errors.Is(a.err, ErrUnsupported)
-		undo[i] = lost || (a.val.token != "" && a.val.token != keep)
+func (c *Cluster) undoHolds(key, mark, keep string, ttl time.Duration, g *round) {
+	undo := func(i int) bool {
+		rep := g.reply(i)
+		return unanswered(rep) || (rep.Err == nil && rep.OK && rep.Token != keep)
 	}
-	if !slices.Contains(undo, true) {
+	if !slices.ContainsFunc(g.calls, func(nc nodeCall) bool { return undo(nc.i) }) {
 		return // the usual grant: every node answered with the granted token
 	}
-	ch := fanout(cleanupCtx(ctx), c, func(ctx context.Context, n Node) (bool, error) {
-		rn, ok := n.(Reentrant)
-		if i := c.indexOf(n); !ok || i < 0 || !undo[i] {
-			return false, nil
-		}
-		return rn.UndoHold(ctx, key, HoldsKey(key), mark, keep, ttl)
-	})
-	for range c.nodes {
-		if r := <-ch; r.err != nil && undo[r.node] {
-			c.pending.addUndo(r.node, key, mark, keep, ttl)
+	cmd := Cmd{Kind: UndoHold, Key: key, Mark: mark, Token: keep, TTL: ttl}
+	r, _ := c.collect(OpReenter, func(i int) (Cmd, bool) { return cmd, undo(i) }, okVote)
+	for i := range r.calls {
+		if r.calls[i].asked && unanswered(r.reply(i)) {
+			c.pending.addUndo(i, key, mark, keep, ttl)
 		}
 	}
 }
@@ -275,44 +226,30 @@ func majorityHeld(hs []held, q int) (string, int64) {
 // keeps (0: the lock is free; any node's leftover copy is then released).
 // For a token without holds this is Release.
 func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool, remaining int64, err error) {
-	ctx, done := c.begin(ctx, OpRelease)
+	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
-	ctx = cleanupCtx(ctx)
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (held, error) {
-		rn, ok := n.(Reentrant)
-		if !ok {
-			yes, err := n.CompareAndDelete(ctx, key, token)
-			return heldIf(yes, token, 0), err
-		}
-		left, yes, err := rn.Unhold(ctx, key, HoldsKey(key), token)
-		return heldIf(yes, token, left), err
-	})
-	var t tally
+	r, t := c.collect(OpRelease, same(Cmd{Kind: Unhold, Key: key, Token: token}), okVote)
 	var still []held
-	var missed []int // nodes that did not answer (vetoed ones did)
-	for range c.nodes {
-		r := <-ch
-		t.add(r.val.token != "", r.err)
-		if r.err == nil && r.val.holds > 0 {
-			still = append(still, r.val)
-		}
-		if r.err != nil && !errors.Is(r.err, ErrQuarantined) && !errors.Is(r.err, ErrRefused) {
-			missed = append(missed, r.node)
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil && rep.OK && rep.N > 0 {
+			still = append(still, held{token, rep.N})
 		}
 	}
 	_, remaining = majorityHeld(still, c.Quorum())
 	if remaining == 0 && len(still) > 0 {
-		c.releaseAll(ctx, key, token)
+		c.releaseAll(OpRelease, key, token)
 	}
 	if remaining == 0 {
 		// The lock is free: a node that missed the last hold's drop keeps
 		// its copy until it is released there too.
-		for _, i := range missed {
-			c.pending.add(i, key, token, 0, false)
+		for i := range r.calls {
+			if unanswered(r.reply(i)) {
+				c.pending.add(i, key, token, 0, false)
+			}
 		}
-	}
-	if remaining == 0 && t.yes > 0 {
-		c.wake.notify(key)
+		if t.yes > 0 {
+			c.wake.notify(key)
+		}
 	}
 	if t.answered() < c.Quorum() {
 		return false, remaining, c.noQuorum(&t)
@@ -320,36 +257,41 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 	return t.yes >= c.Quorum(), remaining, nil
 }
 
-func heldIf(yes bool, token string, holds int64) held {
-	if !yes {
-		return held{}
-	}
-	return held{token, holds}
-}
-
 // Renew extends a lock as Extend does; for an owner lock it extends its
 // hold count along with it, so that the count never expires before the lock,
 // and never shortens either (the lock's other holds keep their validity).
 func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	v, _, err := c.renew(ctx, key, token, ttl)
+	v, _, err := c.renew(key, token, ttl)
 	return v, err
 }
 
 // renew is Renew that also reports which nodes answered "not held".
-func (c *Cluster) renew(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
-	ctx, done := c.begin(ctx, OpExtend)
+func (c *Cluster) renew(key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
+	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
-	if !IsOwnerToken(token) {
-		return c.extendRoundWith(ctx, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
-			return n.CompareAndExtend(ctx, key, token, ttl)
-		}, func(_ int, n AsyncNode, deadline time.Time, done func(bool, error)) {
-			n.CompareAndExtendAsync(deadline, key, token, ttl, done)
-		})
+	cmd := Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl}
+	if IsOwnerToken(token) {
+		cmd.Kind = ExtendHeld
 	}
-	return c.extendRound(ctx, ttl, ErrNotHeld, func(ctx context.Context, n Node) (bool, error) {
-		if rn, ok := n.(Reentrant); ok {
-			return rn.ExtendHeld(ctx, key, HoldsKey(key), token, ttl)
-		}
-		return n.CompareAndExtend(ctx, key, token, ttl)
-	})
+	v, r, err := c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
+	if err != nil {
+		return 0, nil, err
+	}
+	missing = make([]bool, len(r.calls))
+	for i := range r.calls {
+		rep := r.reply(i)
+		missing[i] = rep.Err == nil && !rep.OK
+	}
+	return v, missing, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

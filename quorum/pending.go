@@ -62,7 +62,7 @@ type pendingQueue struct {
 // retrier owns the pending releases of every node and the timer that
 // retries them. No goroutine runs while nothing is pending.
 type retrier struct {
-	nodes    []Node
+	nodes    []Doer
 	queues   []*pendingQueue
 	every    time.Duration // 0: off
 	horizon  time.Duration // ttl assumed when a release does not know it
@@ -78,7 +78,7 @@ type retrier struct {
 	onceStop sync.Once
 }
 
-func newRetrier(nodes []Node, cfg Config) *retrier {
+func newRetrier(nodes []Doer, cfg Config) *retrier {
 	r := &retrier{
 		nodes: nodes, every: cfg.ReleaseRetry, horizon: cfg.MaxTTL,
 		timeout: cfg.NodeTimeout, limit: maxPendingPerNode,
@@ -228,16 +228,16 @@ func (r *retrier) drain(i int) {
 }
 
 // retry sends e to n again; deleted true ends the entry.
-func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted bool, err error) {
-	if e.undo == nil {
-		return n.CompareAndDelete(ctx, e.key, e.token)
+func (r *retrier) retry(ctx context.Context, n Doer, e pendingRelease) (deleted bool, err error) {
+	cmd := Cmd{Kind: CompareAndDelete, Key: e.key, Token: e.token}
+	if e.undo != nil {
+		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}
-	rn, ok := n.(Reentrant)
-	if !ok {
-		return true, nil
+	rep := Call(ctx, n, cmd)
+	if e.undo != nil {
+		return rep.Err == nil, rep.Err
 	}
-	_, err = rn.UndoHold(ctx, e.key, HoldsKey(e.key), e.token, e.undo.keep, e.undo.ttl)
-	return err == nil, err
+	return rep.OK, rep.Err
 }
 
 // putBack returns the entries a drain kept in front of those added
@@ -288,34 +288,4 @@ func (c *Cluster) PendingReleases() []int {
 func (c *Cluster) Close() error {
 	c.pending.close()
 	return nil
-}
-
-// indexOf finds n among the cluster's nodes (they are few), -1 if absent.
-func (c *Cluster) indexOf(n Node) int {
-	for i, m := range c.nodes {
-		if m == n {
-			return i
-		}
-	}
-	return -1
-}
-
-// releaseOn is a compare-and-delete of key=token on node n, within a
-// fan-out; when the node does not answer, the release is remembered and
-// sent again later. notify: a user's release, which wakes waiters where the
-// node can.
-func (c *Cluster) releaseOn(ctx context.Context, n Node, key, token string, ttl time.Duration, notify bool) (bool, error) {
-	var ok bool
-	var err error
-	if notify {
-		ok, err = compareAndDelete(ctx, n, key, token)
-	} else {
-		ok, err = n.CompareAndDelete(ctx, key, token)
-	}
-	if err != nil {
-		if i := c.indexOf(n); i >= 0 {
-			c.pending.add(i, key, token, ttl, false)
-		}
-	}
-	return ok, err
 }

@@ -25,30 +25,25 @@ type view struct {
 
 // Get reads key on every node and returns the token that a majority holds.
 func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
-	ctx, done := c.begin(ctx, OpGet)
+	done := c.begin(OpGet)
 	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
-	ch := fanoutWith(ctx, c, func(ctx context.Context, n Node) (view, error) {
-		tok, pttl, ok, err := n.Get(ctx, key)
-		return view{tok, pttl, ok}, err
-	}, func(_ int, n AsyncNode, deadline time.Time, done func(view, error)) {
-		n.GetAsync(deadline, key, func(tok string, pttl time.Duration, ok bool, err error) {
-			done(view{tok, pttl, ok}, err)
-		})
-	})
-	var t tally
-	views := make([]view, 0, len(c.nodes))
-	for range c.nodes {
-		r := <-ch
-		t.add(r.val.ok, r.err)
-		if r.err == nil && r.val.ok {
-			views = append(views, r.val)
-		}
-	}
+	r, t := c.collect(OpGet, same(Cmd{Kind: Get, Key: key}), okVote)
 	if t.answered() < c.Quorum() {
 		return Holder{}, c.noQuorum(&t)
 	}
-	return majorityHolder(views, c.Quorum(), c.cfg.Now().Sub(t0)), nil
+	return majorityHolder(r.views(), c.Quorum(), c.cfg.Now().Sub(t0)), nil
+}
+
+// views are the present keys among a read's replies; every reply is in.
+func (r *round) views() []view {
+	views := make([]view, 0, len(r.calls))
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil && rep.OK {
+			views = append(views, view{rep.Token, rep.TTL, true})
+		}
+	}
+	return views
 }
 
 // majorityHolder finds the token stored on at least q nodes and the ttl
@@ -106,11 +101,9 @@ func cmpTTL(a, b time.Duration) int {
 // Delete removes key on every node unconditionally (a forced release). It
 // reports whether a majority held the key.
 func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error) {
-	ctx, done := c.begin(ctx, OpDelete)
+	done := c.begin(OpDelete)
 	defer func() { done(err, 0, 0) }()
-	t := c.vote(cleanupCtx(ctx), func(ctx context.Context, n Node) (bool, error) {
-		return deleteKey(ctx, n, key)
-	})
+	_, t := c.collect(OpDelete, same(Cmd{Kind: Delete, Key: key, Notify: true}), okVote)
 	if t.yes > 0 {
 		c.wake.notify(key)
 	}
@@ -123,14 +116,12 @@ func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error)
 // Expire sets key's ttl on every node unconditionally. It reports whether a
 // majority held the key.
 func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (held bool, err error) {
-	ctx, done := c.begin(ctx, OpExpire)
+	done := c.begin(OpExpire)
 	defer func() { done(err, 0, 0) }()
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
-		return n.Expire(ctx, key, ttl)
-	})
+	_, t := c.collect(OpExpire, same(Cmd{Kind: Expire, Key: key, TTL: ttl}), okVote)
 	if t.answered() < c.Quorum() {
 		return false, c.noQuorum(&t)
 	}
@@ -138,27 +129,18 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 }
 
 // ForceSet stores key=token with ttl on every node unconditionally (a
-// takeover). It succeeds when a majority stored it within the validity.
+// takeover). It succeeds when a majority stored it within the validity;
+// a failure never leaves the token behind.
 func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
-	ctx, done := c.begin(ctx, OpForceSet)
+	done := c.begin(OpForceSet)
 	defer func() { done(err, l.Validity, ttl) }()
-	if ttl <= 0 {
-		return Lock{}, ErrInvalidTTL
-	}
-	t0 := c.cfg.Now()
-	t := c.vote(ctx, func(ctx context.Context, n Node) (bool, error) {
-		return true, n.Set(ctx, key, token, ttl)
+	v, _, err := c.grantRound(grant{
+		op: OpForceSet, ttl: ttl, failed: ErrNotAcquired,
+		ask:  same(Cmd{Kind: Set, Key: key, Token: token, TTL: ttl}),
+		undo: func(*round) { c.releaseAll(OpForceSet, key, token) },
 	})
-	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
-	if t.yes < c.Quorum() || validity <= 0 {
-		// Like a failed Acquire: never leave the token behind a failure.
-		c.releaseAll(ctx, key, token)
+	if err != nil {
+		return Lock{}, err
 	}
-	if t.yes < c.Quorum() {
-		return Lock{}, c.noQuorum(&t)
-	}
-	if validity <= 0 {
-		return Lock{}, ErrNotAcquired
-	}
-	return Lock{Key: key, Token: token, Validity: validity}, nil
+	return Lock{Key: key, Token: token, Validity: v}, nil
 }

@@ -6,15 +6,6 @@ import (
 	"time"
 )
 
-// HeldRestorer is the optional Node extension that restores an owner lock
-// with its hold count. A node without it gets no restore of owner locks.
-type HeldRestorer interface {
-	// RestoreHeld: if key is absent, store key=token and, at holdsKey,
-	// the hold count holds, both with ttl, atomically. It reports whether
-	// it stored them (false: key exists, whatever it holds).
-	RestoreHeld(ctx context.Context, key, holdsKey, token string, holds int64, ttl time.Duration) (bool, error)
-}
-
 // RenewKept is the renewal of a kept lock: Renew, and when that won a
 // majority, the lock is also stored again (SET NX, with ttl) on every node
 // that answered "not held". Such a node is one that lost its data and is
@@ -26,60 +17,38 @@ type HeldRestorer interface {
 // the backends, one at a time: each recovered node gets the lock back
 // before the next one goes down.
 func (c *Cluster) RenewKept(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	v, missing, err := c.renew(ctx, key, token, ttl)
+	v, missing, err := c.renew(key, token, ttl)
 	if err != nil || !slices.Contains(missing, true) {
 		return v, err
 	}
-	c.restore(ctx, key, token, ttl, missing)
+	c.restore(key, token, ttl, missing)
 	return v, nil
 }
 
 // restore stores key=token on the nodes marked in missing where key is
-// absent, and waits for their answers (each bounded by the node timeout).
-// Its outcome changes nothing the caller was told: the lock already holds
-// a majority.
-func (c *Cluster) restore(ctx context.Context, key, token string, ttl time.Duration, missing []bool) {
-	ctx = context.WithValue(ctx, opKey{}, OpExtend) // node calls count as the renewal's
-	holds := int64(0)
+// absent (an owner lock with the largest hold count a holder reports), and
+// waits for their replies. Its outcome changes nothing the caller was told:
+// the lock already holds a majority.
+func (c *Cluster) restore(key, token string, ttl time.Duration, missing []bool) {
+	holds := int64(1)
 	if IsOwnerToken(token) {
-		holds = c.maxHolds(ctx, key, token, missing)
+		holds = c.maxHolds(key, token, missing)
 	}
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (bool, error) {
-		if i := c.indexOf(n); i < 0 || !missing[i] {
-			return false, nil
-		}
-		if holds == 0 {
-			return n.SetNX(ctx, key, token, ttl)
-		}
-		if rn, ok := n.(HeldRestorer); ok {
-			return rn.RestoreHeld(ctx, key, HoldsKey(key), token, holds, ttl)
-		}
-		return false, nil
-	})
-	for range c.nodes {
-		<-ch
-	}
+	cmd := Cmd{Kind: RestoreHeld, Key: key, Token: token, N: holds, TTL: ttl}
+	c.collect(OpExtend, func(i int) (Cmd, bool) { return cmd, missing[i] }, okVote)
 }
 
 // maxHolds reads an owner lock's hold count on the nodes that still hold
 // it and returns the largest. A restored node given too many holds keeps
 // its copy longer (availability); one given too few could make the
 // majority's count drop to 0 while holds remain (safety), so the largest.
-func (c *Cluster) maxHolds(ctx context.Context, key, token string, missing []bool) int64 {
-	ch := fanout(ctx, c, func(ctx context.Context, n Node) (int64, error) {
-		if i := c.indexOf(n); i < 0 || missing[i] {
-			return 0, nil
-		}
-		s, _, ok, err := n.Get(ctx, HoldsKey(key))
-		if err != nil || !ok {
-			return 1, err // no companion key counts as one hold
-		}
-		return holdsFor(s, token), nil
-	})
-	most := int64(1)
-	for range c.nodes {
-		if r := <-ch; r.err == nil {
-			most = max(most, r.val)
+func (c *Cluster) maxHolds(key, token string, missing []bool) int64 {
+	cmd := Cmd{Kind: Get, Key: HoldsKey(key)}
+	r, _ := c.collect(OpExtend, func(i int) (Cmd, bool) { return cmd, !missing[i] }, okVote)
+	most := int64(1) // no companion key counts as one hold
+	for i := range r.calls {
+		if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && rep.OK {
+			most = max(most, holdsFor(rep.Token, token))
 		}
 	}
 	return most

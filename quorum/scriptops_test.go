@@ -126,19 +126,3 @@ func TestExtendOrAcquireFailureUndoesOnlyItsGrants(t *testing.T) {
 	}
 }
 
-type plainNode struct{ quorum.Node }
-
-func TestMultiKeyNeedsMultiNode(t *testing.T) {
-	nodes := []quorum.Node{backend.NewMemory("m1"), plainNode{backend.NewMemory("plain")}, backend.NewMemory("m3")}
-	c, err := quorum.New(nodes, quorum.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.AcquireAll(context.Background(), []string{"a", "b"}, "t", time.Second)
-	if !errors.Is(err, quorum.ErrUnsupported) {
-		t.Fatalf("AcquireAll over a plain node: %v, want ErrUnsupported", err)
-	}
-	if _, err := c.ExtendAdd(context.Background(), "a", "t", time.Second, time.Minute); !errors.Is(err, quorum.ErrUnsupported) {
-		t.Fatalf("ExtendAdd over a plain node: %v, want ErrUnsupported", err)
-	}
-}

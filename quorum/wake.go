@@ -6,84 +6,16 @@ import (
 	"time"
 )
 
-// ReleaseNotifier is an optional Node extension for nodes that can tell
-// waiters that a lock was released, wherever the release came from (this
-// proxy or any other one in front of the same backend). A Cluster whose
-// nodes implement it wakes a blocking acquire as soon as the key is
-// released instead of at its next retry.
-//
-// Notifications are hints, never votes: one may be lost (a reconnect, a
-// node that is down), and a waiter then falls back to its retry jitter. A
-// node that is also a WaitMarker notifies only releases of marked keys.
-type ReleaseNotifier interface {
-	// CompareAndDeleteNotify is CompareAndDelete that, when it deletes,
-	// also notifies every watcher of the node, within the same round trip.
-	CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error)
-	// DeleteNotify is Delete that notifies like CompareAndDeleteNotify.
-	DeleteNotify(ctx context.Context, key string) (bool, error)
-	// WatchReleases calls fn with the key of every notified release on the
-	// node until the node is closed. fn does not block.
-	WatchReleases(fn func(key string))
-}
-
-// WaitMarker is an optional extension of a ReleaseNotifier node that
-// notifies only the releases of keys a waiter has marked, so that an
-// uncontended release costs neither the node nor the proxies watching it
-// a notification. A blocking acquire marks its key in every round after
-// its first, as part of that round's SET NX: the two are one atomic step
-// on the node, so a release there comes either before it (and the SET
-// finds the key free) or after it (and notifies).
-type WaitMarker interface {
-	ReleaseNotifier
-	// SetNXMarked is SetNX that, when key is held, marks key as waited for
-	// during mark (never shortening an earlier mark): until then its
-	// release notifies.
-	SetNXMarked(ctx context.Context, key, token string, ttl, mark time.Duration) (bool, error)
-}
-
-// AsyncWaitMarker is WaitMarker for an AsyncNode; a Cluster of AsyncNodes
-// calls SetNXMarkedAsync instead of SetNXMarked.
-type AsyncWaitMarker interface {
-	WaitMarker
-	SetNXMarkedAsync(deadline time.Time, key, token string, ttl, mark time.Duration, done func(bool, error))
-}
-
 // markTTL is how long a waiter's round marks its key: until the waiter's
 // deadline, capped at twice the longest gap between two of its rounds (a
 // pause and a round with its cleanup), since each round marks again. It
 // is 0 when no node is a WaitMarker or the deadline has passed.
 func (c *Cluster) markTTL(deadline time.Time) time.Duration {
 	left := deadline.Sub(c.cfg.Now())
-	if left <= 0 || !c.anyWaitMarker() {
+	if left <= 0 {
 		return 0
 	}
 	return min(left, max(2*(c.cfg.RetryDelayMax+2*c.cfg.NodeTimeout), time.Second))
-}
-
-func (c *Cluster) anyWaitMarker() bool {
-	for _, n := range c.nodes {
-		if _, ok := n.(WaitMarker); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// compareAndDelete is a user's release: it notifies waiters where the node
-// can. The cleanup after a failed round does not use it, so that competing
-// waiters keep their jitter rather than waking each other in lockstep.
-func compareAndDelete(ctx context.Context, n Node, key, token string) (bool, error) {
-	if rn, ok := n.(ReleaseNotifier); ok {
-		return rn.CompareAndDeleteNotify(ctx, key, token)
-	}
-	return n.CompareAndDelete(ctx, key, token)
-}
-
-func deleteKey(ctx context.Context, n Node, key string) (bool, error) {
-	if rn, ok := n.(ReleaseNotifier); ok {
-		return rn.DeleteNotify(ctx, key)
-	}
-	return n.Delete(ctx, key)
 }
 
 // waiter is one blocking acquire waiting for its key.
@@ -170,16 +102,6 @@ func (r *wakeRegistry) count(key string) int {
 // Waiters returns how many blocking acquires on this Cluster are waiting
 // for key.
 func (c *Cluster) Waiters(key string) int { return c.wake.count(key) }
-
-// watchReleases subscribes the registry to every node that reports
-// releases, including those made through other proxies.
-func (c *Cluster) watchReleases() {
-	for _, n := range c.nodes {
-		if rn, ok := n.(ReleaseNotifier); ok {
-			rn.WatchReleases(c.wake.notify)
-		}
-	}
-}
 
 // pauseForRetry waits after a failed round for the first of: a release of
 // the key, the jitter, the deadline, ctx. It reports whether to run another

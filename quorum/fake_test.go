@@ -315,7 +315,86 @@ func (f *fakeNode) Close() error {
 	return nil
 }
 
-var _ Node = (*fakeNode)(nil)
+var _ Doer = (*fakeNode)(nil)
+
+// kindOps names each command the fake runs by its operation name.
+var kindOps = map[CmdKind]string{
+	SetNX: opSetNX, Set: opSet, CompareAndDelete: opCAD, CompareAndExtend: opCAE,
+	Get: opGet, Delete: opDelete, Expire: opExpire, RestoreHeld: opSetNX,
+}
+
+// Do implements Doer. Calls whose behaviour answers at once answer before
+// Do returns, on the caller's goroutine; stalled and delayed ones answer
+// from a goroutine of their own, by the deadline at the latest.
+func (f *fakeNode) Do(deadline time.Time, cmd Cmd, r Receiver) {
+	run := func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		r.Receive(f.do(ctx, cmd))
+	}
+	if f.blocks(kindOps[cmd.Kind]) {
+		go run()
+		return
+	}
+	run()
+}
+
+func (f *fakeNode) blocks(op string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.ops[op]
+	if !ok {
+		b = f.def
+	}
+	return b == behaveStall || b == behaveDelay
+}
+
+func (f *fakeNode) do(ctx context.Context, cmd Cmd) Reply {
+	var rep Reply
+	switch cmd.Kind {
+	case SetNX:
+		rep.OK, rep.Err = f.SetNX(ctx, cmd.Key, cmd.Token, cmd.TTL)
+	case Set:
+		rep.Err = f.Set(ctx, cmd.Key, cmd.Token, cmd.TTL)
+		rep.OK = rep.Err == nil
+	case CompareAndDelete:
+		rep.OK, rep.Err = f.CompareAndDelete(ctx, cmd.Key, cmd.Token)
+		rep.N = 1
+		if !rep.OK {
+			rep.N = -1
+			if _, held := f.peek(cmd.Key); held {
+				rep.N = 0
+			}
+		}
+	case CompareAndExtend:
+		rep.OK, rep.Err = f.CompareAndExtend(ctx, cmd.Key, cmd.Token, cmd.TTL)
+	case Get:
+		rep.Token, rep.TTL, rep.OK, rep.Err = f.Get(ctx, cmd.Key)
+	case Delete:
+		rep.OK, rep.Err = f.Delete(ctx, cmd.Key)
+	case Expire:
+		rep.OK, rep.Err = f.Expire(ctx, cmd.Key, cmd.TTL)
+	case RestoreHeld:
+		if cmd.N > 1 {
+			rep.Err = ErrUnsupported
+			break
+		}
+		rep.OK, rep.Err = f.SetNX(ctx, cmd.Key, cmd.Token, cmd.TTL)
+	case ExtendOrSetNX:
+		rep.OK, rep.Err = f.CompareAndExtend(ctx, cmd.Key, cmd.Token, cmd.TTL)
+		rep.N = 1
+		if !rep.OK && rep.Err == nil {
+			rep.OK, rep.Err = f.SetNX(ctx, cmd.Key, cmd.Token, cmd.TTL)
+			rep.N = 2
+		}
+	default:
+		rep.Err = ErrUnsupported
+	}
+	return rep
+}
+
+// Watch implements Doer: the fake cannot identify a server.
+func (f *fakeNode) Watch(Watcher) bool { return false }
 
 // fakeClock advances by step on every reading, so that an operation that
 // reads the clock twice (before and after its fan-out) sees exactly step

@@ -55,18 +55,17 @@ func refused(rep Reply) bool { return !rep.OK }
 // on every node except those whose reply keep says to leave alone. A node
 // that did not answer the round may still store its grant after the
 // release, so even a "not held" there is checked again later.
-func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter) func(*round) {
-	return func(g *round) {
+func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter) func(*round, func()) {
+	return func(g *round, done func()) {
 		leave := func(i int) bool { rep := g.reply(i); return rep.Err == nil && keep(rep) }
-		r := c.releaseRound(op, key, token, ttl, false, leave)
-		if r == nil {
-			return
-		}
-		for i := range r.calls {
-			if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && !rep.OK && unanswered(g.reply(i)) {
-				c.pending.add(i, key, token, ttl, true)
+		c.releaseThen(op, key, token, ttl, false, leave, func(r *round, _ tally) {
+			for i := range r.calls {
+				if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && !rep.OK && unanswered(g.reply(i)) {
+					c.pending.add(i, key, token, ttl, true)
+				}
 			}
-		}
+			done()
+		})
 	}
 }
 
@@ -76,41 +75,38 @@ func unanswered(rep Reply) bool {
 	return rep.Err != nil && !errors.Is(rep.Err, ErrQuarantined) && !errors.Is(rep.Err, ErrRefused)
 }
 
-// releaseRound is a compare-and-delete of key=token on every node that
-// leave does not exclude (nil: all), waiting for every reply; a node that
-// does not answer gets it again later (see retrier). notify: a user's
-// release, announced to waiters. It returns nil when no node was asked.
-func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify bool, leave func(int) bool) *round {
-	cmd := Cmd{Kind: CompareAndDelete, Key: key, Token: token, Notify: notify}
-	if leave != nil && c.none(leave) {
-		return nil
+// releaseRound is a compare-and-delete of key=token on every node, waiting
+// for every reply; see releaseThen.
+func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify bool) (*round, tally) {
+	type out struct {
+		r *round
+		t tally
 	}
-	r, _ := c.collect(op, func(i int) (Cmd, bool) { return cmd, leave == nil || !leave(i) }, okVote)
-	for i := range r.calls {
-		if r.calls[i].asked && unanswered(r.reply(i)) {
-			c.pending.add(i, key, token, ttl, false)
-		}
-	}
-	if !notify {
-		return r
-	}
-	for i := range r.calls {
-		if r.reply(i).OK {
-			c.wake.notify(key)
-			break
-		}
-	}
-	return r
+	ch := make(chan out, 1)
+	c.releaseThen(op, key, token, ttl, notify, nil, func(r *round, t tally) { ch <- out{r, t} })
+	o := <-ch
+	return o.r, o.t
 }
 
-// none reports whether leave excludes every node.
-func (c *Cluster) none(leave func(int) bool) bool {
-	for i := range c.nodes {
-		if !leave(i) {
-			return false
+// releaseThen is a compare-and-delete of key=token on every node that
+// leave does not exclude (nil: all); then gets the round with every reply
+// in (a round of no node when leave excluded all). A node that does not
+// answer gets the release again later (see retrier). notify: a user's
+// release, announced to waiters.
+func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify bool, leave func(int) bool, then func(*round, tally)) {
+	cmd := Cmd{Kind: CompareAndDelete, Key: key, Token: token, Notify: notify}
+	ask := func(i int) (Cmd, bool) { return cmd, leave == nil || !leave(i) }
+	c.collectThen(op, ask, okVote, func(r *round, t tally) {
+		for i := range r.calls {
+			if r.calls[i].asked && unanswered(r.reply(i)) {
+				c.pending.add(i, key, token, ttl, false)
+			}
 		}
-	}
-	return true
+		if notify && t.yes > 0 {
+			c.wake.notify(key)
+		}
+		then(r, t)
+	})
 }
 
 // AcquireWait retries Acquire until it succeeds, wait has passed, or ctx is
@@ -165,7 +161,7 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 func (c *Cluster) Release(ctx context.Context, key, token string) (released bool, err error) {
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
-	t := c.releaseRound(OpRelease, key, token, 0, true, nil).wait()
+	_, t := c.releaseRound(OpRelease, key, token, 0, true)
 	if t.yes >= c.Quorum() {
 		return true, nil
 	}
@@ -178,5 +174,5 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (released bool
 // releaseAll is the release after a failed operation: compare-and-delete
 // on every node, remembered for a retry where a node did not answer.
 func (c *Cluster) releaseAll(op, key, token string) {
-	c.releaseRound(op, key, token, 0, false, nil)
+	c.releaseRound(op, key, token, 0, false)
 }

@@ -30,7 +30,7 @@ func (c *Cluster) AcquireAll(ctx context.Context, keys []string, token string, t
 	v, _, err := c.grantRound(grant{
 		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: SetNXAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl}),
-		undo: func(g *round) { c.releaseEach(OpAcquire, keys, token, ttl, g) },
+		undo: func(g *round, done func()) { c.releaseEach(OpAcquire, keys, token, ttl, g, done) },
 	})
 	if err != nil {
 		return Lock{}, err
@@ -58,13 +58,17 @@ func (c *Cluster) ExtendAll(ctx context.Context, keys []string, token string, tt
 // token is deleted on every node that did not refuse the round; a node that
 // does not answer gets each key's release again later, and so does one that
 // did not answer g, whose grant may still land.
-func (c *Cluster) releaseEach(op string, keys []string, token string, ttl time.Duration, g *round) {
+func (c *Cluster) releaseEach(op string, keys []string, token string, ttl time.Duration, g *round, done func()) {
 	leave := func(i int) bool { rep := g.reply(i); return rep.Err == nil && !rep.OK }
-	if c.none(leave) {
-		return
-	}
 	cmd := Cmd{Kind: ReleaseEach, Key: keys[0], Keys: keys, Token: token}
-	r, _ := c.collect(op, func(i int) (Cmd, bool) { return cmd, !leave(i) }, anyVote)
+	c.collectThen(op, func(i int) (Cmd, bool) { return cmd, !leave(i) }, anyVote, func(r *round, _ tally) {
+		c.pendingEach(r, g, keys, token, ttl)
+		done()
+	})
+}
+
+// pendingEach remembers, per node and key, what releaseEach must send again.
+func (c *Cluster) pendingEach(r, g *round, keys []string, token string, ttl time.Duration) {
 	for i := range r.calls {
 		rep := r.reply(i)
 		if !r.calls[i].asked || (rep.Err == nil && !unanswered(g.reply(i))) {

@@ -30,9 +30,11 @@ type voter func(Reply) bool
 func okVote(r Reply) bool { return r.OK }
 func anyVote(Reply) bool  { return true }
 
-// round is one fan-out in flight. Its replies are complete once all is
-// closed; ready closes earlier when the round was started with an early
-// threshold and that many nodes said yes.
+// round is one fan-out in flight. Its replies are complete once every
+// node answered (then runs onAll); onReady runs earlier when the round has
+// an early threshold and that many nodes said yes. The hooks run on the
+// goroutine of the last reply they wait for (a node's reader), or on the
+// caller's within launch when a node answers at once; they must not block.
 type round struct {
 	c     *Cluster
 	op    string
@@ -41,12 +43,12 @@ type round struct {
 	early int
 	calls []nodeCall // one per node, in configuration order
 
-	mu    sync.Mutex
-	got   int
-	t     tally // guarded by mu until all is closed
-	ready chan struct{}
-	all   chan struct{}
-	fired bool // ready is closed
+	mu      sync.Mutex
+	got     int
+	t       tally // guarded by mu until every reply is in
+	fired   bool  // onReady has run or is running
+	onReady func(tally)
+	onAll   func(tally)
 }
 
 // nodeCall is the Receiver of one node's reply within a round.
@@ -59,14 +61,17 @@ type nodeCall struct {
 
 func (nc *nodeCall) Receive(rep Reply) { nc.r.receive(nc, rep) }
 
-// start asks every node at once and returns the round in flight. early > 0
-// closes ready as soon as that many nodes said yes; the other replies are
-// still collected (into all).
-func (c *Cluster) start(op string, ask asker, vote voter, early int) *round {
-	r := &round{c: c, op: op, start: time.Now(), vote: vote, early: early,
-		calls: make([]nodeCall, len(c.nodes)), ready: make(chan struct{}), all: make(chan struct{})}
-	deadline := r.start.Add(c.cfg.NodeTimeout)
-	for i, n := range c.nodes {
+// newRound prepares a round; launch starts it. early > 0 runs onReady as
+// soon as that many nodes said yes (else once every reply is in).
+func (c *Cluster) newRound(op string, vote voter, early int) *round {
+	return &round{c: c, op: op, vote: vote, early: early, calls: make([]nodeCall, len(c.nodes))}
+}
+
+// launch asks every node at once.
+func (r *round) launch(ask asker) {
+	r.start = time.Now()
+	deadline := r.start.Add(r.c.cfg.NodeTimeout)
+	for i, n := range r.c.nodes {
 		nc := &r.calls[i]
 		nc.r, nc.i = r, i
 		cmd, ok := ask(i)
@@ -77,7 +82,6 @@ func (c *Cluster) start(op string, ask asker, vote voter, early int) *round {
 		nc.asked = true
 		n.Do(deadline, cmd, nc)
 	}
-	return r
 }
 
 // receive takes node nc.i's reply: reported, vetoed while the node's votes
@@ -101,32 +105,35 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 	nc.rep = rep
 	r.got++
 	r.t.add(rep.Err == nil && r.vote(rep), rep.Err)
-	fire := !r.fired && (r.got == len(r.calls) || (r.early > 0 && r.t.yes >= r.early))
-	if fire {
-		r.fired = true
-	}
 	last := r.got == len(r.calls)
-	r.mu.Unlock()
-	if fire {
-		close(r.ready)
+	var ready, all func(tally)
+	if !r.fired && (last || (r.early > 0 && r.t.yes >= r.early)) {
+		r.fired, ready = true, r.onReady
 	}
 	if last {
-		close(r.all)
+		all, r.onAll = r.onAll, nil
+	}
+	t := r.t
+	r.mu.Unlock()
+	if ready != nil {
+		ready(t)
+	}
+	if all != nil {
+		all(t)
 	}
 }
 
-// waitReady waits for ready and returns the tally so far.
-func (r *round) waitReady() tally {
-	<-r.ready
+// afterAll runs f once every reply is in: now, if they are.
+func (r *round) afterAll(f func(tally)) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.t
-}
-
-// wait waits for every reply and returns the tally.
-func (r *round) wait() tally {
-	<-r.all
-	return r.t
+	if r.got < len(r.calls) {
+		r.onAll = f
+		r.mu.Unlock()
+		return
+	}
+	t := r.t
+	r.mu.Unlock()
+	f(t)
 }
 
 // reply is node i's reply; only once every reply is in.
@@ -134,8 +141,17 @@ func (r *round) reply(i int) Reply { return r.calls[i].rep }
 
 // collect runs one round and waits for every reply.
 func (c *Cluster) collect(op string, ask asker, vote voter) (*round, tally) {
-	r := c.start(op, ask, vote, 0)
-	return r, r.wait()
+	ch := make(chan tally, 1)
+	r := c.collectThen(op, ask, vote, func(_ *round, t tally) { ch <- t })
+	return r, <-ch
+}
+
+// collectThen runs one round and calls then with every reply in.
+func (c *Cluster) collectThen(op string, ask asker, vote voter, then func(*round, tally)) *round {
+	r := c.newRound(op, vote, 0)
+	r.onReady = func(t tally) { then(r, t) }
+	r.launch(ask)
+	return r
 }
 
 // tally is the outcome of a yes/no vote over all nodes.
@@ -188,16 +204,32 @@ type grant struct {
 	// did not win.
 	failed error
 	// undo takes back what a failed round granted anywhere, with every
-	// reply in; nil for an extend, which undoes nothing (SPEC §1: the
-	// lock stands until the validity reported before).
-	undo func(*round)
+	// reply in, and then calls done; nil for an extend, which undoes
+	// nothing (SPEC §1: the lock stands until the validity reported
+	// before).
+	undo func(r *round, done func())
 }
 
 // grantRound runs g and returns the validity of the grant, the round (its
 // replies are complete unless g.early won), or the failure.
 func (c *Cluster) grantRound(g grant) (time.Duration, *round, error) {
+	type out struct {
+		v   time.Duration
+		r   *round
+		err error
+	}
+	ch := make(chan out, 1)
+	c.grantThen(g, func(v time.Duration, r *round, err error) { ch <- out{v, r, err} })
+	o := <-ch
+	return o.v, o.r, o.err
+}
+
+// grantThen runs g and calls then with its outcome, as grantRound returns
+// it: once, without blocking the caller, after the undo of a failed round.
+func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 	if g.ttl <= 0 {
-		return 0, nil, ErrInvalidTTL
+		then(0, nil, ErrInvalidTTL)
+		return
 	}
 	if g.vote == nil {
 		g.vote = okVote
@@ -207,30 +239,35 @@ func (c *Cluster) grantRound(g grant) (time.Duration, *round, error) {
 		early = c.Quorum()
 	}
 	t0 := c.cfg.Now()
-	r := c.start(g.op, g.ask, g.vote, early)
-	t := r.waitReady()
-	if t.yes >= c.Quorum() {
-		ttl := g.ttl
-		if g.agreed {
-			ttl = r.agreedTTL(c.Quorum())
+	r := c.newRound(g.op, g.vote, early)
+	r.onReady = func(t tally) {
+		if t.yes >= c.Quorum() {
+			ttl := g.ttl
+			if g.agreed {
+				ttl = r.agreedTTL(c.Quorum())
+			}
+			if v := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor); v > 0 {
+				then(v, r, nil)
+				return
+			}
 		}
-		if v := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor); v > 0 {
-			return v, r, nil
-		}
+		// Straggling replies are awaited before the undo, or a late grant
+		// would land after it.
+		r.afterAll(func(t tally) {
+			err := c.failRound(&t, g.failed)
+			if g.undo == nil {
+				then(0, r, err)
+				return
+			}
+			g.undo(r, func() { then(0, r, err) })
+		})
 	}
-	// Straggling replies are awaited before the undo, or a late grant
-	// would land after it.
-	t = r.wait()
-	if g.undo != nil {
-		g.undo(r)
-	}
-	return 0, r, c.failRound(&t, g.failed)
+	r.launch(g.ask)
 }
 
 // agreedTTL is the q-th largest ttl among the yes replies: q nodes hold
 // the key at least that long. Every reply is in.
 func (r *round) agreedTTL(q int) time.Duration {
-	<-r.all
 	var ttls []time.Duration
 	for i := range r.calls {
 		if rep := r.calls[i].rep; rep.Err == nil && r.vote(rep) {

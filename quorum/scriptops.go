@@ -43,8 +43,7 @@ const (
 func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (res ReleaseResult, err error) {
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(res == Released, err), 0, 0) }()
-	r := c.releaseRound(OpRelease, key, token, 0, true, nil)
-	t := r.wait()
+	r, t := c.releaseRound(OpRelease, key, token, 0, true)
 	absent := 0
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N < 0 {

@@ -125,4 +125,3 @@ func TestExtendOrAcquireFailureUndoesOnlyItsGrants(t *testing.T) {
 		t.Fatalf("another token was touched: %q", tok)
 	}
 }
-

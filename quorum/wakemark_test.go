@@ -8,28 +8,21 @@ import (
 	"time"
 )
 
-// markingNode is a fakeNode that is a WaitMarker: it records each mark.
+// markingNode is a fakeNode that records each wait mark it is asked for.
 type markingNode struct {
 	*fakeNode
 	mu    sync.Mutex
 	marks []time.Duration
 }
 
-func (m *markingNode) CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error) {
-	return m.CompareAndDelete(ctx, key, token)
-}
-
-func (m *markingNode) DeleteNotify(ctx context.Context, key string) (bool, error) {
-	return m.Delete(ctx, key)
-}
-
-func (m *markingNode) WatchReleases(func(string)) {}
-
-func (m *markingNode) SetNXMarked(ctx context.Context, key, token string, ttl, mark time.Duration) (bool, error) {
-	m.mu.Lock()
-	m.marks = append(m.marks, mark)
-	m.mu.Unlock()
-	return m.SetNX(ctx, key, token, ttl)
+// Do records the wait mark of every SetNX that carries one.
+func (m *markingNode) Do(deadline time.Time, cmd Cmd, r Receiver) {
+	if cmd.Kind == SetNX && cmd.Add > 0 {
+		m.mu.Lock()
+		m.marks = append(m.marks, cmd.Add)
+		m.mu.Unlock()
+	}
+	m.fakeNode.Do(deadline, cmd, r)
 }
 
 func (m *markingNode) marked() []time.Duration {

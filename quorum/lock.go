@@ -26,24 +26,46 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 
 // acquire is Acquire that, with mark > 0, marks key as waited for where it
 // is held, in the same step as the SET NX.
-func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (l Lock, err error) {
-	done := c.begin(OpAcquire)
-	defer func() { done(err, l.Validity, ttl) }()
+func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (Lock, error) {
 	// Node calls outlive a cancellation (a client that hangs up mid-round
 	// must not leave the round half done), so a caller that is already
 	// gone must not start a round at all.
 	if err := ctx.Err(); err != nil {
+		c.begin(OpAcquire)(err, 0, ttl)
 		return Lock{}, err
 	}
-	v, _, err := c.grantRound(grant{
+	type out struct {
+		l   Lock
+		err error
+	}
+	ch := make(chan out, 1)
+	c.acquireThen(key, token, ttl, mark, func(l Lock, err error) { ch <- out{l, err} })
+	o := <-ch
+	return o.l, o.err
+}
+
+// AcquireAsync is Acquire that does not wait: done gets its outcome, once,
+// after any cleanup of a failed round, from the goroutine of the reply
+// that decided it or before AcquireAsync returns. done must not block.
+// The round cannot be cancelled once started.
+func (c *Cluster) AcquireAsync(key, token string, ttl time.Duration, done func(Lock, error)) {
+	c.acquireThen(key, token, ttl, 0, done)
+}
+
+func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done func(Lock, error)) {
+	end := c.begin(OpAcquire)
+	c.grantThen(grant{
 		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}),
 		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
+	}, func(v time.Duration, _ *round, err error) {
+		var l Lock
+		if err == nil {
+			l = Lock{Key: key, Token: token, Validity: v}
+		}
+		end(err, l.Validity, ttl)
+		done(l, err)
 	})
-	if err != nil {
-		return Lock{}, err
-	}
-	return Lock{Key: key, Token: token, Validity: v}, nil
 }
 
 // refused is a node that answered an acquire with "no": it never stored
@@ -158,17 +180,30 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 
 // Release deletes key on every node where it still holds token. It reports
 // true when a majority held it; a *NoQuorumError when too few answered.
-func (c *Cluster) Release(ctx context.Context, key, token string) (released bool, err error) {
-	done := c.begin(OpRelease)
-	defer func() { done(boolOutcome(released, err), 0, 0) }()
-	_, t := c.releaseRound(OpRelease, key, token, 0, true)
-	if t.yes >= c.Quorum() {
-		return true, nil
+func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
+	type out struct {
+		ok  bool
+		err error
 	}
-	if t.answered() < c.Quorum() {
-		return false, c.noQuorum(&t)
-	}
-	return false, nil
+	ch := make(chan out, 1)
+	c.ReleaseAsync(key, token, func(ok bool, err error) { ch <- out{ok, err} })
+	o := <-ch
+	return o.ok, o.err
+}
+
+// ReleaseAsync is Release that does not wait: done gets its outcome, once,
+// as AcquireAsync's does.
+func (c *Cluster) ReleaseAsync(key, token string, done func(bool, error)) {
+	end := c.begin(OpRelease)
+	c.releaseThen(OpRelease, key, token, 0, true, nil, func(_ *round, t tally) {
+		var err error
+		if t.answered() < c.Quorum() {
+			err = c.noQuorum(&t)
+		}
+		released := t.yes >= c.Quorum()
+		end(boolOutcome(released, err), 0, 0)
+		done(released, err)
+	})
 }
 
 // releaseAll is the release after a failed operation: compare-and-delete

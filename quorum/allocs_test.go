@@ -1,0 +1,57 @@
+package quorum
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// yesNode answers every command at once with OK, allocating nothing: what
+// the engine itself allocates per round is then all that is counted.
+type yesNode struct {
+	Node // nil: every method the engine calls is below
+	name string
+}
+
+func (n yesNode) Name() string                      { return n.name }
+func (n yesNode) Do(_ time.Time, _ Cmd, r Receiver) { r.Receive(Reply{OK: true, N: 1}) }
+func (n yesNode) Watch(Watcher) bool                { return false }
+func (n yesNode) Close() error                      { return nil }
+
+func yesCluster(t *testing.T, n int) *Cluster {
+	t.Helper()
+	nodes := make([]Node, n)
+	for i := range nodes {
+		nodes[i] = yesNode{name: string(rune('a' + i))}
+	}
+	return newCluster(t, nodes, testConfig())
+}
+
+// The hot operations' allocations per call, engine only (N=3): the round,
+// its replies and the few closures that chain its steps. The budgets are
+// what the engine allocates today; they guard it against creeping back to
+// a goroutine, a context or a channel per node.
+func TestRoundAllocations(t *testing.T) {
+	c := yesCluster(t, 3)
+	ctx := context.Background()
+	noop := func(Lock, error) {}
+	cases := []struct {
+		name   string
+		budget float64
+		run    func()
+	}{
+		{"AcquireAsync", 7, func() { c.AcquireAsync("k", "t", time.Second, noop) }},
+		{"Acquire", 10, func() { _, _ = c.Acquire(ctx, "k", "t", time.Second) }},
+		{"ReleaseAsync", 5, func() { c.ReleaseAsync("k", "t", func(bool, error) {}) }},
+		{"Release", 8, func() { _, _ = c.Release(ctx, "k", "t") }},
+		{"Extend", 8, func() { _, _ = c.Extend(ctx, "k", "t", time.Second) }},
+		{"Get", 7, func() { _, _ = c.Get(ctx, "k") }},
+	}
+	for _, tc := range cases {
+		got := testing.AllocsPerRun(200, tc.run)
+		t.Logf("%s: %.1f allocs", tc.name, got)
+		if got > tc.budget {
+			t.Errorf("%s allocates %.1f times per call, budget %.0f", tc.name, got, tc.budget)
+		}
+	}
+}

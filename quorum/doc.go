@@ -1,16 +1,23 @@
 // Package quorum implements the Redlock algorithm over N independent nodes.
 //
-// It owns the fan-out (every node called at once, each call bounded by the
-// per-node deadline: through AsyncNode where every node implements it, else
-// one goroutine per node), the majority rule Q = N/2+1, the validity arithmetic
-// (ttl - elapsed - drift, on Go's monotonic clock), the release on every node
-// after a failed acquire, and the jittered retries of a blocking acquire.
-// Releases that a node did not answer are remembered (bounded, per node)
-// and sent again until it answers or the key's ttl has passed; Close stops
-// those retries.
+// Every operation is one round, or a few (round.go): each node is asked one
+// Cmd at once, under one per-node deadline; each reply becomes a vote (the
+// restart quarantine's veto applied after the call, errors named by node);
+// the votes are tallied; and the rule of the operation decides. An
+// operation declares only what each node is asked, how a reply votes, and
+// what undoes a grant after a failed round (an acquire: a release wherever
+// the round may have stored its token; an extend: nothing). The majority
+// rule Q = N/2+1, the validity arithmetic (ttl - elapsed - drift, on Go's
+// monotonic clock), the cleanup after a failed grant, the retries of
+// releases a node did not answer (bounded, per node, until it answers or
+// the key's ttl has passed; Close stops them) and the Observer's reports
+// exist once, for all of them. A round is driven by the replies: no
+// goroutine waits per node, and the Async operations hand their outcome to
+// a callback, so a caller can keep many rounds in flight.
 //
 // It knows neither RESP nor any Redis client: nodes are reached through the
-// Node interface, implemented in package backend.
+// four-method Node interface, whose Cmd kinds list everything a node must
+// do atomically; package backend implements it for Redis and in memory.
 //
 // Assumption, stated rather than hidden: each node expires keys by its own
 // clock, and those clocks advance at roughly the same rate as ours. The

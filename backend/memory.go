@@ -3,8 +3,11 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 var (
@@ -15,11 +18,16 @@ var (
 	// and Redis would treat PEXPIRE with it as a delete, so it is refused
 	// rather than passed on.
 	ErrInvalidTTL = errors.New("backend: ttl must be positive")
+	// errLate is a delayed in-memory reply that its deadline overtook.
+	errLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
 )
 
-// Memory is an in-process quorum.Node: a map of key to token and expiry.
-// Expired keys behave as absent; they are dropped when touched and by a
-// sweep that runs every so many writes, so no goroutine is needed.
+var _ quorum.Doer = (*Memory)(nil)
+
+// Memory is an in-process node: a map of key to token and expiry, that
+// runs every quorum.Cmd as one step under its lock. Expired keys behave as
+// absent; they are dropped when touched and by a sweep that runs every so
+// many writes, so no goroutine is needed.
 //
 // SetFault, SetDelay and Calls are hooks for the quorum's unit tests.
 type Memory struct {
@@ -65,113 +73,43 @@ func (m *Memory) SetFault(err error) {
 	m.fault = err
 }
 
-// SetDelay makes every following operation wait d, or until its ctx is
-// done, before it runs; 0 removes the delay.
+// SetDelay makes every following operation answer after d, from a timer,
+// or fail at its deadline if that comes first (the operation then does
+// not run); 0 removes the delay.
 func (m *Memory) SetDelay(d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.delay = d
 }
 
-// Calls reports how many times op (a method name such as "SetNX" or
-// "CompareAndDelete") was called, counting calls that failed.
+// Calls reports how many times op was asked of the node, counting calls
+// that failed. op is the name of the command kind as the quorum's tests
+// have always counted it: the quorum.Node method of the same name
+// ("SetNX", "CompareAndDelete", "HoldOwner"…), with quorum.AddTTL counted
+// as "CompareAndAddTTL"; see kindNames.
 func (m *Memory) Calls(op string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.calls[op]
 }
 
-// SetNX implements quorum.Node.
-func (m *Memory) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if ttl <= 0 {
-		return false, ErrInvalidTTL
+// Do implements quorum.Doer. Without a delay it answers before it
+// returns; with one it answers from a timer.
+func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	m.start(context.Background(), deadline, command{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
+}
+
+// Watch implements quorum.Doer: w.Released hears of the releases of
+// marked keys. A Memory node has no server to identify.
+func (m *Memory) Watch(w quorum.Watcher) bool {
+	if w.Released != nil {
+		m.releases.add(w.Released)
 	}
-	var stored bool
-	err := m.do(ctx, "SetNX", func(now time.Time) {
-		if _, held := m.lookup(key, now); !held {
-			m.store(key, token, now.Add(ttl))
-			stored = true
-		}
-	})
-	return stored, err
+	return false
 }
 
-// Set implements quorum.Node.
-func (m *Memory) Set(ctx context.Context, key, token string, ttl time.Duration) error {
-	if ttl <= 0 {
-		return ErrInvalidTTL
-	}
-	return m.do(ctx, "Set", func(now time.Time) {
-		m.store(key, token, now.Add(ttl))
-	})
-}
-
-// CompareAndDelete implements quorum.Node.
-func (m *Memory) CompareAndDelete(ctx context.Context, key, token string) (bool, error) {
-	var deleted bool
-	err := m.do(ctx, "CompareAndDelete", func(now time.Time) {
-		if e, ok := m.lookup(key, now); ok && e.token == token {
-			delete(m.keys, key)
-			deleted = true
-		}
-	})
-	return deleted, err
-}
-
-// CompareAndExtend implements quorum.Node.
-func (m *Memory) CompareAndExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if ttl <= 0 {
-		return false, ErrInvalidTTL
-	}
-	var extended bool
-	err := m.do(ctx, "CompareAndExtend", func(now time.Time) {
-		if e, ok := m.lookup(key, now); ok && e.token == token {
-			m.store(key, token, now.Add(ttl))
-			extended = true
-		}
-	})
-	return extended, err
-}
-
-// Get implements quorum.Node. The pttl of a present key is always > 0:
-// a Memory node never stores a key without an expiry.
-func (m *Memory) Get(ctx context.Context, key string) (token string, pttl time.Duration, ok bool, err error) {
-	err = m.do(ctx, "Get", func(now time.Time) {
-		var e entry
-		if e, ok = m.lookup(key, now); ok {
-			token, pttl = e.token, e.expires.Sub(now)
-		}
-	})
-	return token, pttl, ok, err
-}
-
-// Delete implements quorum.Node.
-func (m *Memory) Delete(ctx context.Context, key string) (bool, error) {
-	var existed bool
-	err := m.do(ctx, "Delete", func(now time.Time) {
-		_, existed = m.lookup(key, now)
-		delete(m.keys, key)
-	})
-	return existed, err
-}
-
-// Expire implements quorum.Node.
-func (m *Memory) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	if ttl <= 0 {
-		return false, ErrInvalidTTL
-	}
-	var existed bool
-	err := m.do(ctx, "Expire", func(now time.Time) {
-		var e entry
-		if e, existed = m.lookup(key, now); existed {
-			m.store(key, e.token, now.Add(ttl))
-		}
-	})
-	return existed, err
-}
-
-// Close drops every key; later operations return ErrClosed. Safe to call
-// twice.
+// Close drops every key; later operations fail with ErrClosed. Safe to
+// call twice.
 func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -180,52 +118,59 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-// do runs fn under the lock once the call has passed its ctx, delay and
-// fault checks. now is read inside the lock so that expiry decisions are
-// ordered with the writes they race against.
-func (m *Memory) do(ctx context.Context, op string, fn func(now time.Time)) error {
-	if err := m.begin(ctx, op); err != nil {
-		return err
-	}
+// start counts c, then runs it now or after the delay. A zero deadline is
+// none. ctx is only for the legacy methods: one done before a delayed
+// command runs drops it, as a cancelled call never ran before.
+func (m *Memory) start(ctx context.Context, deadline time.Time, c command, r quorum.Receiver) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrClosed
-	}
-	fn(m.now())
-	return nil
-}
-
-// begin counts the call and applies the test hooks. The delay is waited
-// outside the lock so a slow call never blocks the node's other callers.
-func (m *Memory) begin(ctx context.Context, op string) error {
-	m.mu.Lock()
-	m.calls[op]++
-	delay, fault, closed := m.delay, m.fault, m.closed
+	m.calls[kindName(c.Kind)]++
+	delay, fault := m.delay, m.fault
 	m.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
+	left := time.Duration(1<<63 - 1)
+	if !deadline.IsZero() {
+		left = time.Until(deadline)
 	}
-	if closed {
-		return ErrClosed
+	switch {
+	case delay <= 0 && left <= 0:
+		r.Receive(quorum.Reply{Err: errLate})
+	case delay <= 0:
+		r.Receive(m.run(c, fault))
+	case left < delay:
+		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errLate}) })
+	default:
+		time.AfterFunc(delay, func() {
+			if err := ctx.Err(); err != nil {
+				r.Receive(quorum.Reply{Err: err})
+				return
+			}
+			r.Receive(m.run(c, fault))
+		})
 	}
-	if delay > 0 {
-		if err := sleepCtx(ctx, delay); err != nil {
-			return err
-		}
-	}
-	return fault
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// run executes c under the lock and announces what it released once the
+// lock is let go, so that a watcher may call back into the node. now is
+// read inside the lock so that expiry decisions are ordered with the
+// writes they race against.
+func (m *Memory) run(c command, fault error) quorum.Reply {
+	if fault != nil {
+		return quorum.Reply{Err: fault}
 	}
+	if err := c.check(); err != nil {
+		return quorum.Reply{Err: err}
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return quorum.Reply{Err: ErrClosed}
+	}
+	s := op{m: m, c: c, now: m.now()}
+	rep := s.exec()
+	m.mu.Unlock()
+	for _, k := range s.announce {
+		m.releases.notify(k)
+	}
+	return rep
 }
 
 // lookup returns key's live entry, dropping it if it has expired.

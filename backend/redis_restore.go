@@ -9,10 +9,7 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-var (
-	_ quorum.HeldRestorer = (*Redis)(nil)
-	_ quorum.HeldRestorer = (*Memory)(nil)
-)
+var _ quorum.HeldRestorer = (*Redis)(nil)
 
 // restoreHeldScript stores an owner lock and its hold count where the lock
 // key is absent, both with the same ttl, in one step.

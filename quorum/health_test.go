@@ -24,10 +24,12 @@ type watchedNode struct {
 	onSetNX func()
 }
 
-func (w *watchedNode) WatchServer(fn func(quorum.ServerInfo)) {
+func (w *watchedNode) Watch(wt quorum.Watcher) bool {
+	w.Memory.Watch(quorum.Watcher{Released: wt.Released})
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.fns = append(w.fns, fn)
+	w.fns = append(w.fns, wt.Server)
+	return true
 }
 
 func (w *watchedNode) look(runID, role string, replicas int) {
@@ -43,12 +45,15 @@ func (w *watchedNode) report(in quorum.ServerInfo) {
 	}
 }
 
-func (w *watchedNode) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	ok, err := w.Memory.SetNX(ctx, key, token, ttl)
-	if w.onSetNX != nil {
-		w.onSetNX()
+func (w *watchedNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	if cmd.Kind != quorum.SetNX || w.onSetNX == nil {
+		w.Memory.Do(deadline, cmd, r)
+		return
 	}
-	return ok, err
+	w.Memory.Do(deadline, cmd, quorum.ReceiverFunc(func(rep quorum.Reply) {
+		w.onSetNX()
+		r.Receive(rep)
+	}))
 }
 
 type clock struct {

@@ -142,9 +142,14 @@ func TestLockOwnerGrantUndoesOtherToken(t *testing.T) {
 // lostReply is a node whose HoldOwner lands but whose answer is lost.
 type lostReply struct{ *backend.Memory }
 
-func (n lostReply) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (string, int64, bool, error) {
-	_, _, _, _ = n.Memory.HoldOwner(ctx, key, holdsKey, markKey, prefix, token, ttl)
-	return "", 0, false, errors.New("reply lost")
+func (n lostReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	if cmd.Kind != quorum.HoldOwner {
+		n.Memory.Do(deadline, cmd, r)
+		return
+	}
+	n.Memory.Do(deadline, cmd, quorum.ReceiverFunc(func(quorum.Reply) {
+		r.Receive(quorum.Reply{Err: errors.New("reply lost")})
+	}))
 }
 
 // A node that did not answer gets the round undone: the fresh token it
@@ -184,16 +189,19 @@ type lateHold struct {
 	once   sync.Once
 }
 
-func (n *lateHold) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (string, int64, bool, error) {
+func (n *lateHold) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	if cmd.Kind != quorum.HoldOwner {
+		n.Memory.Do(deadline, cmd, r)
+		return
+	}
 	n.once.Do(func() {
 		go func() {
 			defer close(n.landed)
 			<-n.gate
-			_, _, _, _ = n.Memory.HoldOwner(context.Background(), key, holdsKey, markKey, prefix, token, ttl)
+			quorum.Call(context.Background(), n.Memory, cmd)
 		}()
 	})
-	<-ctx.Done()
-	return "", 0, false, ctx.Err()
+	time.AfterFunc(time.Until(deadline), func() { r.Receive(quorum.Reply{Err: context.DeadlineExceeded}) })
 }
 
 // A round's HoldOwner that lands after the round was undone adds nothing:
@@ -224,14 +232,15 @@ func (n *flakyUndo) mend() {
 	n.mended = true
 }
 
-func (n *flakyUndo) UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error) {
+func (n *flakyUndo) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	n.mu.Lock()
 	mended := n.mended
 	n.mu.Unlock()
-	if !mended {
-		return false, errors.New("connection reset")
+	if cmd.Kind == quorum.UndoHold && !mended {
+		r.Receive(quorum.Reply{Err: errors.New("connection reset")})
+		return
 	}
-	return n.Memory.UndoHold(ctx, key, holdsKey, markKey, keep, ttl)
+	n.lostReply.Do(deadline, cmd, r)
 }
 
 // An undo that a node did not answer is sent again until it does.

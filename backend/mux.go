@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -39,6 +40,10 @@ type muxConfig struct {
 	// connected, when set, runs on every new connection after the
 	// handshake and before any request; an error drops the connection.
 	connected func(ctx context.Context, nc net.Conn) error
+	// tlsConf and db are what dial and handshake were built from, kept
+	// for inspection.
+	tlsConf *tls.Config
+	db      int
 }
 
 // mux shares a few connections among every caller of one node. Requests
@@ -349,15 +354,9 @@ func (l *line) connect() (*wire, error) {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.timeout)
 	defer cancel()
-	nc, err := l.dial(ctx)
+	nc, err := l.cfg.open(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if l.cfg.connected != nil {
-		if err := l.cfg.connected(ctx, nc); err != nil {
-			nc.Close()
-			return nil, err
-		}
 	}
 	w = &wire{nc: nc}
 	l.mu.Lock()
@@ -373,23 +372,29 @@ func (l *line) connect() (*wire, error) {
 	return w, nil
 }
 
-// dial opens a connection and runs the handshake (AUTH, SELECT) on it
-// before any request can be queued behind it.
-func (l *line) dial(ctx context.Context) (net.Conn, error) {
-	nc, err := l.cfg.dial(ctx)
+// open dials a connection, runs the handshake (AUTH, SELECT) on it and
+// then the connected hook, before any request can be queued behind it.
+// Every connection of a node, whatever it carries, is opened here.
+func (cfg *muxConfig) open(ctx context.Context) (net.Conn, error) {
+	nc, err := cfg.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("backend: dial: %w", err)
 	}
-	if len(l.cfg.handshake) == 0 {
-		return nc, nil
+	if len(cfg.handshake) > 0 {
+		dl, _ := ctx.Deadline()
+		_ = nc.SetDeadline(dl)
+		if err := handshake(nc, cfg.handshake); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		_ = nc.SetDeadline(time.Time{})
 	}
-	dl, _ := ctx.Deadline()
-	_ = nc.SetDeadline(dl)
-	if err := handshake(nc, l.cfg.handshake); err != nil {
-		nc.Close()
-		return nil, err
+	if cfg.connected != nil {
+		if err := cfg.connected(ctx, nc); err != nil {
+			nc.Close()
+			return nil, err
+		}
 	}
-	_ = nc.SetDeadline(time.Time{})
 	return nc, nil
 }
 

@@ -19,12 +19,19 @@ type answerer interface{ answer(rep reply, err error) }
 // timer is made per command: the line's one timer covers every deadline.
 // cb must not block; it may run before submit returns.
 func (m *mux) submit(deadline time.Time, key string, cb answerer, args ...string) {
+	m.submitTo(new(request), deadline, key, cb, args)
+}
+
+// submitTo is submit into a request the caller allocated (one embedded in
+// its answerer saves an allocation). r must be new: a request is never
+// submitted twice.
+func (m *mux) submitTo(r *request, deadline time.Time, key string, cb answerer, args []string) {
 	now := time.Now()
 	if !now.Before(deadline) {
 		cb.answer(reply{}, errExpired)
 		return
 	}
-	r := &request{deadline: deadline, stale: deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb: cb}
+	r.deadline, r.stale, r.cb = deadline, deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb
 	r.buf = resp.AppendCommand(r.small[:0], args)
 	if !m.lineFor(key).enqueue(r) {
 		r.finish(reply{}, ErrClosed)

@@ -23,13 +23,15 @@ func BenchmarkSetNXParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
+	pool := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: 2, DisableIdentity: true, PoolSize: 64})
+	defer pool.Close()
 	ops := map[string]func(ctx context.Context, key string) error{
 		"mux": func(ctx context.Context, key string) error {
 			_, err := r.SetNX(ctx, key, "tok", time.Minute)
 			return err
 		},
 		"go-redis": func(ctx context.Context, key string) error {
-			return r.client.SetArgs(ctx, key, "tok", redisSetArgs).Err()
+			return pool.SetArgs(ctx, key, "tok", redisSetArgs).Err()
 		},
 	}
 	for _, name := range []string{"mux", "go-redis"} {

@@ -40,6 +40,9 @@ type muxConfig struct {
 	// connected, when set, runs on every new connection after the
 	// handshake and before any request; an error drops the connection.
 	connected func(ctx context.Context, nc net.Conn) error
+	// preload runs on each new line, after connected; its error replies
+	// are ignored (the commands it prepares for work without it).
+	preload [][]string
 	// tlsConf and db are what dial and handshake were built from, kept
 	// for inspection.
 	tlsConf *tls.Config
@@ -164,6 +167,8 @@ type line struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	live []*request // the batch being written; the writer's own
+
 	mu      sync.Mutex
 	queue   []*request
 	cur     *wire // nil while disconnected
@@ -251,6 +256,7 @@ func (l *line) run() {
 		l.mu.Unlock()
 		out = l.send(batch, out[:0])
 		clear(batch)
+		clear(l.live)
 		if cap(out) > 1<<20 {
 			out = nil
 		}
@@ -275,7 +281,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 		}
 		return out
 	}
-	var live []*request
+	live := l.live[:0]
 	var last time.Time
 	now := time.Now()
 	for _, r := range batch {
@@ -294,6 +300,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 			last = later(last, r.deadline)
 		}
 	}
+	l.live = live // reused by the next batch: only the writer touches it
 	if len(live) == 0 {
 		return out
 	}
@@ -355,6 +362,9 @@ func (l *line) connect() (*wire, error) {
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.timeout)
 	defer cancel()
 	nc, err := l.cfg.open(ctx)
+	if err == nil {
+		err = l.cfg.runPreload(ctx, nc)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -396,6 +406,22 @@ func (cfg *muxConfig) open(ctx context.Context) (net.Conn, error) {
 		}
 	}
 	return nc, nil
+}
+
+// runPreload sends the preload commands on a new line's connection; only
+// a failed connection is an error (nc is closed then).
+func (cfg *muxConfig) runPreload(ctx context.Context, nc net.Conn) error {
+	if len(cfg.preload) == 0 {
+		return nil
+	}
+	dl, _ := ctx.Deadline()
+	_ = nc.SetDeadline(dl)
+	if _, err := roundTrip(nc, cfg.preload...); err != nil {
+		nc.Close()
+		return fmt.Errorf("backend: preload: %w", err)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nil
 }
 
 func handshake(nc net.Conn, cmds [][]string) error {
@@ -508,7 +534,13 @@ func (l *line) pop(w *wire) *request {
 	}
 	r := w.pending[0]
 	w.pending[0] = nil
-	w.pending = w.pending[1:]
+	if len(w.pending) == 1 {
+		// Drained: start again at the front, keeping the capacity, so a
+		// lightly loaded line does not reallocate per request.
+		w.pending = w.pending[:0]
+	} else {
+		w.pending = w.pending[1:]
+	}
 	return r
 }
 

@@ -74,7 +74,7 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 			c.script(restoreHeldScript, readYes, []string{k, hk}, cmd.Token, quorum.FormatHolds(cmd.Token, cmd.N), c.ms(cmd.TTL))
 		}
 	default:
-		return fmt.Errorf("unknown command kind %d", cmd.Kind)
+		return fmt.Errorf("%w %d", errUnknownKind, cmd.Kind)
 	}
 	return c.err
 }

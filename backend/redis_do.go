@@ -102,7 +102,10 @@ func (c *call) ms(d time.Duration) string {
 	return strconv.FormatInt(n, 10)
 }
 
-var errNoKeys = errors.New("no keys")
+var (
+	errNoKeys      = errors.New("no keys")
+	errUnknownKind = errors.New("unknown command kind")
+)
 
 // opNames name each kind in errors.
 var opNames = [...]string{

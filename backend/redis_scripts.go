@@ -13,9 +13,14 @@ type script struct {
 	sha string
 }
 
+// allScripts lists every script, for the lines to load.
+var allScripts []*script
+
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+	s := &script{src: src, sha: hex.EncodeToString(sum[:])}
+	allScripts = append(allScripts, s)
+	return s
 }
 
 // Each operation that reads before it writes is one script: it runs

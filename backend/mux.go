@@ -90,60 +90,23 @@ type request struct {
 	// failing everything queued behind.
 	stale time.Time
 	state atomic.Int32
-	done  chan result // buffered 1: exactly one delivery, never blocks
-	// cb, when set, replaces done (a request from submit): it is called
-	// once, by whoever first settles the request; fired says it was.
+	// cb is called once, by whoever first settles the request (the reader,
+	// the writer, a reset, or the line's sweeper at the deadline); fired
+	// says it was.
 	cb    answerer
 	fired atomic.Bool
 	small [160]byte
 }
 
-// finish delivers the request's outcome. A request from do is settled
-// exactly once by construction; one from submit can also be settled by
-// its line's sweeper at the deadline, so the first delivery wins.
+// finish delivers the request's outcome; the first delivery wins.
 func (r *request) finish(rep reply, err error) {
-	if r.cb == nil {
-		r.done <- result{r: rep, err: err}
-		return
-	}
 	if r.fired.CompareAndSwap(false, true) {
 		r.cb.answer(rep, err)
 	}
 }
 
-type result struct {
-	r   reply
-	err error
-}
-
-// do sends one command and waits for its reply or ctx's end. key picks the
-// connection: commands on one key keep their order on the wire, so a release
-// can never overtake the SET it undoes.
-func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error) {
-	if err := ctxErr(ctx); err != nil {
-		return reply{}, err
-	}
-	now := time.Now()
-	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = now.Add(noDeadlineBudget)
-	}
-	r := &request{deadline: dl, stale: dl.Add(max(dl.Sub(now), minStaleGrace)), done: make(chan result, 1)}
-	r.buf = resp.AppendCommand(r.small[:0], args)
-	if !m.lineFor(key).enqueue(r) {
-		return reply{}, ErrClosed
-	}
-	select {
-	case res := <-r.done:
-		return res.r, res.err
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(stQueued, stAbandoned) {
-			return reply{}, fmt.Errorf("not sent: %w", ctx.Err())
-		}
-		return reply{}, ctx.Err()
-	}
-}
-
+// lineFor picks the connection of key: commands on one key keep their
+// order on the wire, so a release can never overtake the SET it undoes.
 func (m *mux) lineFor(key string) *line {
 	return m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
 }
@@ -195,9 +158,7 @@ func (l *line) enqueue(r *request) bool {
 		return false
 	}
 	l.queue = append(l.queue, r)
-	if r.cb != nil {
-		l.watch(l, r)
-	}
+	l.watch(l, r)
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -514,9 +475,8 @@ func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
 		if r == nil {
 			return buf, errProtocol // a reply nobody asked for
 		}
-		if r.cb != nil && !now.Before(r.deadline) {
-			// Its caller's time was up before the reply was read, as a
-			// caller of do would have stopped waiting.
+		if !now.Before(r.deadline) {
+			// Its caller's time was up before the reply was read.
 			r.finish(reply{}, context.DeadlineExceeded)
 			continue
 		}

@@ -24,12 +24,10 @@ type RedisOptions struct {
 	// ignored for host:port and redis:// addresses. Default: system roots.
 	TLSConfig *tls.Config
 	// PoolSize is ignored: the node has no connection pool (see Conns).
-	//
-	// Deprecated: kept so that existing configurations compile.
+	// It remains so that existing configurations compile.
 	PoolSize int
-	// MinIdleConns is ignored: the node has no connection pool.
-	//
-	// Deprecated: kept so that existing configurations compile.
+	// MinIdleConns is ignored: the node has no connection pool. It remains
+	// so that existing configurations compile.
 	MinIdleConns int
 	// DialTimeout bounds each dial of a connection, handshake included
 	// (the multiplexer's reconnects, the health and release connections).

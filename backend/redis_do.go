@@ -23,7 +23,7 @@ func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
 		return
 	}
-	r.mux.submitTo(&c.req, deadline, c.line, c, c.argv)
+	r.mux.submit(&c.req, deadline, c.line, c, c.argv)
 }
 
 // lineKey is the key whose line carries cmd.
@@ -65,7 +65,7 @@ func (c *call) answer(rep reply, err error) {
 		// text, which also caches it, under the same deadline.
 		c.evaled = true
 		c.argv[0], c.argv[1] = "eval", c.s.src
-		c.r.mux.submitTo(new(request), c.deadline, c.line, c, c.argv)
+		c.r.mux.submit(new(request), c.deadline, c.line, c, c.argv)
 		return
 	}
 	var out quorum.Reply

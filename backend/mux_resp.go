@@ -40,7 +40,8 @@ func (e ServerError) Is(target error) bool {
 
 // errNoScript is the reply to EVALSHA of a script the server does not hold
 // (after a restart or SCRIPT FLUSH).
-var errNoScript = ServerError{Code: "NOSCRIPT"}
+// It is an error variable, boxed once: errors.Is takes an error.
+var errNoScript error = ServerError{Code: "NOSCRIPT"}
 
 func newServerError(text string) ServerError {
 	code, _, _ := strings.Cut(text, " ")

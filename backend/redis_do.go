@@ -60,7 +60,7 @@ func (c *call) answer(rep reply, err error) {
 	if err == nil {
 		err = rep.err()
 	}
-	if c.s != nil && !c.evaled && errors.Is(err, errNoScript) {
+	if err != nil && c.s != nil && !c.evaled && errors.Is(err, errNoScript) {
 		// The server lost its scripts (a restart, SCRIPT FLUSH): send the
 		// text, which also caches it, under the same deadline.
 		c.evaled = true

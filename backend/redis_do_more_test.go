@@ -329,23 +329,32 @@ type discard struct{ wg *sync.WaitGroup }
 
 func (d discard) Receive(quorum.Reply) { d.wg.Done() }
 
-// TestRedisDoAllocs guards the allocations of one SET NX through Do, from
+// TestRedisDoAllocs guards the allocations of one command through Do, from
 // the call to its reply: the call itself (with its request and RESP
-// buffer) and the ttl's digits.
+// buffer), and the ttl's digits where there is a ttl.
 func TestRedisDoAllocs(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
-	var wg sync.WaitGroup
-	rcv := discard{&wg}
-	cmd := quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute}
-	dl := time.Now().Add(time.Minute)
-	allocs := testing.AllocsPerRun(200, func() {
-		wg.Add(1)
-		r.Do(dl, cmd, rcv)
-		wg.Wait()
-	})
-	t.Logf("%.1f allocations per SET NX", allocs)
-	if allocs > 2 {
-		t.Fatalf("%.1f allocations per SET NX, want at most 2", allocs)
+	cases := []struct {
+		cmd quorum.Cmd
+		max float64
+	}{
+		{quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute}, 2},
+		{quorum.Cmd{Kind: quorum.CompareAndExtend, Key: "k", Token: tok, TTL: time.Minute}, 2},
+		{quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "absent", Token: tok}, 1},
+	}
+	for _, tc := range cases {
+		var wg sync.WaitGroup
+		rcv := discard{&wg}
+		dl := time.Now().Add(time.Minute)
+		allocs := testing.AllocsPerRun(200, func() {
+			wg.Add(1)
+			r.Do(dl, tc.cmd, rcv)
+			wg.Wait()
+		})
+		t.Logf("%s: %.1f allocations", opNames[tc.cmd.Kind], allocs)
+		if allocs > tc.max {
+			t.Errorf("%s: %.1f allocations per call, want at most %.0f", opNames[tc.cmd.Kind], allocs, tc.max)
+		}
 	}
 }

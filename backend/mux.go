@@ -40,8 +40,9 @@ type muxConfig struct {
 	// connected, when set, runs on every new connection after the
 	// handshake and before any request; an error drops the connection.
 	connected func(ctx context.Context, nc net.Conn) error
-	// preload runs on each new line, after connected; its error replies
-	// are ignored (the commands it prepares for work without it).
+	// preload is written on each new line connection ahead of its first
+	// batch, in the same write: it costs no round trip. Its replies are
+	// read and dropped (the commands it prepares for work without it).
 	preload [][]string
 	// tlsConf and db are what dial and handshake were built from, kept
 	// for inspection.
@@ -145,6 +146,8 @@ type wire struct {
 	nc      net.Conn
 	pending []*request // written, awaiting replies, oldest first
 	dead    bool
+	// fresh is set until the preload has been written.
+	fresh bool
 	// looked is set when the reader, finding the oldest request stale,
 	// reads once more before resetting: a deadline wakes a Read without
 	// looking at the socket, where replies may be waiting.
@@ -265,6 +268,10 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	if len(live) == 0 {
 		return out
 	}
+	if w.fresh {
+		w.fresh = false
+		out, live = l.preload(out, live)
+	}
 	if !l.track(w, live) {
 		return out
 	}
@@ -276,6 +283,26 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	}
 	return out
 }
+
+// preload puts the preload commands in front of a new connection's first
+// batch, as requests whose replies are dropped, with the deadline of the
+// batch's first request.
+func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
+	pre := make([]*request, 0, len(l.cfg.preload)+len(live))
+	var buf []byte
+	for _, args := range l.cfg.preload {
+		r := &request{deadline: live[0].deadline, stale: live[0].stale, cb: ignore{}}
+		r.state.Store(stSent)
+		pre = append(pre, r)
+		buf = resp.AppendCommand(buf, args)
+	}
+	return append(buf, out...), append(pre, live...)
+}
+
+// ignore is the answerer of a request whose reply nobody reads.
+type ignore struct{}
+
+func (ignore) answer(reply, error) {}
 
 // track appends written requests to the reply queue before the bytes
 // leave, so the reader never sees a reply it cannot pair. When the queue
@@ -323,13 +350,10 @@ func (l *line) connect() (*wire, error) {
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.timeout)
 	defer cancel()
 	nc, err := l.cfg.open(ctx)
-	if err == nil {
-		err = l.cfg.runPreload(ctx, nc)
-	}
 	if err != nil {
 		return nil, err
 	}
-	w = &wire{nc: nc}
+	w = &wire{nc: nc, fresh: len(l.cfg.preload) > 0}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -367,22 +391,6 @@ func (cfg *muxConfig) open(ctx context.Context) (net.Conn, error) {
 		}
 	}
 	return nc, nil
-}
-
-// runPreload sends the preload commands on a new line's connection; only
-// a failed connection is an error (nc is closed then).
-func (cfg *muxConfig) runPreload(ctx context.Context, nc net.Conn) error {
-	if len(cfg.preload) == 0 {
-		return nil
-	}
-	dl, _ := ctx.Deadline()
-	_ = nc.SetDeadline(dl)
-	if _, err := roundTrip(nc, cfg.preload...); err != nil {
-		nc.Close()
-		return fmt.Errorf("backend: preload: %w", err)
-	}
-	_ = nc.SetDeadline(time.Time{})
-	return nil
 }
 
 func handshake(nc net.Conn, cmds [][]string) error {

@@ -48,11 +48,12 @@ func nodeConfig(o *redis.Options, opts RedisOptions, connected func(context.Cont
 	if o.DB != 0 {
 		cfg.handshake = append(cfg.handshake, []string{"select", strconv.Itoa(o.DB)})
 	}
-	// Every script is loaded on each new line before the line carries
-	// anything: an EVALSHA that met NOSCRIPT would be sent again behind
-	// the commands queued after it, breaking the order of commands on a
-	// key. A restarted server is reached only through new connections, so
-	// this leaves the EVAL fallback to a SCRIPT FLUSH on a live server.
+	// Every script is loaded on each new line, in the write of its first
+	// batch and ahead of it: an EVALSHA that met NOSCRIPT would be sent
+	// again behind the commands queued after it, breaking the order of
+	// commands on a key. A restarted server is reached only through new
+	// connections, so this leaves the EVAL fallback to a SCRIPT FLUSH on a
+	// live server.
 	for _, s := range allScripts {
 		cfg.preload = append(cfg.preload, []string{"script", "load", s.src})
 	}

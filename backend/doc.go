@@ -1,5 +1,5 @@
 // Package backend holds the quorum.Node implementations: Redis, a real
-// redis-server reached through go-redis, and Memory, an in-process node for
+// redis-server reached through a multiplexer of its own, and Memory, an in-process node for
 // the embedded mode and for the quorum package's unit tests.
 //
 // A node answers for itself only. It never decides whether a lock is held:
@@ -10,8 +10,8 @@
 //
 // Every method takes ctx first and returns by its deadline: the quorum gives
 // each call its own per-node timeout, so a stalled backend costs one timeout,
-// never a whole request. Redis also implements quorum.AsyncNode for the hot
-// operations: they go straight into the multiplexer's queue with an absolute
-// deadline and are answered from its reader, or failed by the connection's
-// one deadline timer.
+// never a whole request. Redis implements quorum.Doer: every command goes
+// straight into the multiplexer's queue with an absolute deadline and is
+// answered from its reader, or failed by the connection's one deadline
+// timer; its older methods are wrappers over Do.
 package backend

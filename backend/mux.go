@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -39,6 +40,14 @@ type muxConfig struct {
 	// connected, when set, runs on every new connection after the
 	// handshake and before any request; an error drops the connection.
 	connected func(ctx context.Context, nc net.Conn) error
+	// preload is written on each new line connection ahead of its first
+	// batch, in the same write: it costs no round trip. Its replies are
+	// read and dropped (the commands it prepares for work without it).
+	preload [][]string
+	// tlsConf and db are what dial and handshake were built from, kept
+	// for inspection.
+	tlsConf *tls.Config
+	db      int
 }
 
 // mux shares a few connections among every caller of one node. Requests
@@ -82,60 +91,23 @@ type request struct {
 	// failing everything queued behind.
 	stale time.Time
 	state atomic.Int32
-	done  chan result // buffered 1: exactly one delivery, never blocks
-	// cb, when set, replaces done (a request from submit): it is called
-	// once, by whoever first settles the request; fired says it was.
+	// cb is called once, by whoever first settles the request (the reader,
+	// the writer, a reset, or the line's sweeper at the deadline); fired
+	// says it was.
 	cb    answerer
 	fired atomic.Bool
 	small [160]byte
 }
 
-// finish delivers the request's outcome. A request from do is settled
-// exactly once by construction; one from submit can also be settled by
-// its line's sweeper at the deadline, so the first delivery wins.
+// finish delivers the request's outcome; the first delivery wins.
 func (r *request) finish(rep reply, err error) {
-	if r.cb == nil {
-		r.done <- result{r: rep, err: err}
-		return
-	}
 	if r.fired.CompareAndSwap(false, true) {
 		r.cb.answer(rep, err)
 	}
 }
 
-type result struct {
-	r   reply
-	err error
-}
-
-// do sends one command and waits for its reply or ctx's end. key picks the
-// connection: commands on one key keep their order on the wire, so a release
-// can never overtake the SET it undoes.
-func (m *mux) do(ctx context.Context, key string, args ...string) (reply, error) {
-	if err := ctxErr(ctx); err != nil {
-		return reply{}, err
-	}
-	now := time.Now()
-	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = now.Add(noDeadlineBudget)
-	}
-	r := &request{deadline: dl, stale: dl.Add(max(dl.Sub(now), minStaleGrace)), done: make(chan result, 1)}
-	r.buf = resp.AppendCommand(r.small[:0], args)
-	if !m.lineFor(key).enqueue(r) {
-		return reply{}, ErrClosed
-	}
-	select {
-	case res := <-r.done:
-		return res.r, res.err
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(stQueued, stAbandoned) {
-			return reply{}, fmt.Errorf("not sent: %w", ctx.Err())
-		}
-		return reply{}, ctx.Err()
-	}
-}
-
+// lineFor picks the connection of key: commands on one key keep their
+// order on the wire, so a release can never overtake the SET it undoes.
 func (m *mux) lineFor(key string) *line {
 	return m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
 }
@@ -159,6 +131,8 @@ type line struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	live []*request // the batch being written; the writer's own
+
 	mu      sync.Mutex
 	queue   []*request
 	cur     *wire // nil while disconnected
@@ -172,6 +146,8 @@ type wire struct {
 	nc      net.Conn
 	pending []*request // written, awaiting replies, oldest first
 	dead    bool
+	// fresh is set until the preload has been written.
+	fresh bool
 	// looked is set when the reader, finding the oldest request stale,
 	// reads once more before resetting: a deadline wakes a Read without
 	// looking at the socket, where replies may be waiting.
@@ -185,9 +161,7 @@ func (l *line) enqueue(r *request) bool {
 		return false
 	}
 	l.queue = append(l.queue, r)
-	if r.cb != nil {
-		l.watch(l, r)
-	}
+	l.watch(l, r)
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -246,6 +220,7 @@ func (l *line) run() {
 		l.mu.Unlock()
 		out = l.send(batch, out[:0])
 		clear(batch)
+		clear(l.live)
 		if cap(out) > 1<<20 {
 			out = nil
 		}
@@ -270,7 +245,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 		}
 		return out
 	}
-	var live []*request
+	live := l.live[:0]
 	var last time.Time
 	now := time.Now()
 	for _, r := range batch {
@@ -289,8 +264,13 @@ func (l *line) send(batch []*request, out []byte) []byte {
 			last = later(last, r.deadline)
 		}
 	}
+	l.live = live // reused by the next batch: only the writer touches it
 	if len(live) == 0 {
 		return out
+	}
+	if w.fresh {
+		w.fresh = false
+		out, live = l.preload(out, live)
 	}
 	if !l.track(w, live) {
 		return out
@@ -303,6 +283,26 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	}
 	return out
 }
+
+// preload puts the preload commands in front of a new connection's first
+// batch, as requests whose replies are dropped, with the deadline of the
+// batch's first request.
+func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
+	pre := make([]*request, 0, len(l.cfg.preload)+len(live))
+	var buf []byte
+	for _, args := range l.cfg.preload {
+		r := &request{deadline: live[0].deadline, stale: live[0].stale, cb: ignore{}}
+		r.state.Store(stSent)
+		pre = append(pre, r)
+		buf = resp.AppendCommand(buf, args)
+	}
+	return append(buf, out...), append(pre, live...)
+}
+
+// ignore is the answerer of a request whose reply nobody reads.
+type ignore struct{}
+
+func (ignore) answer(reply, error) {}
 
 // track appends written requests to the reply queue before the bytes
 // leave, so the reader never sees a reply it cannot pair. When the queue
@@ -349,17 +349,11 @@ func (l *line) connect() (*wire, error) {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.timeout)
 	defer cancel()
-	nc, err := l.dial(ctx)
+	nc, err := l.cfg.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if l.cfg.connected != nil {
-		if err := l.cfg.connected(ctx, nc); err != nil {
-			nc.Close()
-			return nil, err
-		}
-	}
-	w = &wire{nc: nc}
+	w = &wire{nc: nc, fresh: len(l.cfg.preload) > 0}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -373,23 +367,29 @@ func (l *line) connect() (*wire, error) {
 	return w, nil
 }
 
-// dial opens a connection and runs the handshake (AUTH, SELECT) on it
-// before any request can be queued behind it.
-func (l *line) dial(ctx context.Context) (net.Conn, error) {
-	nc, err := l.cfg.dial(ctx)
+// open dials a connection, runs the handshake (AUTH, SELECT) on it and
+// then the connected hook, before any request can be queued behind it.
+// Every connection of a node, whatever it carries, is opened here.
+func (cfg *muxConfig) open(ctx context.Context) (net.Conn, error) {
+	nc, err := cfg.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("backend: dial: %w", err)
 	}
-	if len(l.cfg.handshake) == 0 {
-		return nc, nil
+	if len(cfg.handshake) > 0 {
+		dl, _ := ctx.Deadline()
+		_ = nc.SetDeadline(dl)
+		if err := handshake(nc, cfg.handshake); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		_ = nc.SetDeadline(time.Time{})
 	}
-	dl, _ := ctx.Deadline()
-	_ = nc.SetDeadline(dl)
-	if err := handshake(nc, l.cfg.handshake); err != nil {
-		nc.Close()
-		return nil, err
+	if cfg.connected != nil {
+		if err := cfg.connected(ctx, nc); err != nil {
+			nc.Close()
+			return nil, err
+		}
 	}
-	_ = nc.SetDeadline(time.Time{})
 	return nc, nil
 }
 
@@ -483,9 +483,8 @@ func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
 		if r == nil {
 			return buf, errProtocol // a reply nobody asked for
 		}
-		if r.cb != nil && !now.Before(r.deadline) {
-			// Its caller's time was up before the reply was read, as a
-			// caller of do would have stopped waiting.
+		if !now.Before(r.deadline) {
+			// Its caller's time was up before the reply was read.
 			r.finish(reply{}, context.DeadlineExceeded)
 			continue
 		}
@@ -503,7 +502,13 @@ func (l *line) pop(w *wire) *request {
 	}
 	r := w.pending[0]
 	w.pending[0] = nil
-	w.pending = w.pending[1:]
+	if len(w.pending) == 1 {
+		// Drained: start again at the front, keeping the capacity, so a
+		// lightly loaded line does not reallocate per request.
+		w.pending = w.pending[:0]
+	} else {
+		w.pending = w.pending[1:]
+	}
 	return r
 }
 

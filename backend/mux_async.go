@@ -12,19 +12,21 @@ import (
 // saves an allocation per request.
 type answerer interface{ answer(rep reply, err error) }
 
-// submit queues one command and calls cb with its reply or error, exactly
-// once: from the reader when the reply comes before deadline, from the
-// writer or a reset when the command fails, or from the line's sweeper once
-// deadline has passed. Unlike do, no goroutine waits and no context or
-// timer is made per command: the line's one timer covers every deadline.
-// cb must not block; it may run before submit returns.
-func (m *mux) submit(deadline time.Time, key string, cb answerer, args ...string) {
+// submit queues one command, in r, on key's line and calls cb with its
+// reply or error, exactly once: from the reader when the reply comes
+// before deadline, from the writer or a reset when the command fails, or
+// from the line's sweeper once deadline has passed. No goroutine waits and
+// no context or timer is made per command: the line's one timer covers
+// every deadline. cb must not block; it may run before submit returns. r
+// is the caller's (one embedded in its answerer saves an allocation) and
+// must be new: a request is never submitted twice.
+func (m *mux) submit(r *request, deadline time.Time, key string, cb answerer, args []string) {
 	now := time.Now()
 	if !now.Before(deadline) {
 		cb.answer(reply{}, errExpired)
 		return
 	}
-	r := &request{deadline: deadline, stale: deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb: cb}
+	r.deadline, r.stale, r.cb = deadline, deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb
 	r.buf = resp.AppendCommand(r.small[:0], args)
 	if !m.lineFor(key).enqueue(r) {
 		r.finish(reply{}, ErrClosed)

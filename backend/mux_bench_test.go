@@ -15,7 +15,8 @@ import (
 
 // BenchmarkSetNXParallel compares, side by side on one server, the node's
 // multiplexed SET NX with go-redis's pool (one connection per command in
-// flight), at 50 concurrent callers.
+// flight) and with go-redis's blocking auto-pipeliner (concurrent callers'
+// commands batched into pipelines), at 50 concurrent callers.
 func BenchmarkSetNXParallel(b *testing.B) {
 	srv := redistest.Start(b)
 	r, err := NewRedis(srv.Addr(), RedisOptions{})
@@ -23,16 +24,28 @@ func BenchmarkSetNXParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
+	pool := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: 2, DisableIdentity: true, PoolSize: 64})
+	defer pool.Close()
+	apClient := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: 2, DisableIdentity: true})
+	defer apClient.Close()
+	ap, err := apClient.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ap.Close()
 	ops := map[string]func(ctx context.Context, key string) error{
 		"mux": func(ctx context.Context, key string) error {
 			_, err := r.SetNX(ctx, key, "tok", time.Minute)
 			return err
 		},
 		"go-redis": func(ctx context.Context, key string) error {
-			return r.client.SetArgs(ctx, key, "tok", redisSetArgs).Err()
+			return pool.SetArgs(ctx, key, "tok", redisSetArgs).Err()
+		},
+		"go-redis-autopipeline": func(ctx context.Context, key string) error {
+			return ap.SetArgs(ctx, key, "tok", redisSetArgs).Err()
 		},
 	}
-	for _, name := range []string{"mux", "go-redis"} {
+	for _, name := range []string{"mux", "go-redis", "go-redis-autopipeline"} {
 		op := ops[name]
 		b.Run(name, func(b *testing.B) {
 			var n atomic.Int64

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // errProtocol means the server sent bytes that are not RESP2: the
@@ -20,15 +21,32 @@ type reply struct {
 	elems []reply
 }
 
-// serverError is an error reply (-ERR …, -OOM …). It satisfies go-redis's
-// redis.Error interface, so callers can tell a server's refusal from a
-// network failure the same way for both client paths.
-type serverError string
+// ServerError is an error reply of the server (-ERR …, -OOM …, -NOSCRIPT
+// …): the server refused the command, as opposed to a network failure.
+// Code is the reply's first word. errors.Is(err, ServerError{Code: c})
+// holds for every ServerError of code c.
+type ServerError struct {
+	Code string
+	Text string // the whole reply, code included
+}
 
-func (e serverError) Error() string { return string(e) }
+func (e ServerError) Error() string { return e.Text }
 
-// RedisError marks the type as a server reply for go-redis's redis.Error.
-func (serverError) RedisError() {}
+// Is matches a target of the same Code and no Text.
+func (e ServerError) Is(target error) bool {
+	t, ok := target.(ServerError)
+	return ok && t.Text == "" && t.Code == e.Code
+}
+
+// errNoScript is the reply to EVALSHA of a script the server does not hold
+// (after a restart or SCRIPT FLUSH).
+// It is an error variable, boxed once: errors.Is takes an error.
+var errNoScript error = ServerError{Code: "NOSCRIPT"}
+
+func newServerError(text string) ServerError {
+	code, _, _ := strings.Cut(text, " ")
+	return ServerError{Code: code, Text: text}
+}
 
 // parseReply parses one reply at the start of b. It returns the number of
 // bytes it used, or n == 0 when b does not hold a whole reply yet. Parsing
@@ -126,7 +144,7 @@ func atoi(b []byte) (int64, error) {
 // err turns an error reply into an error.
 func (r reply) err() error {
 	if r.kind == '-' {
-		return serverError(r.str)
+		return newServerError(r.str)
 	}
 	return nil
 }

@@ -185,7 +185,7 @@ func TestMuxNoScriptFallback(t *testing.T) {
 	if err := lockRound(t.Context(), r, "k"); err != nil {
 		t.Fatal(err)
 	}
-	ok, err := srv.Client().ScriptExists(t.Context(), compareAndDeleteScript.Hash()).Result()
+	ok, err := srv.Client().ScriptExists(t.Context(), compareAndDeleteScript.sha).Result()
 	if err != nil || !ok[0] {
 		t.Fatalf("script not cached after fallback: %v, %v", ok, err)
 	}

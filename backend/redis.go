@@ -11,21 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
-)
-
-// The scripts run atomically on the server, so a compare and its write can
-// never straddle another client's write. Their bodies are fixed: Redis
-// caches scripts by the SHA1 of the exact text.
-var (
-	compareAndDeleteScript = newScript(
-		`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`)
-	compareAndExtendScript = newScript(
-		`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end`)
-	// getScript reads the value and its pttl in one round trip, both from
-	// the same instant.
-	getScript = newScript(
-		`local v = redis.call("get",KEYS[1]) if not v then return false end return {v, redis.call("pttl",KEYS[1])}`)
 )
 
 // RedisOptions tunes a Redis node. The zero value is ready to use.
@@ -38,18 +23,18 @@ type RedisOptions struct {
 	// URL's host. The scheme alone decides whether TLS is on: TLSConfig is
 	// ignored for host:port and redis:// addresses. Default: system roots.
 	TLSConfig *tls.Config
-	// PoolSize is the number of pooled connections. Default: 64.
+	// PoolSize is ignored: the node has no connection pool (see Conns).
+	// It remains so that existing configurations compile.
 	PoolSize int
-	// MinIdleConns is how many connections are kept open while idle, so the
-	// first lock after a quiet spell does not pay for a dial (a TLS
-	// handshake can exceed the node timeout). Default: 2; negative: none.
+	// MinIdleConns is ignored: the node has no connection pool. It remains
+	// so that existing configurations compile.
 	MinIdleConns int
-	// DialTimeout bounds dials that run without a caller's deadline (the
-	// idle-connection refill, the multiplexer's reconnects). Default: 1s.
+	// DialTimeout bounds each dial of a connection, handshake included
+	// (the multiplexer's reconnects, the health and release connections).
+	// Default: 1s.
 	DialTimeout time.Duration
-	// Conns is the number of connections that the lock commands (the
-	// quorum.Node methods) share, pipelining whatever callers send at the
-	// same time. Default: 2.
+	// Conns is the number of connections that the node's commands share,
+	// pipelining whatever callers send at the same time. Default: 2.
 	Conns int
 	// HealthInterval is how often a node watched by a quorum.Cluster looks
 	// at its server's run_id and role (it also looks on every new
@@ -57,13 +42,14 @@ type RedisOptions struct {
 	HealthInterval time.Duration
 }
 
-// Redis is a quorum.Node backed by one redis-server (an independent master).
+// Redis is a quorum.Doer backed by one redis-server (an independent
+// master). Every command travels the multiplexer; INFO and the release
+// subscription have a connection each, opened the same way.
 type Redis struct {
-	name   string
-	client *redis.Client
-	// mux carries the quorum.Node methods; client carries the rest.
-	mux *mux
-	// watch runs the release subscription and the server checks.
+	name string
+	mux  *mux
+	// watch runs the release subscription and the server checks, and owns
+	// the health connection.
 	watch *redisWatch
 }
 
@@ -76,15 +62,14 @@ func NewRedis(addr string, opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	applyOptions(o, opts)
 	name := opts.Name
 	if name == "" {
 		name = nodeName(o)
 	}
 	w := newRedisWatch(name, o.DB, opts.HealthInterval)
-	o.OnConnect = w.onClientConnect
-	w.client = redis.NewClient(o)
-	return &Redis{name: name, client: w.client, mux: newNodeMux(o, opts.Conns, w.onConnect), watch: w}, nil
+	cfg := nodeConfig(o, opts, w.onConnect)
+	w.health.cfg, w.subCfg = cfg, cfg
+	return &Redis{name: name, mux: newMux(*cfg), watch: w}, nil
 }
 
 func parseAddr(addr string, tlsConf *tls.Config) (*redis.Options, error) {
@@ -126,29 +111,6 @@ func redactErr(err error, addr string) error {
 	return err
 }
 
-// applyOptions fixes the client settings that the Redlock timing depends on.
-func applyOptions(o *redis.Options, opts RedisOptions) {
-	// The per-node timeout is the caller's ctx deadline; go-redis applies
-	// it to the command's socket reads and writes only with this set.
-	o.ContextTimeoutEnabled = true
-	// No retries: Redlock's answer to a failing node is the other nodes. A
-	// retry (with its backoff sleeps) spends the node's whole budget on a
-	// second try, and a SET NX whose reply was lost would, retried, read its
-	// own key as held. -1 means none (0 means the default of 3).
-	o.MaxRetries = -1
-	// RESP2 and no CLIENT SETINFO / maintenance-notification handshakes:
-	// fewer round trips per new connection, and nothing that an older or
-	// restricted server could answer with an error.
-	o.Protocol = 2
-	o.DisableIdentity = true
-	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	// Only single commands are sent; a separate pipeline pool is unneeded.
-	o.PipelinePoolSize = -1
-	o.PoolSize = orDefault(opts.PoolSize, 64)
-	o.MinIdleConns = max(orDefault(opts.MinIdleConns, 2), 0)
-	o.DialTimeout = orDefault(opts.DialTimeout, time.Second)
-}
-
 func orDefault[T int | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
@@ -166,112 +128,10 @@ func nodeName(o *redis.Options) string {
 // Name implements quorum.Node.
 func (r *Redis) Name() string { return r.name }
 
-// Client returns the underlying go-redis client, for extensions that need
-// commands the Node interface does not cover.
-func (r *Redis) Client() *redis.Client { return r.client }
-
-// SetNX implements quorum.Node with SET key token NX PX ms.
-func (r *Redis) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	px, err := ms(ttl)
-	if err != nil {
-		return false, err
-	}
-	rep, err := r.do(ctx, key, "set", key, token, "nx", "px", px)
-	if err != nil {
-		return false, wrap(ctx, "SET NX", err)
-	}
-	return !rep.null, nil // null: held, by any token
-}
-
-// Set implements quorum.Node with SET key token PX ms.
-func (r *Redis) Set(ctx context.Context, key, token string, ttl time.Duration) error {
-	px, err := ms(ttl)
-	if err != nil {
-		return err
-	}
-	if _, err := r.do(ctx, key, "set", key, token, "px", px); err != nil {
-		return wrap(ctx, "SET", err)
-	}
-	return nil
-}
-
-// CompareAndDelete implements quorum.Node with a Lua compare-and-delete.
-func (r *Redis) CompareAndDelete(ctx context.Context, key, token string) (bool, error) {
-	rep, err := r.evalsha(ctx, compareAndDeleteScript, key, token)
-	n, err := intOf(rep, err)
-	if err != nil {
-		return false, wrap(ctx, "compare-and-delete", err)
-	}
-	return n > 0, nil
-}
-
-// CompareAndExtend implements quorum.Node with a Lua compare-and-pexpire.
-func (r *Redis) CompareAndExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	px, err := ms(ttl)
-	if err != nil {
-		return false, err
-	}
-	rep, err := r.evalsha(ctx, compareAndExtendScript, key, token, px)
-	n, err := intOf(rep, err)
-	if err != nil {
-		return false, wrap(ctx, "compare-and-extend", err)
-	}
-	return n > 0, nil
-}
-
-// Get implements quorum.Node. A key without an expiry (set behind the
-// proxy's back) reports pttl = -1ms, as PTTL's -1 does; the proxy itself
-// never stores one.
-func (r *Redis) Get(ctx context.Context, key string) (token string, pttl time.Duration, ok bool, err error) {
-	rep, err := r.evalsha(ctx, getScript, key)
-	if err != nil {
-		return "", 0, false, wrap(ctx, "GET", err)
-	}
-	if rep.null {
-		return "", 0, false, nil
-	}
-	return parseGet(rep)
-}
-
-func parseGet(rep reply) (string, time.Duration, bool, error) {
-	if rep.kind == '*' && len(rep.elems) == 2 {
-		v, p := rep.elems[0], rep.elems[1]
-		if v.kind == '$' && !v.null && p.kind == ':' {
-			return v.str, time.Duration(p.num) * time.Millisecond, true, nil
-		}
-	}
-	return "", 0, false, fmt.Errorf("backend: GET: unexpected script reply %+v", rep)
-}
-
-// Delete implements quorum.Node with DEL.
-func (r *Redis) Delete(ctx context.Context, key string) (bool, error) {
-	n, err := intOf(r.do(ctx, key, "del", key))
-	if err != nil {
-		return false, wrap(ctx, "DEL", err)
-	}
-	return n > 0, nil
-}
-
-// Expire implements quorum.Node with PEXPIRE.
-func (r *Redis) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	px, err := ms(ttl)
-	if err != nil {
-		return false, err
-	}
-	n, err := intOf(r.do(ctx, key, "pexpire", key, px))
-	if err != nil {
-		return false, wrap(ctx, "PEXPIRE", err)
-	}
-	return n == 1, nil
-}
-
-// Close closes the connection pool. Safe to call twice.
+// Close stops the watch and closes every connection. Safe to call twice.
 func (r *Redis) Close() error {
 	r.watch.stop()
 	r.mux.close()
-	if err := r.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("backend: close %s: %w", r.name, err)
-	}
 	return nil
 }
 
@@ -285,8 +145,8 @@ func ceilMillis(ttl time.Duration) (int64, error) {
 	return int64((ttl + time.Millisecond - 1) / time.Millisecond), nil
 }
 
-// wrap names the failed command. When the caller's ctx is done, go-redis
-// reports a socket timeout; the ctx error is wrapped as well so that
+// wrap names the failed command. When the caller's ctx is done, the
+// socket reports a timeout; the ctx error is wrapped as well so that
 // errors.Is(err, context.DeadlineExceeded) holds.
 func wrap(ctx context.Context, op string, err error) error {
 	if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
@@ -308,19 +168,14 @@ func ctxErr(ctx context.Context) error {
 	return nil
 }
 
-// Info returns the raw text of INFO section ("" for the default set).
+// Info returns the raw text of INFO section ("" for the default set), read
+// over the node's health connection.
 func (r *Redis) Info(ctx context.Context, section string) (string, error) {
-	var cmd *redis.StringCmd
+	args := []string{"info", section}
 	if section == "" {
-		cmd = r.client.Info(ctx)
-	} else {
-		cmd = r.client.Info(ctx, section)
+		args = args[:1]
 	}
-	text, err := cmd.Result()
-	if err != nil {
-		return "", wrap(ctx, "INFO", err)
-	}
-	return text, nil
+	return r.watch.info(ctx, args...)
 }
 
 // RunID returns the server's run_id, which changes on every restart: a

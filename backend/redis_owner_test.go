@@ -35,7 +35,7 @@ func ownerNodes(t *testing.T, f func(t *testing.T, n ownerNode)) {
 
 const (
 	oKey   = "k"
-	oHolds = "k:holds"
+	oHolds = "redlockd:holds:{k}" // quorum.HoldsKey(oKey), where Do keeps it
 )
 
 var oPrefix = quorum.OwnerPrefix("a b") // an owner id with a space

@@ -141,9 +141,12 @@ func TestRedisScriptsSurviveScriptFlush(t *testing.T) {
 }
 
 func TestRedisCompareAndDeleteScriptText(t *testing.T) {
-	const body = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
+	const body = `local v = redis.call("get",KEYS[1])
+if v == ARGV[1] then return redis.call("del",KEYS[1]) end
+if v then return 0 end
+return -1`
 	sum := sha1.Sum([]byte(body))
-	if got, want := compareAndDeleteScript.Hash(), hex.EncodeToString(sum[:]); got != want {
+	if got, want := compareAndDeleteScript.sha, hex.EncodeToString(sum[:]); got != want {
 		t.Fatalf("compare-and-delete script SHA1 = %s, want %s (the body must stay exact)", got, want)
 	}
 }
@@ -218,9 +221,9 @@ func TestRedisErrorRepliesAreErrors(t *testing.T) {
 			if ok || err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("SetNX = %v, %v; want a %s error", ok, err, tc.want)
 			}
-			var rerr redis.Error
-			if !errors.As(err, &rerr) {
-				t.Fatalf("error %v does not unwrap to a redis.Error", err)
+			var rerr ServerError
+			if !errors.As(err, &rerr) || rerr.Code != tc.want {
+				t.Fatalf("error %v does not unwrap to a ServerError of code %s", err, tc.want)
 			}
 			if err := r.Set(t.Context(), "k", "a", time.Minute); err == nil {
 				t.Fatal("Set succeeded")
@@ -391,7 +394,7 @@ func TestNewRedisAddresses(t *testing.T) {
 			if r.Name() != tc.wantName {
 				t.Fatalf("Name() = %q, want %q", r.Name(), tc.wantName)
 			}
-			if got := r.Client().Options().TLSConfig != nil; got != tc.wantTLS {
+			if got := r.watch.health.cfg.tlsConf != nil; got != tc.wantTLS {
 				t.Fatalf("TLS = %v, want %v", got, tc.wantTLS)
 			}
 		})
@@ -405,18 +408,20 @@ func TestNewRedisOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	o := r.Client().Options()
+	// The node has no go-redis client (and no pool): every connection is
+	// opened from these settings.
+	o := r.watch.health.cfg
 	switch {
 	case r.Name() != "n1":
 		t.Errorf("Name() = %q", r.Name())
-	case o.TLSConfig == custom:
+	case o.tlsConf == custom:
 		t.Errorf("TLSConfig not cloned")
-	case !o.TLSConfig.InsecureSkipVerify || o.TLSConfig.ServerName != "tls.example":
-		t.Errorf("TLSConfig = %+v; want InsecureSkipVerify and ServerName from the URL", o.TLSConfig)
-	case !o.ContextTimeoutEnabled || o.MaxRetries != 0 || o.Protocol != 2 || !o.DisableIdentity:
-		t.Errorf("timing options not applied: %+v", o)
-	case o.PoolSize != 8 || o.DB != 1:
-		t.Errorf("PoolSize %d DB %d", o.PoolSize, o.DB)
+	case !o.tlsConf.InsecureSkipVerify || o.tlsConf.ServerName != "tls.example":
+		t.Errorf("TLSConfig = %+v; want InsecureSkipVerify and ServerName from the URL", o.tlsConf)
+	case len(r.mux.lines) != defaultConns || o.timeout != time.Second:
+		t.Errorf("%d lines, dial timeout %v", len(r.mux.lines), o.timeout)
+	case o.db != 1 || len(o.handshake) != 1 || o.handshake[0][0] != "select":
+		t.Errorf("DB %d, handshake %q", o.db, o.handshake)
 	}
 }
 

@@ -299,7 +299,7 @@ func TestRedisReleasesPublishOnlyWhenMarked(t *testing.T) {
 			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			n, ok, err := r.Unhold(t.Context(), "k", "k:holds", "tok")
+			n, ok, err := r.Unhold(t.Context(), "k", quorum.HoldsKey("k"), "tok")
 			return ok && n == 0, err
 		}, true, true},
 		{"multi-key release", func() (bool, error) {

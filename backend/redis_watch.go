@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -17,21 +15,6 @@ import (
 // keys that releases deleted, to every proxy in front of it. Pub/Sub spans
 // all dbs of a server, so a non-zero db gets its own channel.
 const releaseChannel = "redlockd:released"
-
-// The release scripts publish inside the script, so a waiter on another
-// proxy hears of the release without the releaser paying a round trip; and
-// only when a waiter has marked the key (KEYS[2], see waitKey), so that an
-// uncontended release publishes nothing. setNXMarkedScript is a waiter's
-// SET NX: when the key is held it marks it, in the same atomic step, until
-// ARGV[3] ms from now unless an earlier mark lasts longer.
-var (
-	compareAndDeleteNotifyScript = newScript(
-		`if redis.call("get",KEYS[1]) == ARGV[1] then redis.call("del",KEYS[1]) if redis.call("exists",KEYS[2]) == 1 then redis.call("publish",ARGV[2],KEYS[1]) end return 1 end return 0`)
-	deleteNotifyScript = newScript(
-		`local n = redis.call("del",KEYS[1]) if n > 0 and redis.call("exists",KEYS[2]) == 1 then redis.call("publish",ARGV[1],KEYS[1]) end return n`)
-	setNXMarkedScript = newScript(
-		`if redis.call("set",KEYS[1],ARGV[1],"NX","PX",ARGV[2]) then return 1 end if redis.call("pttl",KEYS[2]) < tonumber(ARGV[3]) then redis.call("set",KEYS[2],"1","PX",ARGV[3]) end return 0`)
-)
 
 // waitKey is where waiters mark key on a node, named like the quorum's
 // HoldsKey and FenceKey.
@@ -52,12 +35,14 @@ const defaultHealthInterval = time.Second
 
 // redisWatch runs what a Cluster asks of a node in the background: the
 // release subscription and the look at the server's identity (run_id,
-// role). Both start on the first watcher and stop on Close.
+// role). Both start on the first watcher and stop on Close. Each has a
+// connection of its own, opened like the multiplexer's.
 type redisWatch struct {
 	name     string
-	client   *redis.Client
 	channel  string
 	interval time.Duration
+	health   healthConn // INFO: the periodic look and Info's callers
+	subCfg   *muxConfig // how the subscription connects
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -66,11 +51,11 @@ type redisWatch struct {
 	closed   bool
 	releases []func(key string)
 	servers  []func(quorum.ServerInfo)
-	pubsub   *redis.PubSub
+	sub      net.Conn // the subscription's connection, closed by stop
 }
 
-// newRedisWatch returns the watch of a node; its client is set once the
-// client exists, since the client's connect hook is the watch's.
+// newRedisWatch returns the watch of a node; its connection settings are
+// set once they exist, since their connect hook is the watch's.
 func newRedisWatch(name string, db int, interval time.Duration) *redisWatch {
 	w := &redisWatch{name: name, channel: releaseChannel, interval: orDefault(interval, defaultHealthInterval)}
 	if db != 0 {
@@ -80,80 +65,34 @@ func newRedisWatch(name string, db int, interval time.Duration) *redisWatch {
 	return w
 }
 
-// The Redis node notifies only releases of keys that waiters marked.
-var _ quorum.AsyncWaitMarker = (*Redis)(nil)
-
-// CompareAndDeleteNotify implements quorum.ReleaseNotifier.
-func (r *Redis) CompareAndDeleteNotify(ctx context.Context, key, token string) (bool, error) {
-	rep, err := r.evalsha2(ctx, compareAndDeleteNotifyScript, key, waitKey(key), token, r.watch.channel)
-	n, err := intOf(rep, err)
-	if err != nil {
-		return false, wrap(ctx, "compare-and-delete", err)
-	}
-	return n > 0, nil
-}
-
-// DeleteNotify implements quorum.ReleaseNotifier.
-func (r *Redis) DeleteNotify(ctx context.Context, key string) (bool, error) {
-	rep, err := r.evalsha2(ctx, deleteNotifyScript, key, waitKey(key), r.watch.channel)
-	n, err := intOf(rep, err)
-	if err != nil {
-		return false, wrap(ctx, "DEL", err)
-	}
-	return n > 0, nil
-}
-
-// SetNXMarked implements quorum.WaitMarker.
-func (r *Redis) SetNXMarked(ctx context.Context, key, token string, ttl, mark time.Duration) (bool, error) {
-	px, err := ms(ttl)
-	if err != nil {
-		return false, err
-	}
-	markPX, err := ms(mark)
-	if err != nil {
-		return false, err
-	}
-	rep, err := r.evalsha2(ctx, setNXMarkedScript, key, waitKey(key), token, px, markPX)
-	n, err := intOf(rep, err)
-	if err != nil {
-		return false, wrap(ctx, "marked SET NX", err)
-	}
-	return n > 0, nil
-}
-
-// WatchReleases implements quorum.ReleaseNotifier over one Pub/Sub
-// connection per node, which reconnects and resubscribes after the server
-// restarts. Releases announced while it is down are missed (waiters then
-// retry on their jitter).
-func (r *Redis) WatchReleases(fn func(key string)) {
+// Watch implements quorum.Doer. The subscription delivers releases
+// announced on the node's channel, reconnecting and resubscribing after
+// the server restarts; releases announced while it is down are missed
+// (waiters then retry on their jitter). The server is looked at every
+// health interval and on every new connection, before the connection
+// carries any command.
+func (r *Redis) Watch(in quorum.Watcher) bool {
 	w := r.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return
+		return true
 	}
-	w.releases = append(w.releases, fn)
-	if len(w.releases) == 1 {
-		w.wg.Add(1)
-		go w.subscribeLoop()
+	if in.Released != nil {
+		w.releases = append(w.releases, in.Released)
+		if len(w.releases) == 1 {
+			w.wg.Add(1)
+			go w.subscribeLoop()
+		}
 	}
-}
-
-// WatchServer implements quorum.ServerWatcher: the server is looked at
-// every health interval and on every new connection of the lock commands,
-// before the connection carries any of them.
-func (r *Redis) WatchServer(fn func(quorum.ServerInfo)) {
-	w := r.watch
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
+	if in.Server != nil {
+		w.servers = append(w.servers, in.Server)
+		if len(w.servers) == 1 {
+			w.wg.Add(1)
+			go w.monitorLoop()
+		}
 	}
-	w.servers = append(w.servers, fn)
-	if len(w.servers) == 1 {
-		w.wg.Add(1)
-		go w.monitorLoop()
-	}
+	return true
 }
 
 // stop ends both loops and waits for them. Safe to call twice.
@@ -161,11 +100,12 @@ func (w *redisWatch) stop() {
 	w.mu.Lock()
 	w.closed = true
 	w.cancel()
-	ps := w.pubsub
+	sub := w.sub
 	w.mu.Unlock()
-	if ps != nil {
-		_ = ps.Close() // unblocks a pending receive
+	if sub != nil {
+		_ = sub.Close() // unblocks a pending read
 	}
+	w.health.close()
 	w.wg.Wait()
 }
 
@@ -204,19 +144,31 @@ func (w *redisWatch) monitorLoop() {
 func (w *redisWatch) probe() quorum.ServerInfo {
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.interval, time.Second))
 	defer cancel()
-	text, err := w.client.Do(ctx, "info", "server", "replication").Text()
+	text, err := w.info(ctx, "info", "server", "replication")
 	if isServerError(err) { // a server older than 7.0 takes one section only
-		text, err = w.client.Do(ctx, "info").Text()
+		text, err = w.info(ctx, "info")
 	}
 	if err != nil {
-		return quorum.ServerInfo{Err: wrap(ctx, "INFO", err)}
+		return quorum.ServerInfo{Err: err}
 	}
 	return parseServerInfo(text)
 }
 
+// info runs one INFO command over the health connection.
+func (w *redisWatch) info(ctx context.Context, args ...string) (string, error) {
+	rep, err := w.health.do(ctx, args...)
+	if err == nil && rep.kind != '$' {
+		err = unexpected(rep)
+	}
+	if err != nil {
+		return "", wrap(ctx, "INFO", err)
+	}
+	return rep.str, nil
+}
+
 func isServerError(err error) bool {
-	var re redis.Error
-	return err != nil && errors.As(err, &re) && !errors.Is(err, redis.Nil)
+	var se ServerError
+	return errors.As(err, &se)
 }
 
 // parseServerInfo reads run_id, role, connected_slaves and
@@ -265,25 +217,12 @@ func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
 	return w.lookedAt(text, err)
 }
 
-// onClientConnect is onConnect for the go-redis connections, which carry
-// the node's other commands (and this watch's own).
-func (w *redisWatch) onClientConnect(ctx context.Context, cn *redis.Conn) error {
-	if _, fns := w.watchers(); len(fns) == 0 {
-		return nil
-	}
-	text, err := cn.Info(ctx, "server", "replication").Result()
-	if isServerError(err) {
-		text, err = cn.Info(ctx).Result()
-	}
-	return w.lookedAt(text, err)
-}
-
 // lookedAt reports a look taken on a new connection. Only a broken
 // connection fails it; a server that refuses INFO is reported, not cut off.
 func (w *redisWatch) lookedAt(text string, err error) error {
 	if err != nil {
 		w.report(quorum.ServerInfo{Err: err})
-		if isServerError(err) { // serverError is a redis.Error too
+		if isServerError(err) {
 			return nil
 		}
 		return err
@@ -292,55 +231,81 @@ func (w *redisWatch) lookedAt(text string, err error) error {
 	return nil
 }
 
-// subscribeLoop delivers the keys announced on the release channel. A
-// silent connection (no message, no pong for three intervals) is replaced:
-// a half-open TCP connection would otherwise be waited on forever.
+// subscribeLoop delivers the keys announced on the release channel over a
+// connection of its own, reconnecting (and resubscribing) whenever it
+// fails, until the node is closed.
 func (w *redisWatch) subscribeLoop() {
 	defer w.wg.Done()
-	ps := w.newPubSub(nil)
-	heard := time.Now()
-	for ps != nil {
-		msg, err := ps.ReceiveTimeout(w.ctx, w.interval)
-		if m, ok := msg.(*redis.Message); ok {
-			w.deliver(m.Payload)
-		}
-		switch {
-		case w.ctx.Err() != nil:
+	for {
+		w.subscribe()
+		if !w.pause(100 * time.Millisecond) {
 			return
+		}
+	}
+}
+
+// subscribe runs one subscription until its connection fails. A silent
+// connection (no message, no pong for three intervals) counts as failed:
+// a half-open TCP connection would otherwise be waited on forever.
+func (w *redisWatch) subscribe() {
+	ctx, cancel := context.WithTimeout(w.ctx, w.subCfg.timeout)
+	nc, err := w.subCfg.open(ctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	if !w.setSub(nc) {
+		return
+	}
+	defer w.setSub(nil)
+	c := &conn{nc: nc}
+	heard := time.Now()
+	_ = nc.SetWriteDeadline(heard.Add(w.interval))
+	if c.write("subscribe", w.channel) != nil {
+		return
+	}
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(w.interval))
+		rep, err := c.read()
+		switch {
 		case err == nil:
 			heard = time.Now()
-		case isTimeout(err) && time.Since(heard) < 3*w.interval:
-			_ = ps.Ping(w.ctx)
-		case isTimeout(err):
-			ps, heard = w.newPubSub(ps), time.Now()
-		case !w.pause(100 * time.Millisecond):
-			return // closed while backing off from a refused connection
+			w.pushed(rep)
+		case !isTimeout(err) || time.Since(heard) >= 3*w.interval:
+			return
+		default:
+			_ = nc.SetWriteDeadline(time.Now().Add(w.interval))
+			if c.write("ping") != nil {
+				return
+			}
 		}
+	}
+}
+
+// setSub records the subscription's connection for stop to close; false
+// once the node is closed.
+func (w *redisWatch) setSub(nc net.Conn) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed && nc != nil {
+		return false
+	}
+	w.sub = nc
+	return true
+}
+
+// pushed reads one push of the subscription: a message carries a released
+// key; the subscribe confirmation and pongs only show the link is alive.
+func (w *redisWatch) pushed(rep reply) {
+	if rep.kind == '*' && len(rep.elems) == 3 && rep.elems[0].str == "message" {
+		w.deliver(rep.elems[2].str)
 	}
 }
 
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// newPubSub replaces old (if any) with a fresh subscription; nil once the
-// node is closed.
-func (w *redisWatch) newPubSub(old *redis.PubSub) *redis.PubSub {
-	if old != nil {
-		_ = old.Close()
-	}
-	// Subscribed outside the lock: the dial runs the connect hook, which
-	// reads the watchers.
-	ps := w.client.Subscribe(w.ctx, w.channel)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		_ = ps.Close()
-		return nil
-	}
-	w.pubsub = ps
-	return ps
 }
 
 func (w *redisWatch) deliver(key string) {

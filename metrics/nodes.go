@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/internal/oneline"
 )
 
@@ -178,23 +178,16 @@ var redisClasses = map[string]bool{
 	"MASTERDOWN": true, "CLUSTERDOWN": true, "TRYAGAIN": true,
 }
 
-// redisReply matches go-redis's error replies without importing it here.
-type redisReply interface {
-	error
-	RedisError()
-}
-
 // ErrorKind classifies a backend call's error for the errors_total label:
 // "timeout", "refused", a Redis error class ("OOM", "READONLY", "LOADING",
 // … or "redis_other"), "canceled" or "other".
 func ErrorKind(err error) string {
-	var rr redisReply
+	var se backend.ServerError
 	var ne net.Error
 	switch {
-	case errors.As(err, &rr):
-		code, _, _ := strings.Cut(rr.Error(), " ")
-		if redisClasses[code] {
-			return code
+	case errors.As(err, &se):
+		if redisClasses[se.Code] {
+			return se.Code
 		}
 		return "redis_other"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():

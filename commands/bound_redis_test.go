@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -54,7 +55,7 @@ func warmUp(t *testing.T, h *Handler, keys ...string) {
 	for _, n := range h.cluster.Nodes() {
 		for _, k := range keys {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, _, _, err := n.Get(ctx, k)
+			_, _, _, err := nodetest.Get(ctx, n, k)
 			cancel()
 			if err != nil {
 				t.Fatalf("warming up %s on %s: %v", k, n.Name(), err)

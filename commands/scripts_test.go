@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"strconv"
 	"strings"
 	"testing"
@@ -205,28 +206,28 @@ func TestRedlockScripts(t *testing.T) {
 func TestRedlockMultiKeyAtomicPerNode(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if ok, err := f.nodes[0].SetNX(ctx, "b", "stranger", time.Minute); !ok || err != nil {
+	if ok, err := nodetest.SetNX(ctx, f.nodes[0], "b", "stranger", time.Minute); !ok || err != nil {
 		t.Fatalf("SetNX on m1 = %v, %v", ok, err)
 	}
 	runSteps(t, f, []step{{evalsha(redlockAcquireV5, []string{"a", "b"}, "t", "10000"), ":2"}})
-	if _, _, held, _ := f.nodes[0].Get(ctx, "a"); held {
+	if _, _, held, _ := nodetest.Get(ctx, f.nodes[0], "a"); held {
 		t.Fatal("m1 refused the lock but stored a")
 	}
 	for _, n := range f.nodes[1:] {
-		if tok, _, _, _ := n.Get(ctx, "b"); tok != "t" {
+		if tok, _, _, _ := nodetest.Get(ctx, n, "b"); tok != "t" {
 			t.Fatalf("%s holds b for %q", n.Name(), tok)
 		}
 	}
 	// x held elsewhere on two nodes: only m1 can take x and y, the acquire
 	// fails, and it leaves nothing of its token anywhere.
 	for _, n := range f.nodes[1:] {
-		if ok, err := n.SetNX(ctx, "x", "stranger", time.Minute); !ok || err != nil {
+		if ok, err := nodetest.SetNX(ctx, n, "x", "stranger", time.Minute); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 	}
 	runSteps(t, f, []step{{evalsha(redlockAcquireV5, []string{"x", "y"}, "t", "10000"), ":0"}})
 	for _, n := range f.nodes {
-		if _, _, held, _ := n.Get(ctx, "y"); held {
+		if _, _, held, _ := nodetest.Get(ctx, n, "y"); held {
 			t.Fatalf("%s still holds y after a failed acquire", n.Name())
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/internal/faults"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -73,7 +74,7 @@ func TestBackendErrorsAreNo(t *testing.T) {
 			bad := []string{eb.start(t), eb.start(t)}
 			// The error is really what the backend answers.
 			n := node(t, bad[0])
-			_, err := n.SetNX(ctxT(t, 5*time.Second), "probe", "x", time.Second)
+			_, err := nodetest.SetNX(ctxT(t, 5*time.Second), n, "probe", "x", time.Second)
 			if err == nil || !containsAny(err.Error(), eb.want) {
 				t.Fatalf("the %s backend answered SET NX with %v", eb.name, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/internal/faults"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -190,10 +191,10 @@ func warmUp(t *testing.T, c *quorum.Cluster, keys ...string) {
 	for _, n := range c.Nodes() {
 		for _, k := range keys {
 			tok := quorum.NewToken()
-			if ok, err := n.SetNX(ctxT(t, 10*time.Second), k, tok, lockTTL); !ok || err != nil {
+			if ok, err := nodetest.SetNX(ctxT(t, 10*time.Second), n, k, tok, lockTTL); !ok || err != nil {
 				t.Fatalf("warming up %s on %s: SET NX %v %v", k, n.Name(), ok, err)
 			}
-			if ok, err := n.CompareAndDelete(ctxT(t, 10*time.Second), k, tok); !ok || err != nil {
+			if ok, err := nodetest.CompareAndDelete(ctxT(t, 10*time.Second), n, k, tok); !ok || err != nil {
 				t.Fatalf("warming up %s on %s: release %v %v", k, n.Name(), ok, err)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/internal/leaktest"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -207,7 +208,7 @@ func TestErrorKindsFromRealRedis(t *testing.T) {
 	call := func(timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		_, err := node.SetNX(ctx, "k", "v", time.Minute)
+		_, err := nodetest.SetNX(ctx, node, "k", "v", time.Minute)
 		return err
 	}
 	if err := srv.Client().Do(context.Background(), "config", "set", "maxmemory", "1").Err(); err != nil {

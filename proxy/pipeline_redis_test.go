@@ -15,26 +15,32 @@ import (
 // "gated:<i>:…" reports on entered[i] that it started and then waits until
 // the test closes gate[i], so a test can look at the proxy while commands
 // are in flight without sleeping. Each round i has its own channels, made
-// up front: a late call of an earlier round never sees a later one's. It
-// embeds the Node interface only, so that every round goes through SetNX
-// (the Redis node's asynchronous forms would bypass it).
+// up front: a late call of an earlier round never sees a later one's.
 type gatedRedis struct {
 	quorum.Node
 	entered []chan struct{}
 	gate    []chan struct{}
 }
 
-func (g *gatedRedis) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+// Do holds a SET NX of a "gated:<i>:" key until gate[i] closes.
+func (g *gatedRedis) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	var i int
-	if _, err := fmt.Sscanf(key, "gated:%d:", &i); err == nil && i >= 0 && i < len(g.gate) {
+	if _, err := fmt.Sscanf(cmd.Key, "gated:%d:", &i); cmd.Kind != quorum.SetNX || err != nil || i < 0 || i >= len(g.gate) {
+		g.Node.Do(deadline, cmd, r)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
 		g.entered[i] <- struct{}{}
 		select {
 		case <-g.gate[i]:
 		case <-ctx.Done():
-			return false, ctx.Err()
+			r.Receive(quorum.Reply{Err: ctx.Err()})
+			return
 		}
-	}
-	return g.Node.SetNX(ctx, key, token, ttl)
+		g.Node.Do(deadline, cmd, r)
+	}()
 }
 
 // startGatedRedis starts three redis-servers with a gated node each, for

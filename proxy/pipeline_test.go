@@ -30,8 +30,15 @@ func newMeetNode(name string, want int) *meetNode {
 	return &meetNode{Memory: backend.NewMemory(name), want: want, all: make(chan struct{})}
 }
 
-func (m *meetNode) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if strings.HasPrefix(key, "meet:") {
+// Do holds a SET NX of a "meet:" key until want of them are in.
+func (m *meetNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	if cmd.Kind != quorum.SetNX || !strings.HasPrefix(cmd.Key, "meet:") {
+		m.Memory.Do(deadline, cmd, r)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
 		m.mu.Lock()
 		if m.entered++; m.entered == m.want {
 			close(m.all)
@@ -40,10 +47,11 @@ func (m *meetNode) SetNX(ctx context.Context, key, token string, ttl time.Durati
 		select {
 		case <-m.all:
 		case <-ctx.Done():
-			return false, ctx.Err()
+			r.Receive(quorum.Reply{Err: ctx.Err()})
+			return
 		}
-	}
-	return m.Memory.SetNX(ctx, key, token, ttl)
+		m.Memory.Do(deadline, cmd, r)
+	}()
 }
 
 func TestPipelineRunsConcurrently(t *testing.T) {

@@ -41,16 +41,24 @@ func newGateNode(name string) *gateNode {
 	return &gateNode{Memory: backend.NewMemory(name), entered: make(chan struct{}, 16), gate: make(chan struct{})}
 }
 
-func (g *gateNode) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	if key == "slow" {
+// Do holds a SET NX of key "slow" until the gate opens.
+func (g *gateNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	if cmd.Kind != quorum.SetNX || cmd.Key != "slow" {
+		g.Memory.Do(deadline, cmd, r)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
 		g.entered <- struct{}{}
 		select {
 		case <-g.gate:
 		case <-ctx.Done():
-			return false, ctx.Err()
+			r.Receive(quorum.Reply{Err: ctx.Err()})
+			return
 		}
-	}
-	return g.Memory.SetNX(ctx, key, token, ttl)
+		g.Memory.Do(deadline, cmd, r)
+	}()
 }
 
 type testServer struct {

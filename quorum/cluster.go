@@ -8,8 +8,7 @@ import (
 // Cluster runs Redlock operations over a fixed set of independent nodes.
 // It is safe for concurrent use.
 type Cluster struct {
-	orig    []Node
-	nodes   []Doer
+	nodes   []Node
 	cfg     Config
 	wake    *wakeRegistry
 	health  *health
@@ -30,11 +29,7 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Cluster{orig: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
-	c.nodes = make([]Doer, len(nodes))
-	for i, n := range nodes {
-		c.nodes[i] = doerOf(n)
-	}
+	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
 	c.health = newHealth(c.nodes, cfg)
 	c.pending = newRetrier(c.nodes, cfg)
 	c.watch()
@@ -42,7 +37,7 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 }
 
 // Nodes returns the cluster's nodes, in configuration order.
-func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.orig...) }
+func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.nodes...) }
 
 // Quorum is the number of nodes that must agree.
 func (c *Cluster) Quorum() int { return Quorum(len(c.nodes)) }

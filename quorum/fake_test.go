@@ -315,7 +315,7 @@ func (f *fakeNode) Close() error {
 	return nil
 }
 
-var _ Doer = (*fakeNode)(nil)
+var _ Node = (*fakeNode)(nil)
 
 // kindOps names each command the fake runs by its operation name.
 var kindOps = map[CmdKind]string{
@@ -323,7 +323,7 @@ var kindOps = map[CmdKind]string{
 	Get: opGet, Delete: opDelete, Expire: opExpire, RestoreHeld: opSetNX,
 }
 
-// Do implements Doer. Calls whose behaviour answers at once answer before
+// Do implements Node. Calls whose behaviour answers at once answer before
 // Do returns, on the caller's goroutine; stalled and delayed ones answer
 // from a goroutine of their own, by the deadline at the latest.
 func (f *fakeNode) Do(deadline time.Time, cmd Cmd, r Receiver) {
@@ -393,7 +393,7 @@ func (f *fakeNode) do(ctx context.Context, cmd Cmd) Reply {
 	return rep
 }
 
-// Watch implements Doer: the fake cannot identify a server.
+// Watch implements Node: the fake cannot identify a server.
 func (f *fakeNode) Watch(Watcher) bool { return false }
 
 // fakeClock advances by step on every reading, so that an operation that

@@ -85,7 +85,7 @@ type health struct {
 	started []time.Time
 }
 
-func newHealth(nodes []Doer, cfg Config) *health {
+func newHealth(nodes []Node, cfg Config) *health {
 	h := &health{
 		quarantine: cfg.RestartQuarantine,
 		now:        cfg.Now,

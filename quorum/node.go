@@ -10,7 +10,7 @@ import (
 // operation the quorum makes on a node is a Cmd given to Do, so a node
 // implements all of them or fails to compile, and a wrapper (a test fault,
 // a metrics layer) overrides one method to see every call.
-type Doer interface {
+type Node interface {
 	// Name identifies the node in errors, logs and INFO (e.g. "127.0.0.1:6379").
 	Name() string
 	// Do starts cmd on the node and hands its reply to r, exactly once,
@@ -161,7 +161,7 @@ type Reply struct {
 // Call runs cmd on n and waits for its reply, within ctx's deadline (or the
 // fallback budget when ctx has none). It is for callers outside a round:
 // tools, tests, start-up checks.
-func Call(ctx context.Context, n Doer, cmd Cmd) Reply {
+func Call(ctx context.Context, n Node, cmd Cmd) Reply {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(callBudget)

@@ -72,7 +72,7 @@ func (c *Cluster) begin(op string) func(err error, validity, ttl time.Duration) 
 }
 
 // reportNode reports one call to n within op, which began at t0.
-func (c *Cluster) reportNode(op string, n Doer, t0 time.Time, err error) {
+func (c *Cluster) reportNode(op string, n Node, t0 time.Time, err error) {
 	if c.cfg.Observer == nil {
 		return
 	}

@@ -62,7 +62,7 @@ type pendingQueue struct {
 // retrier owns the pending releases of every node and the timer that
 // retries them. No goroutine runs while nothing is pending.
 type retrier struct {
-	nodes    []Doer
+	nodes    []Node
 	queues   []*pendingQueue
 	every    time.Duration // 0: off
 	horizon  time.Duration // ttl assumed when a release does not know it
@@ -78,7 +78,7 @@ type retrier struct {
 	onceStop sync.Once
 }
 
-func newRetrier(nodes []Doer, cfg Config) *retrier {
+func newRetrier(nodes []Node, cfg Config) *retrier {
 	r := &retrier{
 		nodes: nodes, every: cfg.ReleaseRetry, horizon: cfg.MaxTTL,
 		timeout: cfg.NodeTimeout, limit: maxPendingPerNode,
@@ -228,7 +228,7 @@ func (r *retrier) drain(i int) {
 }
 
 // retry sends e to n again; deleted true ends the entry.
-func (r *retrier) retry(ctx context.Context, n Doer, e pendingRelease) (deleted bool, err error) {
+func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted bool, err error) {
 	cmd := Cmd{Kind: CompareAndDelete, Key: e.key, Token: e.token}
 	if e.undo != nil {
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}

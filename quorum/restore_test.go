@@ -20,7 +20,7 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 	tok := r.Token
 	waitUntil(t, "every node holds the token", func() bool {
 		for _, m := range mems {
-			if got, _, _, _ := m.Get(ctx, "k"); got != tok {
+			if got, _, _, _ := nodeGet(ctx, m, "k"); got != tok {
 				return false
 			}
 		}
@@ -32,13 +32,13 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 	l := r.Lock
 	k := c.Keep("k", tok, 90*time.Millisecond, l.Validity, func(err error) { t.Errorf("lost: %v", err) })
 	defer k.Stop(false)
-	mems[2].Delete(ctx, "k")
-	mems[2].Delete(ctx, quorum.HoldsKey("k"))
+	nodeDelete(ctx, mems[2], "k")
+	nodeDelete(ctx, mems[2], quorum.HoldsKey("k"))
 	waitUntil(t, "m3's hold count restored as 2", func() bool {
-		got, _, _, _ := mems[2].Get(ctx, quorum.HoldsKey("k"))
+		got, _, _, _ := nodeGet(ctx, mems[2], quorum.HoldsKey("k"))
 		return got == tok+" 2"
 	})
-	if got, _, _, _ := mems[2].Get(ctx, "k"); got != tok {
+	if got, _, _, _ := nodeGet(ctx, mems[2], "k"); got != tok {
 		t.Fatalf("m3 holds %q, want the owner's token", got)
 	}
 }

@@ -10,7 +10,7 @@
 //
 // Every method takes ctx first and returns by its deadline: the quorum gives
 // each call its own per-node timeout, so a stalled backend costs one timeout,
-// never a whole request. Redis implements quorum.Doer: every command goes
+// never a whole request. Redis implements quorum.Node: every command goes
 // straight into the multiplexer's queue with an absolute deadline and is
 // answered from its reader, or failed by the connection's one deadline
 // timer; its older methods are wrappers over Do.

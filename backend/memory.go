@@ -22,7 +22,7 @@ var (
 	errLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
 )
 
-var _ quorum.Doer = (*Memory)(nil)
+var _ quorum.Node = (*Memory)(nil)
 
 // Memory is an in-process node: a map of key to token and expiry, that
 // runs every quorum.Cmd as one step under its lock. Expired keys behave as
@@ -93,13 +93,13 @@ func (m *Memory) Calls(op string) int {
 	return m.calls[op]
 }
 
-// Do implements quorum.Doer. Without a delay it answers before it
+// Do implements quorum.Node. Without a delay it answers before it
 // returns; with one it answers from a timer.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	m.start(context.Background(), deadline, command{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
 }
 
-// Watch implements quorum.Doer: w.Released hears of the releases of
+// Watch implements quorum.Node: w.Released hears of the releases of
 // marked keys. A Memory node has no server to identify.
 func (m *Memory) Watch(w quorum.Watcher) bool {
 	if w.Released != nil {

@@ -42,7 +42,7 @@ type RedisOptions struct {
 	HealthInterval time.Duration
 }
 
-// Redis is a quorum.Doer backed by one redis-server (an independent
+// Redis is a quorum.Node backed by one redis-server (an independent
 // master). Every command travels the multiplexer; INFO and the release
 // subscription have a connection each, opened the same way.
 type Redis struct {

@@ -9,9 +9,9 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-var _ quorum.Doer = (*Redis)(nil)
+var _ quorum.Node = (*Redis)(nil)
 
-// Do implements quorum.Doer: every Cmd is one command or one script, sent
+// Do implements quorum.Node: every Cmd is one command or one script, sent
 // through the multiplexer on the line of its key (a multi-key Cmd: its
 // first key), so commands on one key keep their order on the wire. The
 // reply is read by the line's reader; a deadline that passes first is the

@@ -65,7 +65,7 @@ func newRedisWatch(name string, db int, interval time.Duration) *redisWatch {
 	return w
 }
 
-// Watch implements quorum.Doer. The subscription delivers releases
+// Watch implements quorum.Node. The subscription delivers releases
 // announced on the node's channel, reconnecting and resubscribing after
 // the server restarts; releases announced while it is down are missed
 // (waiters then retry on their jitter). The server is looked at every

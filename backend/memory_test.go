@@ -62,20 +62,20 @@ var (
 func runStep(ctx context.Context, n quorum.Node, st step) (got bool, tok string, err error) {
 	switch st.op {
 	case "setnx":
-		got, err = n.SetNX(ctx, st.key, st.token, st.ttl)
+		got, err = callSetNX(ctx, n, st.key, st.token, st.ttl)
 	case "set":
-		err = n.Set(ctx, st.key, st.token, st.ttl)
+		err = callSet(ctx, n, st.key, st.token, st.ttl)
 		got = err == nil
 	case "cad":
-		got, err = n.CompareAndDelete(ctx, st.key, st.token)
+		got, err = callCompareAndDelete(ctx, n, st.key, st.token, false)
 	case "cae":
-		got, err = n.CompareAndExtend(ctx, st.key, st.token, st.ttl)
+		got, err = callCompareAndExtend(ctx, n, st.key, st.token, st.ttl)
 	case "get":
-		tok, _, got, err = n.Get(ctx, st.key)
+		tok, _, got, err = callGet(ctx, n, st.key)
 	case "del":
-		got, err = n.Delete(ctx, st.key)
+		got, err = callDelete(ctx, n, st.key, false)
 	case "expire":
-		got, err = n.Expire(ctx, st.key, st.ttl)
+		got, err = callExpire(ctx, n, st.key, st.ttl)
 	default:
 		panic("unknown op " + st.op)
 	}
@@ -191,11 +191,11 @@ func TestMemorySemantics(t *testing.T) {
 func TestMemoryGetPTTL(t *testing.T) {
 	m, clock := newTestMemory(t)
 	ctx := t.Context()
-	if ok, err := m.SetNX(ctx, "k", "a", 10*time.Second); !ok || err != nil {
+	if ok, err := callSetNX(ctx, m, "k", "a", 10*time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 	clock.advance(3 * time.Second)
-	tok, pttl, ok, err := m.Get(ctx, "k")
+	tok, pttl, ok, err := callGet(ctx, m, "k")
 	if err != nil || !ok || tok != "a" || pttl != 7*time.Second {
 		t.Fatalf("Get = %q, %v, %v, %v; want a, 7s, true, nil", tok, pttl, ok, err)
 	}
@@ -203,8 +203,9 @@ func TestMemoryGetPTTL(t *testing.T) {
 
 func TestMemoryErrors(t *testing.T) {
 	boom := errors.New("boom")
-	canceled, cancel := context.WithCancel(context.Background())
-	cancel()
+	// A caller gives up through its deadline: Do has no other way.
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
 	tests := []struct {
 		name    string
 		setup   func(m *Memory)
@@ -212,8 +213,8 @@ func TestMemoryErrors(t *testing.T) {
 		st      step
 		wantErr error
 	}{
-		{"canceled ctx", nil, canceled, step{op: "setnx", key: "k", token: "a", ttl: time.Second}, context.Canceled},
-		{"canceled ctx on get", nil, canceled, step{op: "get", key: "k"}, context.Canceled},
+		{"expired deadline", nil, expired, step{op: "setnx", key: "k", token: "a", ttl: time.Second}, context.DeadlineExceeded},
+		{"expired deadline on get", nil, expired, step{op: "get", key: "k"}, context.DeadlineExceeded},
 		{"fault", func(m *Memory) { m.SetFault(boom) }, nil, step{op: "cad", key: "k", token: "a"}, boom},
 		{"closed", func(m *Memory) { _ = m.Close() }, nil, step{op: "del", key: "k"}, ErrClosed},
 		{"zero ttl", nil, nil, step{op: "setnx", key: "k", token: "a"}, ErrInvalidTTL},
@@ -241,11 +242,11 @@ func TestMemoryErrors(t *testing.T) {
 func TestMemoryFaultCleared(t *testing.T) {
 	m, _ := newTestMemory(t)
 	m.SetFault(errors.New("down"))
-	if _, err := m.SetNX(t.Context(), "k", "a", time.Second); err == nil {
+	if _, err := callSetNX(t.Context(), m, "k", "a", time.Second); err == nil {
 		t.Fatal("SetNX succeeded on a faulted node")
 	}
 	m.SetFault(nil)
-	if ok, err := m.SetNX(t.Context(), "k", "a", time.Second); !ok || err != nil {
+	if ok, err := callSetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
 		t.Fatalf("SetNX after clearing fault = %v, %v", ok, err)
 	}
 	if got := m.Calls("SetNX"); got != 2 {
@@ -258,12 +259,12 @@ func TestMemoryDelayHonoursDeadline(t *testing.T) {
 	m.SetDelay(time.Hour)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := m.SetNX(ctx, "k", "a", time.Second); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := callSetNX(ctx, m, "k", "a", time.Second); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want DeadlineExceeded", err)
 	}
 	// The timed-out call must not have written.
 	m.SetDelay(0)
-	if _, _, ok, err := m.Get(t.Context(), "k"); ok || err != nil {
+	if _, _, ok, err := callGet(t.Context(), m, "k"); ok || err != nil {
 		t.Fatalf("Get after timed-out SetNX = %v, %v; want absent", ok, err)
 	}
 }
@@ -271,7 +272,7 @@ func TestMemoryDelayHonoursDeadline(t *testing.T) {
 func TestMemoryDelayThenSucceeds(t *testing.T) {
 	m, _ := newTestMemory(t)
 	m.SetDelay(time.Millisecond)
-	if ok, err := m.SetNX(t.Context(), "k", "a", time.Second); !ok || err != nil {
+	if ok, err := callSetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 }
@@ -291,7 +292,7 @@ func TestMemorySweepBoundsMap(t *testing.T) {
 	ctx := t.Context()
 	for i := range 10000 {
 		key := "k" + strconv.Itoa(i)
-		if _, err := m.SetNX(ctx, key, "t", time.Millisecond); err != nil {
+		if _, err := callSetNX(ctx, m, key, "t", time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		clock.advance(time.Millisecond) // every earlier key has expired
@@ -313,7 +314,7 @@ func TestMemoryConcurrentSetNXHasOneWinner(t *testing.T) {
 	for i := range n {
 		tok := string(rune('a' + i))
 		wg.Go(func() {
-			if ok, err := m.SetNX(t.Context(), "k", tok, time.Minute); err == nil && ok {
+			if ok, err := callSetNX(t.Context(), m, "k", tok, time.Minute); err == nil && ok {
 				wins <- tok
 			}
 		})
@@ -327,7 +328,7 @@ func TestMemoryConcurrentSetNXHasOneWinner(t *testing.T) {
 	if len(winners) != 1 {
 		t.Fatalf("winners = %v, want exactly one", winners)
 	}
-	if tok, _, _, _ := m.Get(t.Context(), "k"); tok != winners[0] {
+	if tok, _, _, _ := callGet(t.Context(), m, "k"); tok != winners[0] {
 		t.Fatalf("stored token %q, winner %q", tok, winners[0])
 	}
 }

@@ -1,23 +1,13 @@
 package backend
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/quorum"
 )
-
-// multiNode is what the optional-operation tests need of a node.
-type multiNode interface {
-	SetNXAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error)
-	ExtendAll(ctx context.Context, keys []string, token string, ttl time.Duration) (bool, error)
-	ReleaseEach(ctx context.Context, keys []string, token string) ([]bool, error)
-	CompareAndAddTTL(ctx context.Context, key, token string, add, limit time.Duration) (time.Duration, bool, error)
-	SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
-	Get(ctx context.Context, key string) (string, time.Duration, bool, error)
-}
 
 func TestMultiKeyRedis(t *testing.T) {
 	srv := redistest.Start(t)
@@ -34,14 +24,14 @@ func TestAddTTLRedis(t *testing.T) {
 	if err := srv.Client().Set(t.Context(), "forever", "a", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := r.CompareAndAddTTL(t.Context(), "forever", "a", time.Second, time.Minute); ok || err != nil {
+	if _, ok, err := callAddTTL(t.Context(), r, "forever", "a", time.Second, time.Minute); ok || err != nil {
 		t.Fatalf("add to a key without expiry = %v, %v; want false, nil", ok, err)
 	}
 }
 
 func TestAddTTLMemory(t *testing.T) { testAddTTL(t, NewMemory("m")) }
 
-func testMultiKey(t *testing.T, n multiNode) {
+func testMultiKey(t *testing.T, n quorum.Node) {
 	t.Helper()
 	ctx := t.Context()
 	ab := []string{"a", "b"}
@@ -51,52 +41,52 @@ func testMultiKey(t *testing.T, n multiNode) {
 			t.Fatalf("%s = %v, %v; want %v", what, got, err, want)
 		}
 	}
-	ok, err := n.SetNXAll(ctx, ab, "t1", time.Minute)
+	ok, err := callSetNXAll(ctx, n, ab, "t1", time.Minute)
 	must("SetNXAll a,b", ok, true, err)
-	ok, err = n.SetNXAll(ctx, []string{"b", "c"}, "t2", time.Minute)
+	ok, err = callSetNXAll(ctx, n, []string{"b", "c"}, "t2", time.Minute)
 	must("SetNXAll b,c over held b", ok, false, err)
-	if _, _, held, _ := n.Get(ctx, "c"); held {
+	if _, _, held, _ := callGet(ctx, n, "c"); held {
 		t.Fatal("a refused SetNXAll stored c: not all-or-nothing")
 	}
-	ok, err = n.SetNX(ctx, "c", "t2", time.Minute)
+	ok, err = callSetNX(ctx, n, "c", "t2", time.Minute)
 	must("SetNX c", ok, true, err)
-	ok, err = n.ExtendAll(ctx, []string{"a", "c"}, "t1", 2*time.Minute)
+	ok, err = callExtendAll(ctx, n, []string{"a", "c"}, "t1", 2*time.Minute)
 	must("ExtendAll with a foreign key", ok, false, err)
-	if _, pttl, _, _ := n.Get(ctx, "a"); pttl > time.Minute {
+	if _, pttl, _, _ := callGet(ctx, n, "a"); pttl > time.Minute {
 		t.Fatalf("a refused ExtendAll extended a to %v", pttl)
 	}
-	ok, err = n.ExtendAll(ctx, ab, "t1", 2*time.Minute)
+	ok, err = callExtendAll(ctx, n, ab, "t1", 2*time.Minute)
 	must("ExtendAll a,b", ok, true, err)
-	if _, pttl, _, _ := n.Get(ctx, "b"); pttl <= time.Minute || pttl > 2*time.Minute {
+	if _, pttl, _, _ := callGet(ctx, n, "b"); pttl <= time.Minute || pttl > 2*time.Minute {
 		t.Fatalf("b's pttl after ExtendAll = %v", pttl)
 	}
-	got, err := n.ReleaseEach(ctx, []string{"a", "c", "b", "absent"}, "t1")
+	got, err := callReleaseEach(ctx, n, []string{"a", "c", "b", "absent"}, "t1")
 	if err != nil || !slices.Equal(got, []bool{true, false, true, false}) {
 		t.Fatalf("ReleaseEach = %v, %v", got, err)
 	}
-	if tok, _, held, _ := n.Get(ctx, "c"); !held || tok != "t2" {
+	if tok, _, held, _ := callGet(ctx, n, "c"); !held || tok != "t2" {
 		t.Fatalf("ReleaseEach touched another token's key: %q %v", tok, held)
 	}
 }
 
-func testAddTTL(t *testing.T, n multiNode) {
+func testAddTTL(t *testing.T, n quorum.Node) {
 	t.Helper()
 	ctx := t.Context()
-	if ok, err := n.SetNX(ctx, "k", "a", 10*time.Second); !ok || err != nil {
+	if ok, err := callSetNX(ctx, n, "k", "a", 10*time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
-	ttl, ok, err := n.CompareAndAddTTL(ctx, "k", "a", 5*time.Second, time.Minute)
+	ttl, ok, err := callAddTTL(ctx, n, "k", "a", 5*time.Second, time.Minute)
 	if !ok || err != nil || ttl <= 10*time.Second || ttl > 15*time.Second {
 		t.Fatalf("add 5s to 10s = %v, %v, %v; want (10s, 15s]", ttl, ok, err)
 	}
-	if _, pttl, _, _ := n.Get(ctx, "k"); pttl <= 10*time.Second || pttl > 15*time.Second {
+	if _, pttl, _, _ := callGet(ctx, n, "k"); pttl <= 10*time.Second || pttl > 15*time.Second {
 		t.Fatalf("pttl after add = %v", pttl)
 	}
-	if ttl, ok, err := n.CompareAndAddTTL(ctx, "k", "a", 50*time.Second, 20*time.Second); !ok || err != nil || ttl != 20*time.Second {
+	if ttl, ok, err := callAddTTL(ctx, n, "k", "a", 50*time.Second, 20*time.Second); !ok || err != nil || ttl != 20*time.Second {
 		t.Fatalf("add capped at 20s = %v, %v, %v", ttl, ok, err)
 	}
 	for _, tc := range []struct{ key, token string }{{"k", "other"}, {"absent", "a"}} {
-		if _, ok, err := n.CompareAndAddTTL(ctx, tc.key, tc.token, time.Second, time.Minute); ok || err != nil {
+		if _, ok, err := callAddTTL(ctx, n, tc.key, tc.token, time.Second, time.Minute); ok || err != nil {
 			t.Fatalf("add on %s/%s = %v, %v; want false, nil", tc.key, tc.token, ok, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // asyncAnswer is one callback's outcome.
@@ -33,37 +34,47 @@ func awaitAsync(t *testing.T, start func(done func(asyncAnswer))) asyncAnswer {
 	return a
 }
 
-func boolDone(done func(asyncAnswer)) func(bool, error) {
-	return func(ok bool, err error) { done(asyncAnswer{yes: ok, err: err}) }
+func boolDone(done func(asyncAnswer)) quorum.Receiver {
+	return quorum.ReceiverFunc(func(rep quorum.Reply) { done(asyncAnswer{yes: rep.OK, err: rep.Err}) })
 }
 
-// asyncRound is lockRound through the async methods.
+func setNXCmd(key, token string) quorum.Cmd {
+	return quorum.Cmd{Kind: quorum.SetNX, Key: key, Token: token, TTL: time.Minute}
+}
+
+// asyncRound is lockRound through Do.
 func asyncRound(t *testing.T, r *Redis, key string) error {
 	t.Helper()
 	dl := func() time.Time { return time.Now().Add(time.Second) }
 	tok := "t-" + key
-	if a := awaitAsync(t, func(d func(asyncAnswer)) { r.SetNXAsync(dl(), key, tok, time.Minute, boolDone(d)) }); !a.yes || a.err != nil {
-		return fmt.Errorf("SetNXAsync %s = %+v", key, a)
+	if a := awaitAsync(t, func(d func(asyncAnswer)) { r.Do(dl(), setNXCmd(key, tok), boolDone(d)) }); !a.yes || a.err != nil {
+		return fmt.Errorf("SetNX %s = %+v", key, a)
 	}
-	if a := awaitAsync(t, func(d func(asyncAnswer)) { r.SetNXAsync(dl(), key, "other", time.Minute, boolDone(d)) }); a.yes || a.err != nil {
-		return fmt.Errorf("second SetNXAsync %s = %+v", key, a)
+	if a := awaitAsync(t, func(d func(asyncAnswer)) { r.Do(dl(), setNXCmd(key, "other"), boolDone(d)) }); a.yes || a.err != nil {
+		return fmt.Errorf("second SetNX %s = %+v", key, a)
 	}
 	a := awaitAsync(t, func(d func(asyncAnswer)) {
-		r.GetAsync(dl(), key, func(tok string, pttl time.Duration, ok bool, err error) {
-			d(asyncAnswer{yes: ok && pttl > 0, token: tok, err: err})
-		})
+		r.Do(dl(), quorum.Cmd{Kind: quorum.Get, Key: key}, quorum.ReceiverFunc(func(rep quorum.Reply) {
+			d(asyncAnswer{yes: rep.OK && rep.TTL > 0, token: rep.Token, err: rep.Err})
+		}))
 	})
 	if !a.yes || a.token != tok || a.err != nil {
-		return fmt.Errorf("GetAsync %s = %+v", key, a)
+		return fmt.Errorf("Get %s = %+v", key, a)
 	}
-	if a := awaitAsync(t, func(d func(asyncAnswer)) { r.CompareAndExtendAsync(dl(), key, tok, time.Minute, boolDone(d)) }); !a.yes || a.err != nil {
-		return fmt.Errorf("CompareAndExtendAsync %s = %+v", key, a)
+	if a := awaitAsync(t, func(d func(asyncAnswer)) {
+		r.Do(dl(), quorum.Cmd{Kind: quorum.CompareAndExtend, Key: key, Token: tok, TTL: time.Minute}, boolDone(d))
+	}); !a.yes || a.err != nil {
+		return fmt.Errorf("CompareAndExtend %s = %+v", key, a)
 	}
-	if a := awaitAsync(t, func(d func(asyncAnswer)) { r.CompareAndDeleteAsync(dl(), key, "other", false, boolDone(d)) }); a.yes || a.err != nil {
-		return fmt.Errorf("CompareAndDeleteAsync with another token %s = %+v", key, a)
+	if a := awaitAsync(t, func(d func(asyncAnswer)) {
+		r.Do(dl(), quorum.Cmd{Kind: quorum.CompareAndDelete, Key: key, Token: "other"}, boolDone(d))
+	}); a.yes || a.err != nil {
+		return fmt.Errorf("CompareAndDelete with another token %s = %+v", key, a)
 	}
-	if a := awaitAsync(t, func(d func(asyncAnswer)) { r.CompareAndDeleteAsync(dl(), key, tok, true, boolDone(d)) }); !a.yes || a.err != nil {
-		return fmt.Errorf("CompareAndDeleteAsync %s = %+v", key, a)
+	if a := awaitAsync(t, func(d func(asyncAnswer)) {
+		r.Do(dl(), quorum.Cmd{Kind: quorum.CompareAndDelete, Key: key, Token: tok, Notify: true}, boolDone(d))
+	}); !a.yes || a.err != nil {
+		return fmt.Errorf("CompareAndDelete %s = %+v", key, a)
 	}
 	return nil
 }
@@ -110,9 +121,9 @@ func TestMuxAsyncStallFailsEachAtItsDeadline(t *testing.T) {
 		// Budgets out of order, so the sweeper must look past the first.
 		budget := time.Duration(10+5*((i*7)%n)) * time.Millisecond
 		dl := start.Add(budget)
-		r.SetNXAsync(dl, "stalled", "x", time.Minute, func(ok bool, err error) {
-			answers <- answer{err, time.Since(dl)}
-		})
+		r.Do(dl, setNXCmd("stalled", "x"), quorum.ReceiverFunc(func(rep quorum.Reply) {
+			answers <- answer{rep.Err, time.Since(dl)}
+		}))
 	}
 	for range n {
 		a := <-answers
@@ -142,7 +153,7 @@ func TestMuxAsyncExpiredIsNotSent(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	a := awaitAsync(t, func(d func(asyncAnswer)) {
-		r.SetNXAsync(time.Now().Add(-time.Millisecond), "k", "a", time.Minute, boolDone(d))
+		r.Do(time.Now().Add(-time.Millisecond), setNXCmd("k", "a"), boolDone(d))
 	})
 	if !errors.Is(a.err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a deadline error", a.err)
@@ -151,7 +162,7 @@ func TestMuxAsyncExpiredIsNotSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := srv.Client().Exists(t.Context(), "k").Val(); n != 0 {
-		t.Fatal("an expired SetNXAsync reached the server")
+		t.Fatal("an expired SetNX reached the server")
 	}
 }
 
@@ -189,9 +200,9 @@ func TestMuxAsyncAfterClose(t *testing.T) {
 	}
 	r.Close()
 	a := awaitAsync(t, func(d func(asyncAnswer)) {
-		r.SetNXAsync(time.Now().Add(time.Second), "k2", "a", time.Minute, boolDone(d))
+		r.Do(time.Now().Add(time.Second), setNXCmd("k2", "a"), boolDone(d))
 	})
 	if !errors.Is(a.err, ErrClosed) {
-		t.Fatalf("SetNXAsync after Close: %v", a.err)
+		t.Fatalf("SetNX after Close: %v", a.err)
 	}
 }

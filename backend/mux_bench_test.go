@@ -35,7 +35,7 @@ func BenchmarkSetNXParallel(b *testing.B) {
 	defer ap.Close()
 	ops := map[string]func(ctx context.Context, key string) error{
 		"mux": func(ctx context.Context, key string) error {
-			_, err := r.SetNX(ctx, key, "tok", time.Minute)
+			_, err := callSetNX(ctx, r, key, "tok", time.Minute)
 			return err
 		},
 		"go-redis": func(ctx context.Context, key string) error {
@@ -69,10 +69,8 @@ func BenchmarkSetNXParallel(b *testing.B) {
 var redisSetArgs = redis.SetArgs{Mode: "NX", TTL: time.Minute}
 
 // BenchmarkClusterAcquireRelease is a lock+unlock pair through a Cluster
-// over three real servers, 50 callers: "async" is the Redis node as it is
-// (the fan-out submits straight to the multiplexer), "goroutines" hides
-// its AsyncNode methods, so each node call runs on a goroutine of its own
-// under a context with the node timeout.
+// over three real servers, 50 callers: the fan-out submits straight to the
+// multiplexer through Do.
 func BenchmarkClusterAcquireRelease(b *testing.B) {
 	var redises []*Redis
 	for range 3 {
@@ -84,14 +82,11 @@ func BenchmarkClusterAcquireRelease(b *testing.B) {
 		defer r.Close()
 		redises = append(redises, r)
 	}
-	for _, mode := range []string{"async", "goroutines"} {
+	for _, mode := range []string{"async"} {
 		b.Run(mode, func(b *testing.B) {
 			nodes := make([]quorum.Node, len(redises))
 			for i, r := range redises {
 				nodes[i] = r
-				if mode == "goroutines" {
-					nodes[i] = syncNode{r}
-				}
 			}
 			cfg := quorum.DefaultConfig()
 			cfg.NodeTimeout = time.Second
@@ -121,6 +116,3 @@ func BenchmarkClusterAcquireRelease(b *testing.B) {
 		})
 	}
 }
-
-// syncNode shows only the quorum.Node methods of a node.
-type syncNode struct{ quorum.Node }

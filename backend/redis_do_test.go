@@ -13,10 +13,10 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// doCase is one Cmd run through quorum.Call on a flushed server: the
+// redisDoCase is one Cmd run through quorum.Call on a flushed server: the
 // commands that set the server up, the reply wanted, and what the server
 // must hold afterwards.
-type doCase struct {
+type redisDoCase struct {
 	name  string
 	setup [][]any
 	cmd   quorum.Cmd
@@ -55,7 +55,7 @@ func set(k, v string, px ...string) []any {
 	return out
 }
 
-var lockCases = []doCase{
+var lockCases = []redisDoCase{
 	{name: "SetNX absent", cmd: quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute},
 		want: quorum.Reply{OK: true}, state: map[string]string{"k": tok, wk: ""}, pttlOver: map[string]time.Duration{"k": 50 * time.Second}},
 	{name: "SetNX held", setup: [][]any{set("k", other, min1)}, cmd: quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute},
@@ -114,7 +114,7 @@ var lockCases = []doCase{
 		want: quorum.Reply{N: 0}, state: map[string]string{"k": other}},
 }
 
-var multiCases = []doCase{
+var multiCases = []redisDoCase{
 	{name: "SetNXAll none present", cmd: quorum.Cmd{Kind: quorum.SetNXAll, Keys: []string{"a", "b"}, Token: tok, TTL: time.Minute},
 		want: quorum.Reply{OK: true, N: 1}, state: map[string]string{"a": tok, "b": tok}, pttlOver: map[string]time.Duration{"b": 50 * time.Second}},
 	{name: "SetNXAll one present", setup: [][]any{set("b", other, min1)}, cmd: quorum.Cmd{Kind: quorum.SetNXAll, Keys: []string{"a", "b"}, Token: tok, TTL: time.Minute},
@@ -128,7 +128,7 @@ var multiCases = []doCase{
 		want: quorum.Reply{OK: true, Each: []bool{true, false, false}}, state: map[string]string{"a": "", "b": other}, published: "a"},
 }
 
-var heldCases = []doCase{
+var heldCases = []redisDoCase{
 	{name: "HoldOwner absent", cmd: quorum.Cmd{Kind: quorum.HoldOwner, Key: "k", Mark: mark, Prefix: pfx, Token: pfx + "1", TTL: time.Minute},
 		want: quorum.Reply{OK: true, Token: pfx + "1", N: 1}, state: map[string]string{"k": pfx + "1", mark: pfx + "1", holdsK: pfx + "1 1"}},
 	{name: "HoldOwner reentry", setup: [][]any{set("k", pfx+"0", "5000")}, cmd: quorum.Cmd{Kind: quorum.HoldOwner, Key: "k", Mark: mark, Prefix: pfx, Token: pfx + "1", TTL: time.Minute},
@@ -168,7 +168,7 @@ var heldCases = []doCase{
 		state: map[string]string{"k": other}},
 }
 
-var fenceCases = []doCase{
+var fenceCases = []redisDoCase{
 	{name: "ReadFence absent", cmd: quorum.Cmd{Kind: quorum.ReadFence, Key: "f"}},
 	{name: "ReadFence present", setup: [][]any{set("f", "42")}, cmd: quorum.Cmd{Kind: quorum.ReadFence, Key: "f"}, want: quorum.Reply{OK: true, N: 42}},
 	{name: "ReadFence at MaxFence", setup: [][]any{set("f", "9007199254740992")}, cmd: quorum.Cmd{Kind: quorum.ReadFence, Key: "f"},
@@ -190,7 +190,7 @@ func TestRedisDoMulti(t *testing.T)  { runDoCases(t, multiCases) }
 func TestRedisDoHeld(t *testing.T)   { runDoCases(t, heldCases) }
 func TestRedisDoFences(t *testing.T) { runDoCases(t, fenceCases) }
 
-func runDoCases(t *testing.T, cases []doCase) {
+func runDoCases(t *testing.T, cases []redisDoCase) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	c := srv.Client()
@@ -210,14 +210,14 @@ func runDoCases(t *testing.T, cases []doCase) {
 				}
 			}
 			got := quorum.Call(t.Context(), r, tc.cmd)
-			checkReply(t, tc, got)
+			checkRedisReply(t, tc, got)
 			checkState(t, c, tc)
 			checkPublished(t, c, ps, tc.published)
 		})
 	}
 }
 
-func checkReply(t *testing.T, tc doCase, got quorum.Reply) {
+func checkRedisReply(t *testing.T, tc redisDoCase, got quorum.Reply) {
 	t.Helper()
 	if tc.wantErr != nil {
 		if !errors.Is(got.Err, tc.wantErr) {
@@ -241,7 +241,7 @@ func checkReply(t *testing.T, tc doCase, got quorum.Reply) {
 	}
 }
 
-func checkState(t *testing.T, c *redis.Client, tc doCase) {
+func checkState(t *testing.T, c *redis.Client, tc redisDoCase) {
 	t.Helper()
 	for k, want := range tc.state {
 		v, err := c.Get(t.Context(), k).Result()

@@ -9,15 +9,9 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// ownerNode is what the owner tests need of a node.
-type ownerNode interface {
-	quorum.Node
-	quorum.Reentrant
-}
-
 // ownerNodes runs f on a fresh Redis node (over a flushed redis-server)
 // and on a fresh in-memory node: both must store owner holds alike.
-func ownerNodes(t *testing.T, f func(t *testing.T, n ownerNode)) {
+func ownerNodes(t *testing.T, f func(t *testing.T, n quorum.Node)) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	t.Run("redis", func(t *testing.T) {
@@ -40,18 +34,18 @@ const (
 
 var oPrefix = quorum.OwnerPrefix("a b") // an owner id with a space
 
-func hold(t *testing.T, n ownerNode, mark, token string, ttl time.Duration) (string, int64, bool) {
+func hold(t *testing.T, n quorum.Node, mark, token string, ttl time.Duration) (string, int64, bool) {
 	t.Helper()
-	tok, holds, ok, err := n.HoldOwner(t.Context(), oKey, oHolds, mark, oPrefix, token, ttl)
+	tok, holds, ok, err := callHoldOwner(t.Context(), n, oKey, mark, oPrefix, token, ttl)
 	if err != nil {
 		t.Fatalf("HoldOwner(%s): %v", mark, err)
 	}
 	return tok, holds, ok
 }
 
-func undo(t *testing.T, n ownerNode, mark, keep string) bool {
+func undo(t *testing.T, n quorum.Node, mark, keep string) bool {
 	t.Helper()
-	ok, err := n.UndoHold(t.Context(), oKey, oHolds, mark, keep, time.Minute)
+	ok, err := callUndoHold(t.Context(), n, oKey, mark, keep, time.Minute)
 	if err != nil {
 		t.Fatalf("UndoHold(%s): %v", mark, err)
 	}
@@ -60,14 +54,14 @@ func undo(t *testing.T, n ownerNode, mark, keep string) bool {
 
 // stored is the node's lock token and hold count, read as LOCKINFO reads
 // them ("" and 0 when free).
-func stored(t *testing.T, n ownerNode) (string, int64) {
+func stored(t *testing.T, n quorum.Node) (string, int64) {
 	t.Helper()
 	ctx := context.Background()
-	tok, _, ok, err := n.Get(ctx, oKey)
+	tok, _, ok, err := callGet(ctx, n, oKey)
 	if err != nil || !ok {
 		return "", 0
 	}
-	h, _, ok, err := n.Get(ctx, oHolds)
+	h, _, ok, err := callGet(ctx, n, oHolds)
 	if err != nil || !ok {
 		return tok, 1
 	}
@@ -78,7 +72,7 @@ func stored(t *testing.T, n ownerNode) (string, int64) {
 	return tok, c
 }
 
-func wantStored(t *testing.T, n ownerNode, token string, holds int64) {
+func wantStored(t *testing.T, n quorum.Node, token string, holds int64) {
 	t.Helper()
 	if tok, c := stored(t, n); tok != token || c != holds {
 		t.Fatalf("stored %q with %d holds, want %q with %d", tok, c, token, holds)
@@ -90,7 +84,7 @@ func wantStored(t *testing.T, n ownerNode, token string, holds int64) {
 // hold, once, and the undone round adds nothing if it comes again.
 func TestHoldOwnerUndo(t *testing.T) {
 	t1, t2 := oPrefix+"1", oPrefix+"2"
-	ownerNodes(t, func(t *testing.T, n ownerNode) {
+	ownerNodes(t, func(t *testing.T, n quorum.Node) {
 		if tok, c, ok := hold(t, n, "m1", t1, time.Minute); !ok || tok != t1 || c != 1 {
 			t.Fatalf("first hold = %q %d %v", tok, c, ok)
 		}
@@ -122,7 +116,7 @@ func TestHoldOwnerUndo(t *testing.T) {
 // unless the undo keeps a granted token that the round finds; the undo of
 // a lock's only hold frees it.
 func TestHoldOwnerLateAndLast(t *testing.T) {
-	ownerNodes(t, func(t *testing.T, n ownerNode) {
+	ownerNodes(t, func(t *testing.T, n quorum.Node) {
 		if undo(t, n, "late", "") {
 			t.Fatal("undo of a round that never came took something back")
 		}
@@ -151,7 +145,7 @@ func TestHoldOwnerLateAndLast(t *testing.T) {
 			t.Fatal("undo of the only hold: nothing taken back")
 		}
 		wantStored(t, n, "", 0)
-		if _, _, ok, _ := n.Get(t.Context(), oHolds); ok {
+		if _, _, ok, _ := callGet(t.Context(), n, oHolds); ok {
 			t.Fatal("the hold count outlived its lock")
 		}
 	})
@@ -160,25 +154,25 @@ func TestHoldOwnerLateAndLast(t *testing.T) {
 // Another owner's lock gets no hold; a reentry with a shorter ttl does not
 // cut the lock's ttl; counts of an owner id with a space add up.
 func TestHoldOwnerOthersAndTTL(t *testing.T) {
-	ownerNodes(t, func(t *testing.T, n ownerNode) {
-		if _, _, ok, err := n.HoldOwner(t.Context(), oKey, oHolds, "v", quorum.OwnerPrefix("a"), quorum.OwnerPrefix("a")+"v", time.Minute); err != nil || !ok {
+	ownerNodes(t, func(t *testing.T, n quorum.Node) {
+		if _, _, ok, err := callHoldOwner(t.Context(), n, oKey, "v", quorum.OwnerPrefix("a"), quorum.OwnerPrefix("a")+"v", time.Minute); err != nil || !ok {
 			t.Fatal("owner a got no lock on a free key")
 		}
 		if _, _, ok := hold(t, n, "w", oPrefix+"w", time.Minute); ok {
 			t.Fatal("owner \"a b\" got a hold of owner a's lock")
 		}
-		if _, err := n.Delete(t.Context(), oKey); err != nil {
+		if _, err := callDelete(t.Context(), n, oKey, false); err != nil {
 			t.Fatal(err)
 		}
 		hold(t, n, "long", oPrefix+"1", time.Minute)
 		hold(t, n, "short", oPrefix+"2", 100*time.Millisecond)
 		hold(t, n, "third", oPrefix+"3", 100*time.Millisecond)
-		_, pttl, _, err := n.Get(t.Context(), oKey)
+		_, pttl, _, err := callGet(t.Context(), n, oKey)
 		if err != nil || pttl < 30*time.Second {
 			t.Fatalf("pttl after a shorter reentry = %v, %v; want the minute kept", pttl, err)
 		}
 		wantStored(t, n, oPrefix+"1", 3)
-		if left, ok, err := n.Unhold(t.Context(), oKey, oHolds, oPrefix+"1"); err != nil || !ok || left != 2 {
+		if left, ok, err := callUnhold(t.Context(), n, oKey, oPrefix+"1"); err != nil || !ok || left != 2 {
 			t.Fatalf("Unhold = %d %v %v, want 2 left", left, ok, err)
 		}
 	})

@@ -174,9 +174,14 @@ func TestRedisWaitWokenByRelease(t *testing.T) {
 	}
 }
 
-// notifyHidden hides the node's ReleaseNotifier, as a node of an older
+// notifyHidden drops the Notify of every command, as a node of an older
 // build would: releases through it publish nothing.
 type notifyHidden struct{ quorum.Node }
+
+func (n notifyHidden) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	cmd.Notify = false
+	n.Node.Do(deadline, cmd, r)
+}
 
 // TestRedisWaitNotWokenWithoutPublish is the negative control: with a
 // holder whose releases publish nothing, a waiter on another proxy sits
@@ -286,41 +291,38 @@ func TestRedisReleasesPublishOnlyWhenMarked(t *testing.T) {
 		want     bool
 		releases bool
 	}{
-		{"compare-and-delete, other token", func() (bool, error) { return r.CompareAndDeleteNotify(t.Context(), "k", "other") }, false, false},
-		{"compare-and-delete, own token", func() (bool, error) { return r.CompareAndDeleteNotify(t.Context(), "k", "tok") }, true, true},
-		{"delete, absent", func() (bool, error) { return r.DeleteNotify(t.Context(), "k") }, false, false},
+		{"compare-and-delete, other token", func() (bool, error) { return callCompareAndDelete(t.Context(), r, "k", "other", true) }, false, false},
+		{"compare-and-delete, own token", func() (bool, error) { return callCompareAndDelete(t.Context(), r, "k", "tok", true) }, true, true},
+		{"delete, absent", func() (bool, error) { return callDelete(t.Context(), r, "k", true) }, false, false},
 		{"delete, present", func() (bool, error) {
-			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			return r.DeleteNotify(t.Context(), "k")
+			return callDelete(t.Context(), r, "k", true)
 		}, true, true},
 		{"last hold dropped", func() (bool, error) {
-			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			n, ok, err := r.Unhold(t.Context(), "k", quorum.HoldsKey("k"), "tok")
+			n, ok, err := callUnhold(t.Context(), r, "k", "tok")
 			return ok && n == 0, err
 		}, true, true},
 		{"multi-key release", func() (bool, error) {
-			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			res, err := r.ReleaseEach(t.Context(), []string{"k"}, "tok")
+			res, err := callReleaseEach(t.Context(), r, []string{"k"}, "tok")
 			return len(res) == 1 && res[0], err
 		}, true, true},
 		{"async compare-and-delete", func() (bool, error) {
-			if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			type answer struct {
-				ok  bool
-				err error
-			}
-			ch := make(chan answer, 1)
-			r.CompareAndDeleteAsync(time.Now().Add(time.Second), "k", "tok", true, func(ok bool, err error) { ch <- answer{ok, err} })
+			ch := make(chan quorum.Reply, 1)
+			cmd := quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "k", Token: "tok", Notify: true}
+			r.Do(time.Now().Add(time.Second), cmd, quorum.ReceiverFunc(func(rep quorum.Reply) { ch <- rep }))
 			a := <-ch
-			return a.ok, a.err
+			return a.OK, a.Err
 		}, true, true},
 	}
 	for _, marked := range []bool{false, true} {
@@ -333,7 +335,7 @@ func TestRedisReleasesPublishOnlyWhenMarked(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := r.SetNX(t.Context(), "k", "tok", time.Minute); err != nil {
+		if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		for _, st := range steps {
@@ -368,25 +370,25 @@ func TestRedisSetNXMarked(t *testing.T) {
 		}
 		return d
 	}
-	if ok, err := r.SetNXMarked(t.Context(), "k", "a", time.Minute, time.Minute); !ok || err != nil {
+	if ok, err := callSetNXMarked(t.Context(), r, "k", "a", time.Minute, time.Minute); !ok || err != nil {
 		t.Fatalf("marked SET NX of a free key = %v, %v", ok, err)
 	}
 	if d := markTTL(); d >= 0 {
 		t.Fatalf("a free key was marked (pttl %v)", d)
 	}
-	if ok, err := r.SetNXMarked(t.Context(), "k", "b", time.Minute, time.Minute); ok || err != nil {
+	if ok, err := callSetNXMarked(t.Context(), r, "k", "b", time.Minute, time.Minute); ok || err != nil {
 		t.Fatalf("marked SET NX of a held key = %v, %v", ok, err)
 	}
 	if d := markTTL(); d < 30*time.Second {
 		t.Fatalf("held key's mark lasts %v, want about a minute", d)
 	}
-	if ok, err := r.SetNXMarked(t.Context(), "k", "c", time.Minute, time.Second); ok || err != nil {
+	if ok, err := callSetNXMarked(t.Context(), r, "k", "c", time.Minute, time.Second); ok || err != nil {
 		t.Fatalf("second marked SET NX = %v, %v", ok, err)
 	}
 	if d := markTTL(); d < 30*time.Second {
 		t.Fatalf("a shorter mark cut the first to %v", d)
 	}
-	if tok, _, _, _ := r.Get(t.Context(), "k"); tok != "a" {
+	if tok, _, _, _ := callGet(t.Context(), r, "k"); tok != "a" {
 		t.Fatalf("key holds %q, want the first SET's token", tok)
 	}
 }

@@ -25,13 +25,13 @@ func TestRedisWatchStopsOnClose(t *testing.T) {
 				t.Fatal(err)
 			}
 			looks := make(chan quorum.ServerInfo, 64)
-			r.WatchServer(func(in quorum.ServerInfo) {
+			watchServer(r, func(in quorum.ServerInfo) {
 				select {
 				case looks <- in:
 				default:
 				}
 			})
-			r.WatchReleases(func(string) {})
+			watchReleases(r, func(string) {})
 			waitSubscribed(t, []*redistest.Server{srv}, 1)
 			if down {
 				srv.Kill()
@@ -44,8 +44,8 @@ func TestRedisWatchStopsOnClose(t *testing.T) {
 			case <-time.After(pollBound):
 				t.Fatal("Close did not return")
 			}
-			r.WatchServer(func(quorum.ServerInfo) { t.Error("a look after Close") })
-			r.WatchReleases(func(string) { t.Error("a release after Close") })
+			watchServer(r, func(quorum.ServerInfo) { t.Error("a look after Close") })
+			watchReleases(r, func(string) { t.Error("a release after Close") })
 			goleak.VerifyNone(t, leaktest.Options(before)...)
 		})
 	}
@@ -60,7 +60,7 @@ func TestRedisLookBeforeFirstCommand(t *testing.T) {
 		call func(r *Redis) error
 	}{
 		{"lock commands", func(r *Redis) error {
-			_, err := r.SetNX(t.Context(), "k", "tok", time.Minute)
+			_, err := callSetNX(t.Context(), r, "k", "tok", time.Minute)
 			return err
 		}},
 		{"other commands", func(r *Redis) error {
@@ -78,7 +78,7 @@ func TestRedisLookBeforeFirstCommand(t *testing.T) {
 			t.Cleanup(func() { _ = r.Close() })
 			var mu sync.Mutex
 			var last string
-			r.WatchServer(func(in quorum.ServerInfo) {
+			watchServer(r, func(in quorum.ServerInfo) {
 				if in.Err == nil {
 					mu.Lock()
 					last = in.RunID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -18,8 +19,8 @@ var (
 	// and Redis would treat PEXPIRE with it as a delete, so it is refused
 	// rather than passed on.
 	ErrInvalidTTL = errors.New("backend: ttl must be positive")
-	// errLate is a delayed in-memory reply that its deadline overtook.
-	errLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
+	// errMemLate is a delayed in-memory reply that its deadline overtook.
+	errMemLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
 )
 
 var _ quorum.Doer = (*Memory)(nil)
@@ -96,7 +97,7 @@ func (m *Memory) Calls(op string) int {
 // Do implements quorum.Doer. Without a delay it answers before it
 // returns; with one it answers from a timer.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	m.start(context.Background(), deadline, command{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
+	m.start(context.Background(), deadline, memCmd{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
 }
 
 // Watch implements quorum.Doer: w.Released hears of the releases of
@@ -121,22 +122,22 @@ func (m *Memory) Close() error {
 // start counts c, then runs it now or after the delay. A zero deadline is
 // none. ctx is only for the legacy methods: one done before a delayed
 // command runs drops it, as a cancelled call never ran before.
-func (m *Memory) start(ctx context.Context, deadline time.Time, c command, r quorum.Receiver) {
+func (m *Memory) start(ctx context.Context, deadline time.Time, c memCmd, r quorum.Receiver) {
 	m.mu.Lock()
-	m.calls[kindName(c.Kind)]++
+	m.calls[memKindName(c.Kind)]++
 	delay, fault := m.delay, m.fault
 	m.mu.Unlock()
-	left := time.Duration(1<<63 - 1)
+	left := time.Duration(math.MaxInt64)
 	if !deadline.IsZero() {
 		left = time.Until(deadline)
 	}
 	switch {
 	case delay <= 0 && left <= 0:
-		r.Receive(quorum.Reply{Err: errLate})
+		r.Receive(quorum.Reply{Err: errMemLate})
 	case delay <= 0:
 		r.Receive(m.run(c, fault))
 	case left < delay:
-		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errLate}) })
+		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errMemLate}) })
 	default:
 		time.AfterFunc(delay, func() {
 			if err := ctx.Err(); err != nil {
@@ -152,7 +153,7 @@ func (m *Memory) start(ctx context.Context, deadline time.Time, c command, r quo
 // lock is let go, so that a watcher may call back into the node. now is
 // read inside the lock so that expiry decisions are ordered with the
 // writes they race against.
-func (m *Memory) run(c command, fault error) quorum.Reply {
+func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 	if fault != nil {
 		return quorum.Reply{Err: fault}
 	}
@@ -164,7 +165,7 @@ func (m *Memory) run(c command, fault error) quorum.Reply {
 		m.mu.Unlock()
 		return quorum.Reply{Err: ErrClosed}
 	}
-	s := op{m: m, c: c, now: m.now()}
+	s := memOp{m: m, c: c, now: m.now()}
 	rep := s.exec()
 	m.mu.Unlock()
 	for _, k := range s.announce {

@@ -24,13 +24,13 @@ var (
 
 // call runs c within ctx: a call whose ctx is already done does not run,
 // and a delayed one whose ctx ends first is dropped.
-func (m *Memory) call(ctx context.Context, c command) quorum.Reply {
+func (m *Memory) call(ctx context.Context, c memCmd) quorum.Reply {
 	if c.holds == "" {
 		c.holds = quorum.HoldsKey(c.Key)
 	}
 	if err := ctx.Err(); err != nil {
 		m.mu.Lock()
-		m.calls[kindName(c.Kind)]++
+		m.calls[memKindName(c.Kind)]++
 		m.mu.Unlock()
 		return quorum.Reply{Err: err}
 	}
@@ -46,7 +46,7 @@ func (m *Memory) call(ctx context.Context, c command) quorum.Reply {
 }
 
 func (m *Memory) cmd(ctx context.Context, c quorum.Cmd) quorum.Reply {
-	return m.call(ctx, command{Cmd: c, loud: true})
+	return m.call(ctx, memCmd{Cmd: c, loud: true})
 }
 
 // SetNX implements quorum.Node.
@@ -133,35 +133,35 @@ func (m *Memory) CompareAndAddTTL(ctx context.Context, key, token string, add, l
 // HoldOwner implements quorum.Reentrant.
 func (m *Memory) HoldOwner(ctx context.Context, key, holdsKey, markKey, prefix, token string, ttl time.Duration) (held string, holds int64, ok bool, err error) {
 	c := quorum.Cmd{Kind: quorum.HoldOwner, Key: key, Mark: markKey, Prefix: prefix, Token: token, TTL: ttl}
-	r := m.call(ctx, command{Cmd: c, holds: holdsKey, loud: true})
+	r := m.call(ctx, memCmd{Cmd: c, holds: holdsKey, loud: true})
 	return r.Token, r.N, r.OK, r.Err
 }
 
 // UndoHold implements quorum.Reentrant.
 func (m *Memory) UndoHold(ctx context.Context, key, holdsKey, markKey, keep string, ttl time.Duration) (bool, error) {
 	c := quorum.Cmd{Kind: quorum.UndoHold, Key: key, Mark: markKey, Token: keep, TTL: ttl}
-	r := m.call(ctx, command{Cmd: c, holds: holdsKey, loud: true})
+	r := m.call(ctx, memCmd{Cmd: c, holds: holdsKey, loud: true})
 	return r.OK, r.Err
 }
 
 // Unhold implements quorum.Reentrant.
 func (m *Memory) Unhold(ctx context.Context, key, holdsKey, token string) (remaining int64, ok bool, err error) {
 	c := quorum.Cmd{Kind: quorum.Unhold, Key: key, Token: token}
-	r := m.call(ctx, command{Cmd: c, holds: holdsKey, loud: true})
+	r := m.call(ctx, memCmd{Cmd: c, holds: holdsKey, loud: true})
 	return r.N, r.OK, r.Err
 }
 
 // ExtendHeld implements quorum.Reentrant.
 func (m *Memory) ExtendHeld(ctx context.Context, key, holdsKey, token string, ttl time.Duration) (bool, error) {
 	c := quorum.Cmd{Kind: quorum.ExtendHeld, Key: key, Token: token, TTL: ttl}
-	r := m.call(ctx, command{Cmd: c, holds: holdsKey, loud: true})
+	r := m.call(ctx, memCmd{Cmd: c, holds: holdsKey, loud: true})
 	return r.OK, r.Err
 }
 
 // RestoreHeld implements quorum.HeldRestorer.
 func (m *Memory) RestoreHeld(ctx context.Context, key, holdsKey, token string, holds int64, ttl time.Duration) (bool, error) {
 	c := quorum.Cmd{Kind: quorum.RestoreHeld, Key: key, Token: token, N: holds, TTL: ttl}
-	r := m.call(ctx, command{Cmd: c, holds: holdsKey, loud: true})
+	r := m.call(ctx, memCmd{Cmd: c, holds: holdsKey, loud: true})
 	return r.OK, r.Err
 }
 

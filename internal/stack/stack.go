@@ -1,9 +1,3 @@
-// Package stack assembles a running redlockd from one Config: its nodes,
-// the lock cluster with its observer, the command handler, the proxy
-// server and the metrics. The binary (cmd/redlockd) and the tests' servers
-// (internal/redlocktest) both build it here, so that each derived setting
-// is decided in one place: MaxTTL caps the commands and bounds the
-// quorum's release retries, and the restart quarantine follows it.
 package stack
 
 import (

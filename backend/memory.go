@@ -43,6 +43,7 @@ type Memory struct {
 	calls  map[string]int
 	now    func() time.Time // time.Now; tests replace it
 
+	delayed  delayQueue
 	releases releaseWatchers
 }
 
@@ -76,7 +77,8 @@ func (m *Memory) SetFault(err error) {
 
 // SetDelay makes every following operation answer after d, from a timer,
 // or fail at its deadline if that comes first (the operation then does
-// not run); 0 removes the delay.
+// not run); 0 removes the delay. Delayed operations run in the order they
+// were given, so one may wait longer behind an earlier, longer delay.
 func (m *Memory) SetDelay(d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -94,8 +96,8 @@ func (m *Memory) Calls(op string) int {
 	return m.calls[op]
 }
 
-// Do implements quorum.Doer. Without a delay it answers before it
-// returns; with one it answers from a timer.
+// Do implements quorum.Doer. Without a delay (and nothing delayed still
+// to run) it answers before it returns; with one it answers from a timer.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	m.start(context.Background(), deadline, memCmd{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
 }
@@ -132,21 +134,26 @@ func (m *Memory) start(ctx context.Context, deadline time.Time, c memCmd, r quor
 		left = time.Until(deadline)
 	}
 	switch {
-	case delay <= 0 && left <= 0:
+	case left <= 0:
 		r.Receive(quorum.Reply{Err: errMemLate})
-	case delay <= 0:
-		r.Receive(m.run(c, fault))
 	case left < delay:
+		// It would answer too late: the node never runs it.
 		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errMemLate}) })
-	default:
-		time.AfterFunc(delay, func() {
-			if err := ctx.Err(); err != nil {
-				r.Receive(quorum.Reply{Err: err})
-				return
-			}
-			r.Receive(m.run(c, fault))
-		})
+	case !m.delayed.push(delay, func() { r.Receive(m.runLate(ctx, deadline, c, fault)) }):
+		r.Receive(m.run(c, fault))
 	}
+}
+
+// runLate runs a delayed command unless its caller gave up on it
+// meanwhile.
+func (m *Memory) runLate(ctx context.Context, deadline time.Time, c memCmd, fault error) quorum.Reply {
+	switch {
+	case ctx.Err() != nil:
+		return quorum.Reply{Err: ctx.Err()}
+	case !deadline.IsZero() && !time.Now().Before(deadline):
+		return quorum.Reply{Err: errMemLate}
+	}
+	return m.run(c, fault)
 }
 
 // run executes c under the lock and announces what it released once the

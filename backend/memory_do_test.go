@@ -395,3 +395,26 @@ func TestMemoryWatchAnnouncesMarkedReleases(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryDelayedKeepsOrder: delayed commands run in the order Do was
+// called, even when a later one is given a shorter delay: a release never
+// overtakes the SET it undoes.
+func TestMemoryDelayedKeepsOrder(t *testing.T) {
+	m, _ := newTestMemory(t)
+	deadline := time.Now().Add(time.Minute)
+	set, release := make(chan quorum.Reply, 1), make(chan quorum.Reply, 1)
+	m.SetDelay(50 * time.Millisecond)
+	m.Do(deadline, memSetNX(memK, "a", time.Minute), quorum.ReceiverFunc(func(r quorum.Reply) { set <- r }))
+	m.SetDelay(time.Millisecond)
+	m.Do(deadline, quorum.Cmd{Kind: quorum.CompareAndDelete, Key: memK, Token: "a"}, quorum.ReceiverFunc(func(r quorum.Reply) { release <- r }))
+	if r := <-set; !r.OK || r.Err != nil {
+		t.Fatalf("SetNX = %+v", r)
+	}
+	if r := <-release; !r.OK || r.N != 1 {
+		t.Fatalf("the release after the SetNX = %+v, want it deleted (N 1)", r)
+	}
+	m.SetDelay(0)
+	if r := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Get, Key: memK}); r.OK {
+		t.Fatalf("the key outlived its release: %q", r.Token)
+	}
+}

@@ -89,7 +89,7 @@ func (m *Memory) SetDelay(d time.Duration) {
 // that failed. op is the name of the command kind as the quorum's tests
 // have always counted it: the quorum.Node method of the same name
 // ("SetNX", "CompareAndDelete", "HoldOwner"…), with quorum.AddTTL counted
-// as "CompareAndAddTTL"; see kindNames.
+// as "CompareAndAddTTL"; see memKinds.
 func (m *Memory) Calls(op string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -18,8 +19,8 @@ var (
 	// and Redis would treat PEXPIRE with it as a delete, so it is refused
 	// rather than passed on.
 	ErrInvalidTTL = errors.New("backend: ttl must be positive")
-	// errLate is a delayed in-memory reply that its deadline overtook.
-	errLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
+	// errMemLate is a delayed in-memory reply that its deadline overtook.
+	errMemLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
 )
 
 var _ quorum.Node = (*Memory)(nil)
@@ -42,6 +43,7 @@ type Memory struct {
 	calls  map[string]int
 	now    func() time.Time // time.Now; tests replace it
 
+	delayed  delayQueue
 	releases releaseWatchers
 }
 
@@ -75,7 +77,8 @@ func (m *Memory) SetFault(err error) {
 
 // SetDelay makes every following operation answer after d, from a timer,
 // or fail at its deadline if that comes first (the operation then does
-// not run); 0 removes the delay.
+// not run); 0 removes the delay. Delayed operations run in the order they
+// were given, so one may wait longer behind an earlier, longer delay.
 func (m *Memory) SetDelay(d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,17 +89,17 @@ func (m *Memory) SetDelay(d time.Duration) {
 // that failed. op is the name of the command kind as the quorum's tests
 // have always counted it: the quorum.Node method of the same name
 // ("SetNX", "CompareAndDelete", "HoldOwner"…), with quorum.AddTTL counted
-// as "CompareAndAddTTL"; see kindNames.
+// as "CompareAndAddTTL"; see memKinds.
 func (m *Memory) Calls(op string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.calls[op]
 }
 
-// Do implements quorum.Node. Without a delay it answers before it
-// returns; with one it answers from a timer.
+// Do implements quorum.Node. Without a delay (and nothing delayed still
+// to run) it answers before it returns; with one it answers from a timer.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	m.start(context.Background(), deadline, command{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
+	m.start(deadline, memCmd{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
@@ -119,40 +122,40 @@ func (m *Memory) Close() error {
 }
 
 // start counts c, then runs it now or after the delay. A zero deadline is
-// none. ctx is only for the legacy methods: one done before a delayed
-// command runs drops it, as a cancelled call never ran before.
-func (m *Memory) start(ctx context.Context, deadline time.Time, c command, r quorum.Receiver) {
+// none.
+func (m *Memory) start(deadline time.Time, c memCmd, r quorum.Receiver) {
 	m.mu.Lock()
-	m.calls[kindName(c.Kind)]++
+	m.calls[memKindName(c.Kind)]++
 	delay, fault := m.delay, m.fault
 	m.mu.Unlock()
-	left := time.Duration(1<<63 - 1)
+	left := time.Duration(math.MaxInt64)
 	if !deadline.IsZero() {
 		left = time.Until(deadline)
 	}
 	switch {
-	case delay <= 0 && left <= 0:
-		r.Receive(quorum.Reply{Err: errLate})
-	case delay <= 0:
-		r.Receive(m.run(c, fault))
+	case left <= 0:
+		r.Receive(quorum.Reply{Err: errMemLate})
 	case left < delay:
-		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errLate}) })
-	default:
-		time.AfterFunc(delay, func() {
-			if err := ctx.Err(); err != nil {
-				r.Receive(quorum.Reply{Err: err})
-				return
-			}
-			r.Receive(m.run(c, fault))
-		})
+		// It would answer too late: the node never runs it.
+		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errMemLate}) })
+	case !m.delayed.push(delay, func() { r.Receive(m.runLate(deadline, c, fault)) }):
+		r.Receive(m.run(c, fault))
 	}
+}
+
+// runLate runs a delayed command unless its deadline passed meanwhile.
+func (m *Memory) runLate(deadline time.Time, c memCmd, fault error) quorum.Reply {
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return quorum.Reply{Err: errMemLate}
+	}
+	return m.run(c, fault)
 }
 
 // run executes c under the lock and announces what it released once the
 // lock is let go, so that a watcher may call back into the node. now is
 // read inside the lock so that expiry decisions are ordered with the
 // writes they race against.
-func (m *Memory) run(c command, fault error) quorum.Reply {
+func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 	if fault != nil {
 		return quorum.Reply{Err: fault}
 	}
@@ -164,7 +167,7 @@ func (m *Memory) run(c command, fault error) quorum.Reply {
 		m.mu.Unlock()
 		return quorum.Reply{Err: ErrClosed}
 	}
-	s := op{m: m, c: c, now: m.now()}
+	s := memOp{m: m, c: c, now: m.now()}
 	rep := s.exec()
 	m.mu.Unlock()
 	for _, k := range s.announce {

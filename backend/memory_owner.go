@@ -19,7 +19,7 @@ const (
 )
 
 // holdOwner is quorum.HoldOwner.
-func (s *op) holdOwner() quorum.Reply {
+func (s *memOp) holdOwner() quorum.Reply {
 	e, live := s.lookup(s.c.Key)
 	if mk, marked := s.lookup(s.c.Mark); marked {
 		only, keepOnly := strings.CutPrefix(mk.token, keepMark)
@@ -54,7 +54,7 @@ func (s *op) holdOwner() quorum.Reply {
 
 // undoHold is quorum.UndoHold; Token is the granted token to keep. N is
 // the holds left where a hold was taken back (0: the lock was deleted).
-func (s *op) undoHold() quorum.Reply {
+func (s *memOp) undoHold() quorum.Reply {
 	mk, marked := s.lookup(s.c.Mark)
 	keep := s.c.Token
 	switch {
@@ -77,7 +77,7 @@ func (s *op) undoHold() quorum.Reply {
 
 // dropHold takes one hold of e (Key's live entry) and deletes the lock
 // when none is left, announcing it. It returns the holds left.
-func (s *op) dropHold(e entry) int64 {
+func (s *memOp) dropHold(e entry) int64 {
 	n := s.holdsOf(e.token) - 1
 	if n <= 0 {
 		delete(s.m.keys, s.c.holds)
@@ -89,7 +89,7 @@ func (s *op) dropHold(e entry) int64 {
 }
 
 // unhold is quorum.Unhold.
-func (s *op) unhold() quorum.Reply {
+func (s *memOp) unhold() quorum.Reply {
 	e, live := s.lookup(s.c.Key)
 	if !live || e.token != s.c.Token {
 		return quorum.Reply{}
@@ -99,7 +99,7 @@ func (s *op) unhold() quorum.Reply {
 
 // extendHeld is quorum.ExtendHeld: never shorter, as another hold may
 // have been granted more.
-func (s *op) extendHeld() quorum.Reply {
+func (s *memOp) extendHeld() quorum.Reply {
 	e, live := s.lookup(s.c.Key)
 	if !live || e.token != s.c.Token {
 		return quorum.Reply{}
@@ -114,7 +114,7 @@ func (s *op) extendHeld() quorum.Reply {
 
 // restoreHeld is quorum.RestoreHeld. With one hold it stores no count
 // (none is one hold) and drops a stale one.
-func (s *op) restoreHeld() quorum.Reply {
+func (s *memOp) restoreHeld() quorum.Reply {
 	if _, live := s.lookup(s.c.Key); live {
 		return quorum.Reply{}
 	}
@@ -128,7 +128,7 @@ func (s *op) restoreHeld() quorum.Reply {
 }
 
 // holdsOf reads token's hold count; none, or one of another token, is 1.
-func (s *op) holdsOf(token string) int64 {
+func (s *memOp) holdsOf(token string) int64 {
 	if h, ok := s.lookup(s.c.holds); ok {
 		if tok, n, ok := quorum.ParseHolds(h.token); ok && tok == token {
 			return n

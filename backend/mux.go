@@ -197,6 +197,7 @@ func (l *line) close() {
 // sends it in one write.
 func (l *line) run() {
 	defer close(l.done)
+	l.warm()
 	var batch []*request
 	var out []byte
 	for {
@@ -297,6 +298,29 @@ func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
 		buf = resp.AppendCommand(buf, args)
 	}
 	return append(buf, out...), append(pre, live...)
+}
+
+// warm opens the line's connection before any command needs it and loads
+// the scripts on it, so that the first lock after start-up pays for
+// neither within its node timeout. A failure here is not reported: the
+// first command dials again.
+func (l *line) warm() {
+	w, err := l.connect()
+	if err != nil || !w.fresh {
+		return
+	}
+	w.fresh = false
+	dl := time.Now().Add(l.cfg.timeout)
+	anchor := &request{deadline: dl, stale: dl.Add(minStaleGrace)}
+	out, pre := l.preload(nil, []*request{anchor})
+	pre = pre[:len(pre)-1] // the anchor only lends its deadline
+	if !l.track(w, pre) {
+		return
+	}
+	_ = w.nc.SetWriteDeadline(dl)
+	if _, err := w.nc.Write(out); err != nil {
+		l.reset(w, err)
+	}
 }
 
 // ignore is the answerer of a request whose reply nobody reads.

@@ -71,6 +71,7 @@ func newRig(t *testing.T, n int) *rig {
 		Logger:    slog.New(slog.NewTextHandler(r.logs, nil))})
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
+	cfg.RestartQuarantine = 0                // a restarted backend counts as ready at once
 	cfg.Observer = r.m
 	var err error
 	if r.cluster, err = quorum.New(nodes, cfg); err != nil {

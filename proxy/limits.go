@@ -6,27 +6,19 @@ import (
 	"time"
 )
 
-// Defaults of the per-connection limits in Options.
+// What redlockd sets the per-connection limits of Options to unless told
+// otherwise (its --client-output-limit and --client-write-timeout).
 const (
-	// DefaultMaxReplyBytes is the default of Options.MaxReplyBytes.
 	DefaultMaxReplyBytes = 64 << 20
-	// DefaultWriteTimeout is the default of Options.WriteTimeout.
-	DefaultWriteTimeout = 60 * time.Second
+	DefaultWriteTimeout  = 60 * time.Second
 )
 
 // errReplyLimit closes a connection whose pending replies exceed
 // Options.MaxReplyBytes.
 var errReplyLimit = errors.New("proxy: client output limit reached")
 
-func maxReplyBytes(n int) int {
-	switch {
-	case n == 0:
-		return DefaultMaxReplyBytes
-	case n < 0:
-		return 0
-	}
-	return n
-}
+// maxReplyBytes is the cap of Options.MaxReplyBytes; 0 is none.
+func maxReplyBytes(n int) int { return max(n, 0) }
 
 // writeTimeoutConn puts a deadline on every write. Replies are written
 // synchronously on the connection's goroutine, so a client that stops
@@ -38,12 +30,9 @@ type writeTimeoutConn struct {
 	timeout time.Duration
 }
 
-// withWriteTimeout wraps c, unless timeout is negative (no bound).
+// withWriteTimeout wraps c, unless timeout is 0 (no bound).
 func withWriteTimeout(c net.Conn, timeout time.Duration) net.Conn {
-	if timeout == 0 {
-		timeout = DefaultWriteTimeout
-	}
-	if timeout < 0 {
+	if timeout <= 0 {
 		return c
 	}
 	return &writeTimeoutConn{Conn: c, timeout: timeout}

@@ -57,13 +57,14 @@ type Options struct {
 	// MaxReplyBytes caps the replies of one read batch that wait to be
 	// written: a client whose pipelined commands produce more is
 	// disconnected without them (Redis's client-output-buffer-limit).
-	// Default 0: DefaultMaxReplyBytes (64 MiB); negative: no cap.
+	// Default 0: no cap, as on the flag and in Redis; redlockd sets
+	// DefaultMaxReplyBytes (64 MiB).
 	MaxReplyBytes int
 	// WriteTimeout bounds how long one write of replies may block on a
 	// client that does not read them; past it the connection is closed,
 	// so a client that never reads holds no more than its own goroutine
-	// and buffer, and only for this long. Default 0: DefaultWriteTimeout
-	// (60s); negative: no bound.
+	// and buffer, and only for this long. Default 0: no bound, as on the
+	// flag; redlockd sets DefaultWriteTimeout (60s).
 	WriteTimeout time.Duration
 }
 

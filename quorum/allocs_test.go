@@ -31,6 +31,9 @@ func yesCluster(t *testing.T, n int) *Cluster {
 // what the engine allocates today; they guard it against creeping back to
 // a goroutine, a context or a channel per node.
 func TestRoundAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are counted without the race detector")
+	}
 	c := yesCluster(t, 3)
 	ctx := context.Background()
 	noop := func(Lock, error) {}

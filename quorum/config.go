@@ -33,8 +33,9 @@ type Config struct {
 	// A restart before this Cluster's first look counts too when the
 	// node's uptime is below it while another node's is not: the node then
 	// sits out until its start plus this quarantine.
-	// Only nodes that implement ServerWatcher are watched. Default 0: off
-	// (the binary sets it to --max-ttl).
+	// Only nodes that implement ServerWatcher are watched. Default 60s,
+	// the default MaxTTL; a Config that raises MaxTTL must raise this too
+	// (the binary derives both from --max-ttl). 0 turns it off.
 	RestartQuarantine time.Duration
 	// Logger receives node state changes (restart, quarantine, refusal).
 	// Default slog.Default().
@@ -52,6 +53,8 @@ type Config struct {
 	MaxTTL time.Duration
 }
 
+const defaultMaxTTL = 60 * time.Second
+
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -61,7 +64,10 @@ func DefaultConfig() Config {
 		RetryDelayMax: 50 * time.Millisecond,
 		Now:           time.Now,
 		ReleaseRetry:  200 * time.Millisecond,
-		MaxTTL:        60 * time.Second,
+		MaxTTL:        defaultMaxTTL,
+		// A restarted node may have lost any lock it granted; the longest
+		// one can live MaxTTL.
+		RestartQuarantine: defaultMaxTTL,
 	}
 }
 

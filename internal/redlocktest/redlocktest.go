@@ -17,6 +17,7 @@ import (
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/internal/stack"
 	"github.com/redlockd/redlockd/proxy"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -31,12 +32,15 @@ type Options struct {
 	// NodeTimeout is the per-node timeout. Default 500ms: generous,
 	// because test machines are shared and slow.
 	NodeTimeout time.Duration
-	// Commands are the command table's options (password, session ttl…).
+	// Commands are the command table's options (password, max ttl,
+	// session ttl…); Observer and Info are the stack's metrics, as in the
+	// binary. MaxTTL is also the quorum's.
 	Commands commands.Options
-	// Proxy are the listener's options.
+	// Proxy are the listener's options, as given: zero is no limit.
 	Proxy proxy.Options
 	// Quorum, when set, adjusts the lock cluster's configuration (retry
-	// jitter, restart quarantine…) after the defaults above.
+	// jitter, restart quarantine…) after the defaults above. The restart
+	// quarantine is off unless it turns it on.
 	Quorum func(*quorum.Config)
 }
 
@@ -112,48 +116,72 @@ func StartMemory(t testing.TB, opts Options) *Instance {
 	return in
 }
 
-// start builds the cluster, handler and server over nodes and serves
-// them; the test's cleanup closes the nodes.
+// start assembles redlockd over nodes as the binary does (package
+// stack) and serves it; the test's cleanup shuts it down, which closes
+// the nodes.
 func (in *Instance) start(t testing.TB, nodes []quorum.Node, opts Options) {
 	t.Helper()
-	cfg := quorum.DefaultConfig()
-	cfg.NodeTimeout = 500 * time.Millisecond
-	if opts.NodeTimeout > 0 {
-		cfg.NodeTimeout = opts.NodeTimeout
-	}
-	if opts.Quorum != nil {
-		opts.Quorum(&cfg)
-	}
-	cl, err := quorum.New(nodes, cfg)
+	rd, err := stack.New(context.Background(), stackConfig(nodes, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Cluster = cl
-	in.Handler = commands.New(cl, opts.Commands)
-	in.Server = proxy.New(in.Handler, opts.Proxy)
-	in.serve(t, nodes)
+	in.Cluster, in.Handler, in.Server = rd.Cluster(), rd.Handler(), rd.Server()
+	in.serve(t, rd)
 }
 
-func (in *Instance) serve(t testing.TB, nodes []quorum.Node) {
+// stackConfig maps opts. The quarantine is off unless a test asks for it
+// (tests restart backends on purpose); the commands' MaxTTL is the one
+// MaxTTL of the stack.
+func stackConfig(nodes []quorum.Node, opts Options) stack.Config {
+	c := stack.DefaultConfig()
+	c.Nodes = nodes
+	c.NodeTimeout = 500 * time.Millisecond
+	if opts.NodeTimeout > 0 {
+		c.NodeTimeout = opts.NodeTimeout
+	}
+	c.RestartQuarantine = 0
+	o := opts.Commands
+	if o.MaxTTL > 0 {
+		c.MaxTTL = o.MaxTTL
+	}
+	if o.MaxWait > 0 {
+		c.MaxWait = o.MaxWait
+	}
+	if o.SessionTTL > 0 {
+		c.SessionTTL = o.SessionTTL
+	}
+	if o.Version != "" {
+		c.Version = o.Version
+	}
+	if o.Logger != nil {
+		c.Logger = o.Logger
+	}
+	c.Password, c.Proxy, c.Tune = o.Password, opts.Proxy, opts.Quorum
+	return c
+}
+
+func (in *Instance) serve(t testing.TB, rd *stack.Redlockd) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		rd.Close()
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- in.Server.Serve(ln) }()
-	<-in.Server.Ready()
+	go func() { served <- rd.Serve(ln) }()
+	select {
+	case <-rd.Ready():
+	case err := <-served:
+		rd.Close()
+		t.Fatalf("redlocktest: Serve: %v", err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := in.Server.Shutdown(ctx); err != nil {
+		if err := rd.Shutdown(ctx); err != nil {
 			t.Errorf("redlocktest: Shutdown: %v", err)
 		}
 		if err := <-served; !errors.Is(err, proxy.ErrServerClosed) {
 			t.Errorf("redlocktest: Serve returned %v, want ErrServerClosed", err)
-		}
-		in.Cluster.Close()
-		for _, n := range nodes {
-			n.Close()
 		}
 	})
 	tcp := ln.Addr().(*net.TCPAddr)

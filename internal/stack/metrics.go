@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -17,25 +16,24 @@ import (
 // up/down gauges, logs and /readyz stay current without client traffic.
 const healthInterval = 5 * time.Second
 
-// newMetrics builds the registry. It exists even without --metrics-addr:
-// INFO shows the same figures and the up/down log lines come from it. The
-// handler is read through h at scrape time, as it is built after the
-// cluster that reports here.
-func newMetrics(nodes []quorum.Node, cluster **quorum.Cluster, h **commands.Handler, log *slog.Logger) *metrics.Metrics {
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
+// newMetrics builds the registry before the cluster and handler that
+// report to it exist. Its gauges read them through r at scrape time: r's
+// parts are set once, in New, before anything can scrape.
+func newMetrics(r *Redlockd) *metrics.Metrics {
+	names := make([]string, len(r.nodes))
+	for i, n := range r.nodes {
 		names[i] = n.Name()
 	}
 	return metrics.New(metrics.Options{
-		Backends: names, Version: Version, Logger: log,
-		Clients: func() int64 { return (*h).Clients() },
+		Backends: names, Version: r.cfg.Version, Logger: r.cfg.Logger,
+		Clients: func() int64 { return r.handler.Clients() },
 		Keepalive: func() (int64, int64) {
-			ka := (*h).KeepaliveStats()
+			ka := r.handler.KeepaliveStats()
 			return ka.Held, ka.Lost
 		},
 		Quarantined: func() map[string]bool {
 			q := map[string]bool{}
-			for _, st := range (*cluster).NodeStates() {
+			for _, st := range r.cluster.NodeStates() {
 				q[st.Name] = st.Quarantined
 			}
 			return q
@@ -43,21 +41,21 @@ func newMetrics(nodes []quorum.Node, cluster **quorum.Cluster, h **commands.Hand
 	})
 }
 
-// serveMetrics starts the periodic backend check and, with --metrics-addr,
-// the HTTP server of /metrics, /healthz and /readyz. The returned stop ends
-// both; it waits for the HTTP server's open requests for up to timeout.
-func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, cluster *quorum.Cluster, log *slog.Logger) (stop func(), err error) {
+// serveMetrics starts the periodic backend check and, with addr, the HTTP
+// server of /metrics, /healthz and /readyz. The returned stop ends both;
+// it waits for the HTTP server's open requests for up to 5s.
+func serveMetrics(addr string, m *metrics.Metrics, cluster *quorum.Cluster, log *slog.Logger) (stop func(), err error) {
 	health := metrics.NewHealth(cluster, time.Second)
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	hctx, cancel := context.WithCancel(context.Background())
 	checked := make(chan struct{})
 	go func() { defer close(checked); health.Run(hctx, healthInterval) }()
+	stopHealth := func() { cancel(); <-checked }
 	if addr == "" {
-		return func() { cancel(); <-checked }, nil
+		return stopHealth, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		cancel()
-		<-checked
+		stopHealth()
 		return nil, err
 	}
 	srv := &http.Server{Handler: metrics.Handler(m, health), ReadHeaderTimeout: 5 * time.Second}
@@ -74,7 +72,6 @@ func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, cluster 
 		defer scancel()
 		_ = srv.Shutdown(sctx)
 		<-served
-		cancel()
-		<-checked
+		stopHealth()
 	}, nil
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package quorum
+
+const raceEnabled = false

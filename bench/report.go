@@ -105,13 +105,20 @@ func (t *tabler) cell(s summary) string {
 	return c
 }
 
-// rps is a run's median requests/s, or its rerun's when every repetition
+// measured is a run's medians or, when every repetition aborted, its
+// reruns', with a tag saying so.
+func (t *tabler) measured(k runKey, w int) (summary, string) {
+	if s := t.r.proxy[k][w]; s.done > 0 {
+		return s, ""
+	}
+	return t.r.retry[k][w], fmt.Sprintf(" (at %v)", t.r.opts.retryTimeout)
+}
+
+// rps is a run's median requests/s, or its reruns' when every repetition
 // aborted.
 func (t *tabler) rps(k runKey, w int) float64 {
-	if s := t.r.proxy[k][w]; s.done > 0 {
-		return s.rps
-	}
-	return t.r.retry[k][w].rps
+	s, _ := t.measured(k, w)
+	return s.rps
 }
 
 func (t *tabler) throughput() {
@@ -171,12 +178,16 @@ func (t *tabler) cpu() {
 		workloadName(r.opts, c50), workloadName(r.opts, p16))
 	self := func(s summary) float64 { return s.selfUS }
 	backends := func(s summary) float64 { return s.backendsUS }
-	t.cpuRow("redis-server direct", r.direct, self, true)
+	t.cpuRow("redis-server direct", r.direct, [2]string{}, self, true)
 	for _, n := range r.opts.ns {
 		for _, bin := range r.bins {
-			s := r.proxy[runKey{bin, n}]
-			t.cpuRow(fmt.Sprintf("%s N=%d", bin, n), s, self, false)
-			t.cpuRow(fmt.Sprintf("its %d backends together", n), s, backends, true)
+			var s [2]summary
+			var tags [2]string
+			for w := range 2 {
+				s[w], tags[w] = t.measured(runKey{bin, n}, w)
+			}
+			t.cpuRow(fmt.Sprintf("%s N=%d", bin, n), s, tags, self, false)
+			t.cpuRow(fmt.Sprintf("its %d backends together", n), s, tags, backends, true)
 		}
 	}
 	least := r.minTicks()
@@ -193,7 +204,7 @@ func (t *tabler) cpu() {
 
 // cpuRow writes one process's CPU per request for both workloads and,
 // for the servers that executed the SETs, their commands per read.
-func (t *tabler) cpuRow(name string, s [2]summary, us func(summary) float64, perRead bool) {
+func (t *tabler) cpuRow(name string, s [2]summary, tags [2]string, us func(summary) float64, perRead bool) {
 	t.printf("| %s |", name)
 	for w := range 2 {
 		if s[w].done == 0 {
@@ -204,7 +215,7 @@ func (t *tabler) cpuRow(name string, s [2]summary, us func(summary) float64, per
 		if perRead {
 			per = fmt.Sprintf("%.1f", s[w].perRead)
 		}
-		t.printf(" %.2f µs | %s |", us(s[w]), per)
+		t.printf(" %.2f µs%s | %s |", us(s[w]), tags[w], per)
 	}
 	t.printf("\n")
 }
@@ -212,8 +223,8 @@ func (t *tabler) cpuRow(name string, s [2]summary, us func(summary) float64, per
 // minTicks is the smallest tick count behind any CPU figure.
 func (r *results) minTicks() int64 {
 	all := []summary{r.direct[c50], r.direct[p16]}
-	for _, s := range r.proxy {
-		all = append(all, s[c50], s[p16])
+	for k, s := range r.proxy {
+		all = append(all, s[c50], s[p16], r.retry[k][c50], r.retry[k][p16])
 	}
 	var m int64
 	for _, s := range all {
@@ -259,17 +270,18 @@ func (t *tabler) targets() {
 // cpuRatio is a binary's CPU per request over the direct server's.
 func (t *tabler) cpuRatio(w int, us func(summary) float64) func(string) string {
 	return func(bin string) string {
-		s, d := t.r.proxy[runKey{bin, t.n0}][w], t.r.direct[w]
+		s, tag := t.measured(runKey{bin, t.n0}, w)
+		d := t.r.direct[w]
 		if s.done == 0 || d.done == 0 {
 			return "—"
 		}
-		return fmt.Sprintf("**%s** (%.2f / %.2f µs)", ratio(us(s), d.selfUS), us(s), d.selfUS)
+		return fmt.Sprintf("**%s** (%.2f / %.2f µs%s)", ratio(us(s), d.selfUS), us(s), d.selfUS, tag)
 	}
 }
 
 func (t *tabler) backendsRatio(bin string) string {
 	c := t.cpuRatio(p16, func(s summary) float64 { return s.backendsUS })(bin)
-	if s := t.r.proxy[runKey{bin, t.n0}][p16]; s.done > 0 {
+	if s, _ := t.measured(runKey{bin, t.n0}, p16); s.done > 0 {
 		c += fmt.Sprintf("; %.1f per read", s.perRead)
 	}
 	return c

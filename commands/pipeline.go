@@ -21,33 +21,12 @@ import (
 // after every command before it has finished and before any command after
 // it starts. Connection commands (AUTH, HELLO, SELECT, RESET, QUIT,
 // CLIENT …) and unknown commands are barriers.
-func PipelineKeys(args [][]byte) ([][]byte, bool) {
-	if len(args) == 0 {
-		return nil, false
-	}
-	cmd, ok := lookup(args[0])
-	if !ok || cmd.pipe != pipeConcurrent {
-		return nil, false
-	}
-	keys, ok := keyArgs(cmd.keys, args)
-	if !ok {
-		// Where numkeys is not usable every argument counts, which can
-		// only make the batch more sequential.
-		return args[1:], true
-	}
-	return keys, true
-}
+func PipelineKeys(args [][]byte) ([][]byte, bool) { return NewRequest(args).Keys() }
 
 // MayBlock reports whether a command can wait for long (LOCK … WAIT): the
 // proxy keeps such commands out of its limit on commands in flight, so
 // that waiters can never hold back the UNLOCK they are waiting for.
-func MayBlock(args [][]byte) bool {
-	if len(args) == 0 {
-		return false
-	}
-	cmd, ok := lookup(args[0])
-	return ok && cmd.mayBlock != nil && cmd.mayBlock(args)
-}
+func MayBlock(args [][]byte) bool { return NewRequest(args).MayBlock() }
 
 func isWait(a []byte) bool { return bytes.EqualFold(a, []byte("WAIT")) }
 

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/redlockd/redlockd/commands"
 )
 
@@ -28,37 +26,34 @@ var pipelineSlots = make(chan struct{}, maxPipelined)
 
 // execLimited runs one pipelined command under the in-flight limit;
 // commands that may block for long (LOCK … WAIT) bypass it.
-func (s *Server) execLimited(st *connState, args [][]byte, w *Writer) {
-	if !commands.MayBlock(args) {
-		pipelineSlots <- struct{}{}
-		defer func() { <-pipelineSlots }()
+func (s *Server) execLimited(st *connState, r commands.Request, w *Writer) {
+	if r.MayBlock() {
+		s.h.Run(st.sess, r, w)
+		return
 	}
-	s.h.Exec(st.sess, args, w)
+	pipelineSlots <- struct{}{}
+	s.h.Run(st.sess, r, w)
+	<-pipelineSlots
 }
 
 // writerPool recycles the reply buffers of concurrently run commands.
 var writerPool = sync.Pool{New: func() any { return &Writer{} }}
 
-// runBatch runs a read batch: first, then rest (redcon's ReadPipeline).
-// Runs of commands that neither touch session state nor share a key run
-// concurrently, so a pipeline of 16 locks costs about one quorum round trip
-// rather than 16; each renders into its own buffer and the buffers are
-// appended in order, so replies keep the order of the commands. Barriers
-// (connection commands) run alone. It reports whether the client quit.
-func (s *Server) runBatch(st *connState, first redcon.Command, rest []redcon.Command) bool {
-	if len(rest) == 0 {
-		return s.run(st, first)
-	}
-	cmds := make([]redcon.Command, 0, 1+len(rest))
-	cmds = append(append(cmds, first), rest...)
-	for i := 0; i < len(cmds); {
-		j := segmentEnd(cmds, i)
+// runBatch runs a read batch in order. Runs of commands that neither touch
+// session state nor share a key run concurrently, so a pipeline of 16
+// locks costs about one quorum round trip rather than 16; each renders
+// into its own buffer and the buffers are appended in order, so replies
+// keep the order of the commands. Barriers (connection commands) run
+// alone. It reports whether the client quit.
+func (s *Server) runBatch(st *connState, reqs []commands.Request) bool {
+	for i := 0; i < len(reqs); {
+		j := segmentEnd(st, reqs, i)
 		if j == i+1 {
-			if s.run(st, cmds[i]) {
+			if s.run(st, reqs[i]) {
 				return true
 			}
 		} else {
-			s.runConcurrent(st, cmds[i:j])
+			s.runConcurrent(st, reqs[i:j])
 		}
 		i = j
 	}
@@ -68,20 +63,25 @@ func (s *Server) runBatch(st *connState, first redcon.Command, rest []redcon.Com
 // segmentEnd returns the end of the longest run from i that may run at
 // once: a barrier alone, else commands up to the next barrier or the next
 // key already used in the run.
-func segmentEnd(cmds []redcon.Command, i int) int {
-	keys, ok := commands.PipelineKeys(cmds[i].Args)
+func segmentEnd(st *connState, reqs []commands.Request, i int) int {
+	if i+1 == len(reqs) {
+		return i + 1
+	}
+	keys, ok := reqs[i].Keys()
 	if !ok {
 		return i + 1
 	}
-	seen := append([][]byte(nil), keys...)
+	seen := append(st.seen[:0], keys...)
 	j := i + 1
-	for ; j < len(cmds) && j-i < maxConcurrent; j++ {
-		keys, ok := commands.PipelineKeys(cmds[j].Args)
+	for ; j < len(reqs) && j-i < maxConcurrent; j++ {
+		keys, ok := reqs[j].Keys()
 		if !ok || anyShared(seen, keys) {
 			break
 		}
 		seen = append(seen, keys...)
 	}
+	clear(seen)
+	st.seen = seen[:0]
 	return j
 }
 
@@ -102,17 +102,17 @@ func anyShared(seen, keys [][]byte) bool {
 // connection's buffer (it is next in order anyway), the others into pooled
 // buffers that are appended after it, in order. None of them is a barrier,
 // so none can change the protocol the buffers encode in.
-func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
-	ws := make([]*Writer, len(cmds))
+func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
+	ws := make([]*Writer, len(reqs))
 	var wg sync.WaitGroup
-	for k := 1; k < len(cmds); k++ {
+	for k := 1; k < len(reqs); k++ {
 		w := writerPool.Get().(*Writer)
 		w.proto = st.w.proto
 		ws[k] = w
 		wg.Add(1)
-		s.goExec(pipeTask{st: st, args: cmds[k].Args, w: w, wg: &wg})
+		s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: &wg})
 	}
-	s.execLimited(st, cmds[0].Args, st.w)
+	s.execLimited(st, reqs[0], st.w)
 	wg.Wait()
 	for _, w := range ws[1:] {
 		st.w.buf = append(st.w.buf, w.buf...)
@@ -126,10 +126,10 @@ func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
 
 // pipeTask is one command of a concurrent run.
 type pipeTask struct {
-	st   *connState
-	args [][]byte
-	w    *Writer
-	wg   *sync.WaitGroup
+	st *connState
+	r  commands.Request
+	w  *Writer
+	wg *sync.WaitGroup
 }
 
 // maxIdleWorkers bounds the workers kept waiting for pipelined commands,
@@ -156,7 +156,7 @@ func (s *Server) goExec(t pipeTask) {
 func (s *Server) worker(t pipeTask) {
 	var idle *time.Timer
 	for {
-		s.execLimited(t.st, t.args, t.w)
+		s.execLimited(t.st, t.r, t.w)
 		t.wg.Done()
 		t = pipeTask{} // hold nothing of a finished batch while idle
 		if s.idle.Add(1) > maxIdleWorkers {

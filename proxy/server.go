@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/redlockd/redlockd/commands"
 )
 
@@ -97,7 +95,7 @@ type Server struct {
 	idle atomic.Int32  // workers waiting on work
 }
 
-// connState is what a connection carries in its redcon context. It is only
+// connState is a client connection's state. It is only
 // touched by the connection's own goroutine, except nc and sess, which
 // are safe for concurrent use.
 type connState struct {
@@ -110,9 +108,13 @@ type connState struct {
 	done bool // QUIT or a failed write: ignore the rest of the batch
 	// maxReply is Options.MaxReplyBytes resolved; 0: no cap.
 	maxReply int
-	// guard is nc as the listener made it, watched during blocking
-	// commands; nil for a connection that did not come through it.
-	guard *guardConn
+	// rd reads and parses the requests; it is watched during blocking
+	// commands.
+	rd   *reader
+	addr string
+	// reqs is the batch being run, looked up in the command table once.
+	reqs []commands.Request
+	seen [][]byte // keys of the concurrent run being formed, reused
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
 }
@@ -159,13 +161,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(),
-		s.serveRESP, s.accept, s.closed)
-	if s.opts.IdleTimeout > 0 {
-		rs.SetIdleClose(s.opts.IdleTimeout)
-	}
 	close(s.ready)
-	_ = rs.Serve(g) // redcon reports nothing useful: the gate keeps the cause
+	s.acceptLoop(g)
 	s.connWG.Wait()
 	s.rejectWG.Wait()
 	close(s.done)
@@ -255,7 +252,7 @@ func (s *Server) stopAccepting() {
 	})
 }
 
-// release lets redcon's accept loop end (it then closes every connection)
+// release lets the accept loop end (it then closes every connection)
 // and ends every session, which stops commands blocked in a wait.
 func (s *Server) release() {
 	s.releaseOnce.Do(func() {

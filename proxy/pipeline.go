@@ -22,18 +22,16 @@ const maxPipelined = 128
 
 // pipelineSlots is shared by every Server of the process; there is one in
 // practice.
-var pipelineSlots = make(chan struct{}, maxPipelined)
+var pipelineSlots = newSlots(maxPipelined)
 
-// execLimited runs one pipelined command under the in-flight limit;
-// commands that may block for long (LOCK … WAIT) bypass it.
-func (s *Server) execLimited(st *connState, r commands.Request, w *Writer) {
-	if r.MayBlock() {
-		s.h.Run(st.sess, r, w)
-		return
-	}
-	pipelineSlots <- struct{}{}
+// execLimited runs one pipelined command that holds a slot of the
+// in-flight limit (taken for its whole run by runConcurrent), and gives
+// the slot back once it is done.
+func (s *Server) execLimited(st *connState, r commands.Request, w *Writer, limited bool) {
 	s.h.Run(st.sess, r, w)
-	<-pipelineSlots
+	if limited {
+		pipelineSlots.release(1)
+	}
 }
 
 // writerPool recycles the reply buffers of concurrently run commands.
@@ -102,17 +100,32 @@ func anyShared(seen, keys [][]byte) bool {
 // connection's buffer (it is next in order anyway), the others into pooled
 // buffers that are appended after it, in order. None of them is a barrier,
 // so none can change the protocol the buffers encode in.
+//
+// Commands that may block for long (LOCK … WAIT) run outside the in-flight
+// limit, so that waiters can never hold back the UNLOCK they wait for; the
+// others take their slots together, in one step, before any of them starts.
 func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 	ws := make([]*Writer, len(reqs))
+	limited := st.limited[:0]
+	n := 0
+	for _, r := range reqs {
+		l := !r.MayBlock()
+		limited = append(limited, l)
+		if l {
+			n++
+		}
+	}
+	st.limited = limited
+	pipelineSlots.acquire(n)
 	var wg sync.WaitGroup
 	for k := 1; k < len(reqs); k++ {
 		w := writerPool.Get().(*Writer)
 		w.proto = st.w.proto
 		ws[k] = w
 		wg.Add(1)
-		s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: &wg})
+		s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: &wg, limited: limited[k]})
 	}
-	s.execLimited(st, reqs[0], st.w)
+	s.execLimited(st, reqs[0], st.w, limited[0])
 	wg.Wait()
 	for _, w := range ws[1:] {
 		st.w.buf = append(st.w.buf, w.buf...)
@@ -126,10 +139,11 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 
 // pipeTask is one command of a concurrent run.
 type pipeTask struct {
-	st *connState
-	r  commands.Request
-	w  *Writer
-	wg *sync.WaitGroup
+	st      *connState
+	r       commands.Request
+	w       *Writer
+	wg      *sync.WaitGroup
+	limited bool // holds a slot of the in-flight limit
 }
 
 // maxIdleWorkers bounds the workers kept waiting for pipelined commands,
@@ -156,7 +170,7 @@ func (s *Server) goExec(t pipeTask) {
 func (s *Server) worker(t pipeTask) {
 	var idle *time.Timer
 	for {
-		s.execLimited(t.st, t.r, t.w)
+		s.execLimited(t.st, t.r, t.w, t.limited)
 		t.wg.Done()
 		t = pipeTask{} // hold nothing of a finished batch while idle
 		if s.idle.Add(1) > maxIdleWorkers {
@@ -180,4 +194,61 @@ func (s *Server) worker(t pipeTask) {
 			return
 		}
 	}
+}
+
+// slots is the in-flight limit: a counting semaphore of which a concurrent
+// run takes all it needs in one step, and whose waiters are served in
+// order, so that a run that needs many is not passed over for ever by runs
+// that need few.
+type slots struct {
+	mu      sync.Mutex
+	size    int
+	free    int
+	waiters []slotWaiter
+}
+
+type slotWaiter struct {
+	n     int
+	ready chan struct{}
+}
+
+func newSlots(n int) *slots { return &slots{size: n, free: n} }
+
+// acquire takes n slots, waiting until they are free; n is at most the
+// size (a run is at most maxConcurrent commands).
+func (s *slots) acquire(n int) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	if len(s.waiters) == 0 && s.free >= n {
+		s.free -= n
+		s.mu.Unlock()
+		return
+	}
+	w := slotWaiter{n: n, ready: make(chan struct{})}
+	s.waiters = append(s.waiters, w)
+	s.mu.Unlock()
+	<-w.ready
+}
+
+// release gives n slots back and wakes the waiters they are enough for.
+func (s *slots) release(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free += n
+	for len(s.waiters) > 0 && s.free >= s.waiters[0].n {
+		w := s.waiters[0]
+		s.waiters[0] = slotWaiter{}
+		s.waiters = s.waiters[1:]
+		s.free -= w.n
+		close(w.ready)
+	}
+}
+
+// held is the number of slots taken.
+func (s *slots) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size - s.free
 }

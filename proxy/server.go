@@ -113,8 +113,9 @@ type connState struct {
 	rd   *reader
 	addr string
 	// reqs is the batch being run, looked up in the command table once.
-	reqs []commands.Request
-	seen [][]byte // keys of the concurrent run being formed, reused
+	reqs    []commands.Request
+	seen    [][]byte // keys of the concurrent run being formed, reused
+	limited []bool   // which commands of a concurrent run hold a slot, reused
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
 }

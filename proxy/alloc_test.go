@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/commands"
+	"github.com/redlockd/redlockd/internal/resp"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// replayConn hands out the same requests over and over, one request per
+// Read, and keeps the last reply written: a connection without a socket,
+// so that only the proxy's own work is measured.
+type replayConn struct {
+	net.Conn // nil: only Read and Write are used
+	reqs     [][]byte
+	next     int
+	out      []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	n := copy(p, c.reqs[c.next%len(c.reqs)])
+	c.next++
+	return n, nil
+}
+
+func (c *replayConn) Write(p []byte) (int, error) {
+	c.out = append(c.out[:0], p...)
+	return len(p), nil
+}
+
+// nopObserver stands for the metrics: production runs with one, and it
+// costs the proxy a call's worth of bookkeeping.
+type nopObserver struct{}
+
+func (nopObserver) CommandDone(string, string, time.Duration) {}
+
+// releaseSHA names SPEC §3's compare-and-delete script.
+var releaseSHA = func() string {
+	sum := sha1.Sum([]byte(`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`))
+	return hex.EncodeToString(sum[:])
+}()
+
+func request(args ...string) []byte {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	return resp.AppendCommand(nil, b)
+}
+
+// TestAllocsPerRequest guards the allocations the proxy adds to a lock
+// request: reading and parsing it, looking it up, running the command up
+// to the quorum call, and encoding and writing the reply. The quorum's own
+// allocations (measured by calling the cluster directly, over in-memory
+// nodes) are taken out, so the budget is the client path's alone. Each
+// pair takes and gives back the same lock, so every run does the same
+// work.
+func TestAllocsPerRequest(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		reqs    [][]byte
+		replies []string
+		direct  func(c *quorum.Cluster)
+		budget  float64
+	}{{
+		name:    "SET NX PX then EVALSHA release",
+		reqs:    [][]byte{request("SET", "k", "tok", "NX", "PX", "10000"), request("EVALSHA", releaseSHA, "1", "k", "tok")},
+		replies: []string{"+OK\r\n", ":1\r\n"},
+		direct: func(c *quorum.Cluster) {
+			c.Acquire(ctx, "k", "tok", 10*time.Second)
+			c.Release(ctx, "k", "tok")
+		},
+		budget: 12,
+	}, {
+		name:    "LOCK then UNLOCK",
+		reqs:    [][]byte{request("LOCK", "k", "10000", "TOKEN", "tok"), request("UNLOCK", "k", "tok")},
+		replies: []string{"*2\r\n$3\r\ntok\r\n:", ":1\r\n"},
+		direct: func(c *quorum.Cluster) {
+			c.Acquire(ctx, "k", "tok", 10*time.Second)
+			c.Release(ctx, "k", "tok")
+		},
+		budget: 12,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := memoryCluster(t)
+			s, st := replayServer(t, cluster, tc.reqs)
+			pair := func() {
+				for i := range tc.reqs {
+					batch, err := st.rd.next()
+					if err != nil || len(batch) != 1 {
+						t.Fatalf("next = %d requests, %v", len(batch), err)
+					}
+					s.serveBatch(st, batch)
+					if out := string(st.nc.(*replayConn).out); !strings.HasPrefix(out, tc.replies[i]) {
+						t.Fatalf("reply %q, want %q", out, tc.replies[i])
+					}
+				}
+			}
+			pair() // the buffers and the session's maps grow once
+			proxied := testing.AllocsPerRun(200, pair)
+			direct := testing.AllocsPerRun(200, func() { tc.direct(cluster) })
+			own := proxied - direct
+			t.Logf("%.1f allocations per pair through the proxy, %.1f in the quorum: %.1f its own", proxied, direct, own)
+			if own > tc.budget {
+				t.Fatalf("the proxy allocates %.1f times per pair of its own, budget %.0f", own, tc.budget)
+			}
+		})
+	}
+}
+
+func memoryCluster(t *testing.T) *quorum.Cluster {
+	t.Helper()
+	var nodes []quorum.Node
+	for i := range 3 {
+		nodes = append(nodes, backend.NewMemory(fmt.Sprintf("mem-%d", i+1)))
+	}
+	cluster, err := quorum.New(nodes, quorum.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cluster.Close()
+		for _, n := range nodes {
+			n.Close()
+		}
+	})
+	return cluster
+}
+
+// replayServer is a Server with one connection that replays reqs, as
+// accept would set it up, without a listener.
+func replayServer(t *testing.T, cluster *quorum.Cluster, reqs [][]byte) (*Server, *connState) {
+	t.Helper()
+	h := commands.New(cluster, commands.Options{Observer: nopObserver{}})
+	s := New(h, Options{})
+	nc := &replayConn{reqs: reqs}
+	st := &connState{nc: nc, addr: "replay", sess: h.NewSession("replay"), rd: newReader(nc, 0, 0)}
+	st.w = NewWriter(st.sess.Proto)
+	st.sess.SetPush(st.push)
+	t.Cleanup(func() { h.CloseSession(st.sess) })
+	return s, st
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -28,14 +29,20 @@ func maxReplyBytes(n int) int {
 	return n
 }
 
-// writeTimeoutConn puts a deadline on every write. Replies are written
+// writeTimeoutConn bounds how long a write may block. Replies are written
 // synchronously on the connection's goroutine, so a client that stops
 // reading blocks only that goroutine; the deadline bounds for how long.
 // Once a write times out the connection is closed: a partly written reply
 // leaves the stream unusable anyway.
+//
+// A write to a client that reads does not block, and setting a deadline
+// on every write costs more than the write's own bookkeeping: on a TCP
+// socket the write is first tried at once, and the deadline is set only
+// for what the socket would not take.
 type writeTimeoutConn struct {
 	net.Conn
 	timeout time.Duration
+	raw     syscall.RawConn // nil: every write sets the deadline
 }
 
 // withWriteTimeout wraps c, unless timeout is negative (no bound).
@@ -46,12 +53,45 @@ func withWriteTimeout(c net.Conn, timeout time.Duration) net.Conn {
 	if timeout < 0 {
 		return c
 	}
-	return &writeTimeoutConn{Conn: c, timeout: timeout}
+	wc := &writeTimeoutConn{Conn: c, timeout: timeout}
+	if tc, ok := c.(*net.TCPConn); ok {
+		wc.raw, _ = tc.SyscallConn()
+	}
+	return wc
 }
 
 func (c *writeTimeoutConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
-		return 0, err
+	n := 0
+	if c.raw != nil {
+		n = c.tryWrite(p)
+		if n == len(p) {
+			return n, nil
+		}
 	}
-	return c.Conn.Write(p)
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+		return n, err
+	}
+	m, err := c.Conn.Write(p[n:])
+	return n + m, err
+}
+
+// tryWrite writes what the socket takes without waiting, and returns how
+// much that was; anything else (a full buffer, an error) is left to the
+// write with a deadline, which waits or reports it.
+func (c *writeTimeoutConn) tryWrite(p []byte) int {
+	n := 0
+	c.raw.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			m, err := syscall.Write(int(fd), p[n:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || m <= 0 {
+				break
+			}
+			n += m
+		}
+		return true // never wait here
+	})
+	return n
 }

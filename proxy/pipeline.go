@@ -146,8 +146,9 @@ type pipeTask struct {
 	limited bool // holds a slot of the in-flight limit
 }
 
-// maxIdleWorkers bounds the workers kept waiting for pipelined commands,
-// and workerIdle how long one waits before it ends.
+// maxIdleWorkers bounds the workers kept waiting for pipelined commands;
+// workerIdle is how often the idle ones are ended once no command was
+// handed to a worker for that long.
 const (
 	maxIdleWorkers = maxPipelined
 	workerIdle     = 500 * time.Millisecond
@@ -157,18 +158,20 @@ const (
 func (s *Server) goExec(t pipeTask) {
 	select {
 	case s.work <- t:
+		s.handoffs.Add(1)
 	default:
 		go s.worker(t)
 	}
 }
 
-// worker runs pipelined commands. It waits a while for the next one (while
-// fewer than maxIdleWorkers wait, and until the server is done): under
-// load a command then runs on a goroutine whose stack has already grown to
-// what a command needs, instead of a new goroutine that grows (copies) its
-// stack every time. Once the load stops, the workers end.
+// worker runs pipelined commands. It waits for the next one (while fewer
+// than maxIdleWorkers wait): under load a command then runs on a goroutine
+// whose stack has already grown to what a command needs, instead of a new
+// goroutine that grows (copies) its stack every time. It waits on the work
+// channel alone, with no timer to reset per command: reapWorkers ends the
+// idle workers once the load stops, and Serve closes the channel at its
+// end. A zero task asks a worker to end.
 func (s *Server) worker(t pipeTask) {
-	var idle *time.Timer
 	for {
 		s.execLimited(t.st, t.r, t.w, t.limited)
 		t.wg.Done()
@@ -177,21 +180,36 @@ func (s *Server) worker(t pipeTask) {
 			s.idle.Add(-1)
 			return
 		}
-		if idle == nil {
-			idle = time.NewTimer(workerIdle)
-		} else {
-			idle.Reset(workerIdle)
+		var ok bool
+		t, ok = <-s.work
+		s.idle.Add(-1)
+		if !ok || t.wg == nil {
+			return
 		}
+	}
+}
+
+// reapWorkers ends the idle workers every workerIdle during which no
+// command was handed to one, until stop is closed.
+func (s *Server) reapWorkers(stop <-chan struct{}) {
+	tick := time.NewTicker(workerIdle)
+	defer tick.Stop()
+	last := s.handoffs.Load()
+	for {
 		select {
-		case t = <-s.work:
-			s.idle.Add(-1)
-		case <-idle.C:
-			s.idle.Add(-1)
+		case <-stop:
 			return
-		case <-s.done:
-			s.idle.Add(-1)
-			idle.Stop()
-			return
+		case <-tick.C:
+		}
+		if n := s.handoffs.Load(); n != last {
+			last = n
+			continue
+		}
+		for range s.idle.Load() {
+			select {
+			case s.work <- pipeTask{}:
+			default:
+			}
 		}
 	}
 }

@@ -91,8 +91,9 @@ type Server struct {
 	connWG   sync.WaitGroup // accepted connections not yet cleaned up
 	rejectWG sync.WaitGroup // "max clients" replies being written
 
-	work chan pipeTask // to an idle worker (see worker)
-	idle atomic.Int32  // workers waiting on work
+	work     chan pipeTask // to an idle worker (see worker)
+	idle     atomic.Int32  // workers waiting on work
+	handoffs atomic.Int64  // tasks handed to an idle worker
 }
 
 // connState is a client connection's state. It is only
@@ -163,8 +164,17 @@ func (s *Server) Serve(ln net.Listener) error {
 		return err
 	}
 	close(s.ready)
+	stopReaper, reaped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(reaped)
+		s.reapWorkers(stopReaper)
+	}()
 	s.acceptLoop(g)
 	s.connWG.Wait()
+	// No connection is left to hand a worker a command: the workers end.
+	close(stopReaper)
+	<-reaped
+	close(s.work)
 	s.rejectWG.Wait()
 	close(s.done)
 	select {

@@ -118,7 +118,9 @@ func TestAllocsPerRequest(t *testing.T) {
 	}
 }
 
-func memoryCluster(t *testing.T) *quorum.Cluster {
+func memoryCluster(t *testing.T) *quorum.Cluster { return memoryClusterB(t) }
+
+func memoryClusterB(t testing.TB) *quorum.Cluster {
 	t.Helper()
 	var nodes []quorum.Node
 	for i := range 3 {
@@ -140,6 +142,10 @@ func memoryCluster(t *testing.T) *quorum.Cluster {
 // replayServer is a Server with one connection that replays reqs, as
 // accept would set it up, without a listener.
 func replayServer(t *testing.T, cluster *quorum.Cluster, reqs [][]byte) (*Server, *connState) {
+	return replayServerB(t, cluster, reqs)
+}
+
+func replayServerB(t testing.TB, cluster *quorum.Cluster, reqs [][]byte) (*Server, *connState) {
 	t.Helper()
 	h := commands.New(cluster, commands.Options{Observer: nopObserver{}})
 	s := New(h, Options{})

@@ -43,6 +43,12 @@ type writeTimeoutConn struct {
 	net.Conn
 	timeout time.Duration
 	raw     syscall.RawConn // nil: every write sets the deadline
+	// rawWrite is c.writeRaw, made once: a closure per write would be an
+	// allocation per reply. Writes are serialised by the connection's
+	// write lock, so p and n can live here.
+	rawWrite func(fd uintptr) bool
+	p        []byte
+	n        int
 }
 
 // withWriteTimeout wraps c, unless timeout is negative (no bound).
@@ -55,7 +61,9 @@ func withWriteTimeout(c net.Conn, timeout time.Duration) net.Conn {
 	}
 	wc := &writeTimeoutConn{Conn: c, timeout: timeout}
 	if tc, ok := c.(*net.TCPConn); ok {
-		wc.raw, _ = tc.SyscallConn()
+		if raw, err := tc.SyscallConn(); err == nil {
+			wc.raw, wc.rawWrite = raw, wc.writeRaw
+		}
 	}
 	return wc
 }
@@ -79,19 +87,23 @@ func (c *writeTimeoutConn) Write(p []byte) (int, error) {
 // much that was; anything else (a full buffer, an error) is left to the
 // write with a deadline, which waits or reports it.
 func (c *writeTimeoutConn) tryWrite(p []byte) int {
-	n := 0
-	c.raw.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			m, err := syscall.Write(int(fd), p[n:])
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil || m <= 0 {
-				break
-			}
-			n += m
-		}
-		return true // never wait here
-	})
+	c.p, c.n = p, 0
+	c.raw.Write(c.rawWrite)
+	n := c.n
+	c.p, c.n = nil, 0
 	return n
+}
+
+func (c *writeTimeoutConn) writeRaw(fd uintptr) bool {
+	for c.n < len(c.p) {
+		m, err := syscall.Write(int(fd), c.p[c.n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			break
+		}
+		c.n += m
+	}
+	return true // never wait here
 }

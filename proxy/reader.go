@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -175,6 +176,9 @@ func (r *reader) scan() {
 			r.skipBulk()
 			continue
 		}
+		if (r.st == stCount || r.st == stHeader) && r.wholeLine() {
+			continue
+		}
 		c := r.buf[r.pos]
 		r.pos++
 		r.scanned++
@@ -277,6 +281,32 @@ func (r *reader) collect(c byte) {
 		}
 		return
 	}
+	r.lineDone()
+}
+
+// wholeLine takes the rest of a count line or bulk header at once when it
+// has arrived and no byte of it can fail a check; otherwise the bytes go
+// one by one through collect, which finds the error where Redis does.
+func (r *reader) wholeLine() bool {
+	if r.st == stHeader && r.pos == r.line && r.buf[r.pos] != '$' {
+		return false
+	}
+	i := bytes.IndexByte(r.buf[r.pos:r.end], '\n')
+	if i < 0 {
+		return false
+	}
+	next := r.pos + i + 1
+	if next-1-r.line > maxInlineLen || next-r.req > r.maxRequest {
+		return false
+	}
+	r.scanned += next - r.pos
+	r.pos = next
+	r.lineDone()
+	return true
+}
+
+// lineDone acts on a count line or bulk header that ends at r.pos.
+func (r *reader) lineDone() {
 	line := r.buf[r.line:r.pos]
 	v, numeric := parseCount(line)
 	cr := len(line) >= 2 && line[len(line)-2] == '\r'

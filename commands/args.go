@@ -56,3 +56,6 @@ func truncMillis(d time.Duration) int64 {
 	}
 	return ms
 }
+
+// parseIntBytes is parseInt of an argument as it arrived.
+func parseIntBytes(b []byte) (int64, bool) { return parseInt(string(b)) }

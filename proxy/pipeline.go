@@ -105,7 +105,7 @@ func anyShared(seen, keys [][]byte) bool {
 // limit, so that waiters can never hold back the UNLOCK they wait for; the
 // others take their slots together, in one step, before any of them starts.
 func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
-	ws := make([]*Writer, len(reqs))
+	ws := append(st.ws[:0], make([]*Writer, len(reqs))...)
 	limited := st.limited[:0]
 	n := 0
 	for _, r := range reqs {
@@ -117,13 +117,13 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 	}
 	st.limited = limited
 	pipelineSlots.acquire(n)
-	var wg sync.WaitGroup
+	wg := &st.wg
 	for k := 1; k < len(reqs); k++ {
 		w := writerPool.Get().(*Writer)
 		w.proto = st.w.proto
 		ws[k] = w
 		wg.Add(1)
-		s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: &wg, limited: limited[k]})
+		s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: wg, limited: limited[k]})
 	}
 	s.execLimited(st, reqs[0], st.w, limited[0])
 	wg.Wait()
@@ -135,6 +135,8 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 			writerPool.Put(w)
 		}
 	}
+	clear(ws)
+	st.ws = ws[:0]
 }
 
 // pipeTask is one command of a concurrent run.

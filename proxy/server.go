@@ -115,8 +115,11 @@ type connState struct {
 	addr string
 	// reqs is the batch being run, looked up in the command table once.
 	reqs    []commands.Request
-	seen    [][]byte // keys of the concurrent run being formed, reused
-	limited []bool   // which commands of a concurrent run hold a slot, reused
+	seen    [][]byte  // keys of the concurrent run being formed, reused
+	limited []bool    // which commands of a concurrent run hold a slot, reused
+	ws      []*Writer // the reply buffers of a concurrent run, reused
+	// wg waits for the commands of a concurrent run that workers run.
+	wg sync.WaitGroup
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
 }

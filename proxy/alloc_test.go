@@ -215,3 +215,52 @@ func TestAllocsPerRequestOnSocket(t *testing.T) {
 		t.Fatalf("the proxy allocates %.1f times per pair of its own over a socket, budget 8", own)
 	}
 }
+
+// TestAllocsPerPipelinedRequest is TestAllocsPerRequest for a pipeline of
+// 16 locks on different keys, which run at once on the proxy's workers,
+// then 16 releases.
+func TestAllocsPerPipelinedRequest(t *testing.T) {
+	const depth = 16
+	ctx := context.Background()
+	var sets, releases []byte
+	var setReplies, releaseReplies string
+	keys := make([]string, depth)
+	for i := range depth {
+		k := fmt.Sprintf("k%d", i)
+		keys[i] = k
+		sets = append(sets, request("SET", k, "tok", "NX", "PX", "10000")...)
+		releases = append(releases, request("EVALSHA", releaseSHA, "1", k, "tok")...)
+		setReplies += "+OK\r\n"
+		releaseReplies += ":1\r\n"
+	}
+	cluster := memoryCluster(t)
+	s, st := replayServer(t, cluster, [][]byte{sets, releases})
+	t.Cleanup(func() { close(s.work) }) // as Serve ends the workers
+	round := func() {
+		for _, want := range []string{setReplies, releaseReplies} {
+			batch, err := st.rd.next()
+			if err != nil || len(batch) != depth {
+				t.Fatalf("next = %d requests, %v", len(batch), err)
+			}
+			s.serveBatch(st, batch)
+			if out := st.nc.(*replayConn).out; string(out) != want {
+				t.Fatalf("replies %q, want %q", out, want)
+			}
+		}
+	}
+	round() // the workers start, the buffers grow
+	proxied := testing.AllocsPerRun(50, round)
+	direct := testing.AllocsPerRun(50, func() {
+		for _, k := range keys {
+			cluster.Acquire(ctx, k, "tok", 10*time.Second)
+		}
+		for _, k := range keys {
+			cluster.Release(ctx, k, "tok")
+		}
+	})
+	own := (proxied - direct) / depth
+	t.Logf("%.1f allocations per 16+16 through the proxy, %.1f in the quorum: %.2f per lock and release of its own", proxied, direct, own)
+	if own > 10 {
+		t.Fatalf("the proxy allocates %.2f times per pipelined lock and release of its own, budget 10", own)
+	}
+}

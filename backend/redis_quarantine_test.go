@@ -114,7 +114,7 @@ func TestRedisRefusesDependentBackends(t *testing.T) {
 		reason  string
 	}{
 		{"same server under two addresses", []string{master.Addr(), other.Addr(), "localhost:" + strconv.Itoa(master.Port())}, 2, "same server as " + master.Addr()},
-		{"replica", []string{master.Addr(), other.Addr(), replica.Addr()}, 2, "replica (role:slave)"},
+		{"replica", []string{master.Addr(), other.Addr(), replica.Addr()}, 2, "it is a replica"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

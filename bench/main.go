@@ -1,13 +1,16 @@
 // Command bench measures redlockd side by side with what it replaces, in
 // one run on one machine: redis-benchmark's SET NX PX against one
-// redis-server directly and through redlockd; lock+unlock pairs of
-// go-redsync against the backends and of a go-redis client through
-// redlockd; and redlockd's memory with 10,000 idle clients. It starts its
-// own redis-servers (redis-server and redis-benchmark must be on PATH) and
-// runs redlockd as a child process of itself.
+// redis-server directly and through redlockd, with the CPU each process
+// spent per request; lock+unlock pairs of go-redsync against the backends
+// and of a go-redis client through redlockd; and redlockd's memory with
+// 10,000 idle clients. It starts its own redis-servers (redis-server and
+// redis-benchmark must be on PATH), builds ./cmd/redlockd and runs the
+// binary as a child process with its real flags. Every measurement is
+// repeated, interleaved with the others, and the medians are reported.
 //
-//	go -C bench run .         # N = 3, 5, 7; writes bench/RESULTS.md
-//	go -C bench run . -smoke  # seconds: N = 3, tiny counts, no file
+//	go -C bench run .                      # N = 3, 5; writes bench/RESULTS.md
+//	go -C bench run . -smoke               # seconds: N = 3, tiny counts, no file
+//	go -C bench run . -baseline OLD_BINARY # OLD_BINARY measured alongside
 package main
 
 import (
@@ -16,34 +19,33 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
 
 type options struct {
-	ns         []int
-	requests   int // per redis-benchmark run
-	pairsFor   time.Duration
-	workers    int
-	idle       int
-	out        string // "" = print only
-	cpuProfile string // CPU profile of redlockd during the N=3 runs
+	ns                []int
+	requests          int // per redis-benchmark run without pipelining
+	pipelinedRequests int // per redis-benchmark run with -P 16
+	reps              int // interleaved repetitions of every run
+	pairsFor          time.Duration
+	workers           int
+	idle              int
+	out               string // "" = print only
+	cpuProfile        string // CPU profile of redlockd during the N=3 runs
 	// nodeTimeout is redlockd's --node-timeout (default 50ms, as shipped).
 	nodeTimeout time.Duration
 	// retryTimeout reruns a redis-benchmark run that a NOQUORUM aborted
 	// (0: no rerun).
 	retryTimeout time.Duration
+	// redlockd is a prebuilt binary to measure ("": build ./cmd/redlockd);
+	// baseline, when set, is a second one measured alongside.
+	redlockd, baseline string
 }
 
 func main() {
-	if os.Getenv(envServe) != "" {
-		if err := serveChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench child:", err)
-			os.Exit(1)
-		}
-		return
-	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -71,9 +73,13 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "a run of seconds: N=3 only, tiny counts, no results file")
 	fs.BoolVar(smoke, "short", false, "same as -smoke")
-	ns := fs.String("n", "3,5,7", "backend counts to measure")
+	ns := fs.String("n", "3,5", "backend counts to measure")
 	var o options
-	fs.IntVar(&o.requests, "requests", 200000, "requests per redis-benchmark run")
+	// The counts make the direct server spend well over 100 clock ticks of
+	// CPU per run, so that reading CPU in ticks is off by under 2%.
+	fs.IntVar(&o.requests, "requests", 300000, "requests per redis-benchmark run without pipelining")
+	fs.IntVar(&o.pipelinedRequests, "pipelined-requests", 1200000, "requests per redis-benchmark run with -P 16")
+	fs.IntVar(&o.reps, "reps", 3, "interleaved repetitions of every run; the median is reported")
 	fs.DurationVar(&o.pairsFor, "pairs-for", 5*time.Second, "duration of each lock+unlock run")
 	fs.IntVar(&o.workers, "workers", 50, "client connections / goroutines")
 	fs.IntVar(&o.idle, "idle", 10000, "idle client connections for the memory run")
@@ -81,12 +87,27 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 50*time.Millisecond, "redlockd's --node-timeout")
 	fs.DurationVar(&o.retryTimeout, "retry-node-timeout", 500*time.Millisecond,
 		"rerun a redis-benchmark run that a NOQUORUM aborted with this node timeout (go-redsync's per-node timeout for a 10s expiry); 0: no rerun")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of redlockd during the N=3 runs")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of redlockd during the runs at the first N")
+	fs.StringVar(&o.redlockd, "redlockd", "", "redlockd binary to measure (default: build ./cmd/redlockd)")
+	fs.StringVar(&o.baseline, "baseline", "", "a second redlockd binary (an older build) measured in the same run, interleaved")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if *smoke {
-		*ns, o.requests, o.pairsFor, o.idle, o.out = "3", 2000, 300*time.Millisecond, 200, ""
+		*ns, o.requests, o.pipelinedRequests, o.pairsFor, o.idle, o.out = "3", 2000, 8000, 300*time.Millisecond, 200, ""
+	}
+	if o.reps < 1 || o.requests < 1 || o.pipelinedRequests < 1 {
+		return o, fmt.Errorf("-reps, -requests and -pipelined-requests must be positive")
+	}
+	// A bare name would be looked up on PATH; these are files.
+	for _, p := range []*string{&o.redlockd, &o.baseline, &o.cpuProfile} {
+		if *p != "" {
+			abs, err := filepath.Abs(*p)
+			if err != nil {
+				return o, err
+			}
+			*p = abs
+		}
 	}
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

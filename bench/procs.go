@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +82,8 @@ func runRedis(dir string, port int) (*redisProc, error) {
 	return p, nil
 }
 
+func (p *redisProc) pid() int { return p.cmd.Process.Pid }
+
 func (p *redisProc) stop() {
 	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
@@ -94,60 +98,102 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// proxyProc is redlockd, run as a child of this program (the same binary
-// in serve mode) so that its RSS and CPU profile are its own.
-type proxyProc struct {
-	addr  string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+// buildRedlockd compiles ./cmd/redlockd of the repository this module
+// belongs to (its replace directive points there) into dir, as a user
+// would build it: from the repository's own module, with its go.mod.
+func buildRedlockd(dir string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/redlockd/redlockd").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the redlockd module: %w", err)
+	}
+	bin := filepath.Join(dir, "redlockd")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/redlockd")
+	cmd.Dir = strings.TrimSpace(string(out))
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/redlockd: %w\n%s", err, msg)
+	}
+	return bin, nil
 }
 
-// startProxy runs redlockd over backends; profile, when set, is where the
-// child writes a CPU profile of its whole run.
-func startProxy(backends []string, profile string, nodeTimeout time.Duration) (*proxyProc, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envServe+"="+strings.Join(backends, ","), envProfile+"="+profile,
-		envNodeTimeout+"="+nodeTimeout.String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
+// proxyProc is one redlockd binary running as a child process, so that its
+// RSS and CPU are its own.
+type proxyProc struct {
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it has exited
+}
+
+// startProxy runs bin over backends on a free loopback port with JSON
+// logs, plus args, and returns once it logged its address. Its warnings
+// and errors go to stderr.
+func startProxy(bin string, backends []string, args ...string) (*proxyProc, error) {
+	args = append([]string{"--listen", "127.0.0.1:0", "--log-format", "json",
+		"--backends", strings.Join(backends, ",")}, args...)
+	cmd := exec.Command(bin, args...)
+	logs, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", bin, err)
 	}
-	p := &proxyProc{cmd: cmd, stdin: stdin}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if err != nil || !ok {
-		p.stop()
-		return nil, fmt.Errorf("redlockd child did not start: %q, %v", line, err)
+	p := &proxyProc{cmd: cmd, done: make(chan struct{})}
+	ready := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		followLog(logs, ready)
+		_ = cmd.Wait()
+	}()
+	select {
+	case p.addr = <-ready:
+		return p, nil
+	case <-p.done:
+		return nil, fmt.Errorf("%s exited before it was ready (%v)", bin, cmd.ProcessState)
+	case <-time.After(startTimeout):
+		p.kill()
+		return nil, fmt.Errorf("%s not ready within %v", bin, startTimeout)
 	}
-	p.addr = addr
-	return p, nil
 }
 
-// stop closes the child's stdin, its signal to shut down (and write its
-// profile), and waits for it.
-func (p *proxyProc) stop() error {
-	p.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		return <-done
+// followLog sends the address of the "ready to accept connections" line,
+// and copies every line above info level to stderr, until rd ends.
+func followLog(rd io.Reader, ready chan<- string) {
+	sc := bufio.NewScanner(rd)
+	for sc.Scan() {
+		var e map[string]any
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			fmt.Fprintf(os.Stderr, "redlockd: %s\n", sc.Bytes())
+			continue
+		}
+		if addr, ok := e["addr"].(string); ok && e["msg"] == "ready to accept connections" {
+			select {
+			case ready <- addr:
+			default:
+			}
+		}
+		if lvl := e["level"]; lvl != "INFO" && lvl != "DEBUG" {
+			fmt.Fprintf(os.Stderr, "redlockd: %s\n", sc.Bytes())
+		}
 	}
+	_, _ = io.Copy(io.Discard, rd)
+}
+
+func (p *proxyProc) pid() int { return p.cmd.Process.Pid }
+
+// stop shuts redlockd down as SIGTERM does (it writes its profile then),
+// and kills it if that takes too long.
+func (p *proxyProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.kill()
+	}
+}
+
+func (p *proxyProc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // rssBytes reads a process's resident set size from /proc.

@@ -76,6 +76,8 @@ type Config struct {
 
 	// clientTLS and backendTLS are built from the files above by loadConfig.
 	clientTLS, backendTLS *tls.Config
+	// cpuProfile is the hidden --cpuprofile (see profile.go).
+	cpuProfile string
 }
 
 // setting is one configurable value: its flag name (also its YAML key),
@@ -187,6 +189,7 @@ func loadConfig(args []string, env func(string) string) (Config, error) {
 	}
 	var c Config
 	c.ConfigFile = path
+	c.cpuProfile = flags[cpuProfileFlag].val
 	for _, s := range settings {
 		if err := resolve(&c, s, flags, env, file, path); err != nil {
 			return Config{}, err
@@ -276,7 +279,7 @@ func parseFlags(args []string) (map[string]flagValue, error) {
 	fs := flag.NewFlagSet("redlockd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported in one line by run
 	got := map[string]flagValue{}
-	for _, s := range append(settings, setting{name: "config"}) {
+	for _, s := range append(settings, setting{name: "config"}, setting{name: cpuProfileFlag}) {
 		name := s.name
 		record := func(v string) error {
 			got[name] = flagValue{v, "--" + name}

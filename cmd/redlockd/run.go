@@ -48,6 +48,12 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "redlockd: %v\n", err)
 		return exitUsage
 	}
+	stopProfile, err := startCPUProfile(cfg.cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlockd: %v\n", err)
+		return exitUsage
+	}
+	defer stopProfile()
 	log := newLogger(cfg, stderr)
 	backend.SetGoRedisLogger(log)
 	nodes, err := openNodes(ctx, cfg, log)

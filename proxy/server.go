@@ -96,9 +96,10 @@ type Server struct {
 	handoffs atomic.Int64  // tasks handed to an idle worker
 }
 
-// connState is a client connection's state. It is only
-// touched by the connection's own goroutine, except nc and sess, which
-// are safe for concurrent use.
+// connState is a client connection's state. It is only touched by the
+// connection's own goroutine, except nc, sess and wg, which are safe for
+// concurrent use, and rd, which a watch borrows while a batch that may
+// block runs.
 type connState struct {
 	// wmu serialises the writes of whole replies and of push messages, so
 	// that a push sent from another goroutine never splits a reply.

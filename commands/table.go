@@ -79,10 +79,13 @@ func arityOK(arity, n int) bool {
 	return n >= -arity
 }
 
-// Exec runs one command of session s and writes its reply to w.
+// Exec runs one command of session s and writes its reply to w. The
+// caller may reuse args once Exec has returned (the proxy's arguments
+// point into its read buffer): a command copies what it keeps.
 func (h *Handler) Exec(s *Session, args [][]byte, w Writer) { h.Run(s, NewRequest(args), w) }
 
-// Run runs a request of session s and writes its reply to w.
+// Run runs a request of session s and writes its reply to w; like Exec,
+// it keeps nothing of r.Args once it has returned.
 func (h *Handler) Run(s *Session, r Request, w Writer) {
 	args := r.Args
 	if len(args) == 0 {

@@ -35,16 +35,6 @@ func (h *Handler) ttlArg(c *call, s string, unit time.Duration) (time.Duration, 
 	return ttl, true
 }
 
-// msArg parses a non-negative millisecond count (e.g. WAIT).
-func msArg(c *call, s string) (time.Duration, bool) {
-	n, ok := parseInt(s)
-	if !ok || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
-		c.w.WriteError(msgNotInt)
-		return 0, false
-	}
-	return time.Duration(n) * time.Millisecond, true
-}
-
 // truncMillis is d in whole milliseconds for a reply (a validity, a PTTL),
 // truncated, except that a positive d under a millisecond is 1, so that
 // time left never reads as none. Compare backend's
@@ -56,3 +46,6 @@ func truncMillis(d time.Duration) int64 {
 	}
 	return ms
 }
+
+// parseIntBytes is parseInt of an argument as it arrived.
+func parseIntBytes(b []byte) (int64, bool) { return parseInt(string(b)) }

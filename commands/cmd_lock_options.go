@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"math"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -32,65 +32,121 @@ func (h *Handler) parseLock(c *call) (lockOpts, bool) {
 		return o, false
 	}
 	o.ttl = ttl
-	seen := map[string]bool{}
-	for i := 2; i < len(c.args); i++ {
-		opt := strings.ToUpper(c.arg(i))
-		if seen[opt] {
-			c.w.WriteError(msgSyntax)
-			return o, false
-		}
-		seen[opt] = true
-		if !h.lockOption(c, &o, opt, &i) {
-			return o, false
-		}
+	opts, bad := scanLockOptions(c.args[2:], h.opts.MaxWait)
+	if bad != "" {
+		c.w.WriteError(bad)
+		return o, false
 	}
+	o.wait, o.keepalive, o.fence = opts.wait, opts.keepalive, opts.fence
+	o.token, o.owner = string(opts.token), string(opts.owner)
 	return o, h.lockOptsValid(c, &o)
 }
 
-// lockOption applies one option; those with a value advance *i past it.
-func (h *Handler) lockOption(c *call, o *lockOpts, opt string, i *int) bool {
-	switch opt {
-	case "KEEPALIVE":
-		o.keepalive = true
-		return true
-	case "FENCE":
-		o.fence = true
-		return true
-	case "WAIT", "TOKEN", "OWNER":
-	default:
-		c.w.WriteError(msgSyntax)
-		return false
-	}
-	if *i+1 >= len(c.args) {
-		c.w.WriteError(msgSyntax)
-		return false
-	}
-	*i++
-	v := c.arg(*i)
-	switch opt {
-	case "WAIT":
-		return h.waitArg(c, o, v)
-	case "TOKEN":
-		o.token = v
-	case "OWNER":
-		o.owner = v
-	}
-	if v == "" {
-		c.w.WriteError(msgSyntax)
-		return false
-	}
-	return true
+// lockOptions is what LOCK's options say, as written. parseLock and
+// lockWaits (the proxy's "may this LOCK block?") both read them with
+// scanLockOptions, so that the two never disagree.
+type lockOptions struct {
+	wait             time.Duration
+	token, owner     []byte // nil: not given
+	keepalive, fence bool
 }
 
-// waitArg reads WAIT's milliseconds, at most max-wait.
-func (h *Handler) waitArg(c *call, o *lockOpts, v string) bool {
-	var ok bool
-	if o.wait, ok = msArg(c, v); !ok {
+// LOCK's option words, as bits of the set of those seen.
+const (
+	optWait = 1 << iota
+	optToken
+	optOwner
+	optKeepalive
+	optFence
+)
+
+// scanLockOptions reads LOCK's options (the arguments after key and ttl):
+// [WAIT ms] [TOKEN t] [KEEPALIVE] [FENCE] [OWNER id], in any order, the
+// words in any case. It returns the error reply of the first option that
+// is unknown, repeated, lacks its value or has a bad one (WAIT over
+// maxWait among them), or "" when all are good. It allocates nothing: the
+// proxy asks it of every pipelined LOCK with a WAIT.
+func scanLockOptions(args [][]byte, maxWait time.Duration) (lockOptions, string) {
+	var o lockOptions
+	seen := 0
+	for i := 0; i < len(args); i++ {
+		opt := lockOptionWord(args[i])
+		if opt == 0 || seen&opt != 0 {
+			return o, msgSyntax
+		}
+		seen |= opt
+		switch opt {
+		case optKeepalive:
+			o.keepalive = true
+			continue
+		case optFence:
+			o.fence = true
+			continue
+		}
+		if i++; i >= len(args) {
+			return o, msgSyntax
+		}
+		if bad := o.setValue(opt, args[i], maxWait); bad != "" {
+			return o, bad
+		}
+	}
+	return o, ""
+}
+
+// setValue sets the value v of WAIT, TOKEN or OWNER.
+func (o *lockOptions) setValue(opt int, v []byte, maxWait time.Duration) string {
+	if opt == optWait {
+		n, ok := parseIntBytes(v)
+		switch {
+		case !ok || n < 0 || n > math.MaxInt64/int64(time.Millisecond):
+			return msgNotInt
+		case time.Duration(n)*time.Millisecond > maxWait:
+			return msgWaitTooLarge
+		}
+		o.wait = time.Duration(n) * time.Millisecond
+		return ""
+	}
+	if len(v) == 0 {
+		return msgSyntax
+	}
+	if opt == optToken {
+		o.token = v
+	} else {
+		o.owner = v
+	}
+	return ""
+}
+
+// lockOptionWord is the option a word names, in any ASCII case (as Redis
+// compares option words), or 0.
+func lockOptionWord(w []byte) int {
+	switch {
+	case asciiEqualFold(w, "WAIT"):
+		return optWait
+	case asciiEqualFold(w, "TOKEN"):
+		return optToken
+	case asciiEqualFold(w, "OWNER"):
+		return optOwner
+	case asciiEqualFold(w, "KEEPALIVE"):
+		return optKeepalive
+	case asciiEqualFold(w, "FENCE"):
+		return optFence
+	}
+	return 0
+}
+
+// asciiEqualFold compares b with the upper-case word up, ignoring ASCII case.
+func asciiEqualFold(b []byte, up string) bool {
+	if len(b) != len(up) {
 		return false
 	}
-	if o.wait > h.opts.MaxWait {
-		c.w.WriteError(msgWaitTooLarge)
-		return false
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != up[i] {
+			return false
+		}
 	}
 	return true
 }

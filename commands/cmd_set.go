@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"strings"
 	"time"
 )
 
@@ -20,7 +19,7 @@ type setOpts struct {
 func (h *Handler) parseSet(c *call) (setOpts, bool) {
 	var o setOpts
 	for i := 2; i < len(c.args); i++ {
-		opt := strings.ToUpper(c.arg(i))
+		opt := setWord(c.args[i])
 		switch {
 		case opt == "NX" && !o.xx && o.ifeq == nil:
 			o.nx = true
@@ -47,6 +46,21 @@ func (h *Handler) parseSet(c *call) (setOpts, bool) {
 		}
 	}
 	return o, true
+}
+
+// setWords are SET's option words.
+var setWords = []string{"NX", "XX", "GET", "IFEQ", "KEEPTTL", "PX", "EX", "PXAT", "EXAT"}
+
+// setWord is the option word w spells in any ASCII case (as Redis compares
+// option words), or "" for none; it allocates nothing, as SET NX PX is
+// the most frequent command of all.
+func setWord(w []byte) string {
+	for _, word := range setWords {
+		if asciiEqualFold(w, word) {
+			return word
+		}
+	}
+	return ""
 }
 
 func isExpiryOpt(opt string) bool {

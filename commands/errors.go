@@ -65,9 +65,14 @@ func errNoQuorum(e *quorum.NoQuorumError) string {
 // is a null reply, never an error: redis-benchmark and lock libraries treat
 // an error as fatal.
 func writeLockError(w Writer, cmd string, err error) {
-	var nq *quorum.NoQuorumError
-	switch {
-	case errors.As(err, &nq):
+	if err == quorum.ErrNotAcquired || err == quorum.ErrNotHeld {
+		// Contention, the common case, is the bare sentinel: answered
+		// without walking the error tree.
+		w.WriteNull()
+		return
+	}
+	switch nq, isNQ := errors.AsType[*quorum.NoQuorumError](err); {
+	case isNQ:
 		noteCause(w, err)
 		w.WriteError(errNoQuorum(nq))
 	case errors.Is(err, quorum.ErrNotAcquired), errors.Is(err, quorum.ErrNotHeld):

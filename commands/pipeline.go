@@ -1,11 +1,8 @@
 package commands
 
 import (
-	"bytes"
 	"math"
 	"slices"
-	"strings"
-	"time"
 )
 
 // How the proxy may run the commands of one pipelined batch. Lock commands
@@ -21,75 +18,27 @@ import (
 // after every command before it has finished and before any command after
 // it starts. Connection commands (AUTH, HELLO, SELECT, RESET, QUIT,
 // CLIENT …) and unknown commands are barriers.
-func PipelineKeys(args [][]byte) ([][]byte, bool) {
-	if len(args) == 0 {
-		return nil, false
-	}
-	cmd, ok := lookup(args[0])
-	if !ok || cmd.pipe != pipeConcurrent {
-		return nil, false
-	}
-	keys, ok := keyArgs(cmd.keys, args)
-	if !ok {
-		// Where numkeys is not usable every argument counts, which can
-		// only make the batch more sequential.
-		return args[1:], true
-	}
-	return keys, true
-}
+func PipelineKeys(args [][]byte) ([][]byte, bool) { return NewRequest(args).Keys() }
 
 // MayBlock reports whether a command can wait for long (LOCK … WAIT): the
 // proxy keeps such commands out of its limit on commands in flight, so
 // that waiters can never hold back the UNLOCK they are waiting for.
-func MayBlock(args [][]byte) bool {
-	if len(args) == 0 {
-		return false
-	}
-	cmd, ok := lookup(args[0])
-	return ok && cmd.mayBlock != nil && cmd.mayBlock(args)
-}
+func MayBlock(args [][]byte) bool { return NewRequest(args).MayBlock() }
 
-func isWait(a []byte) bool { return bytes.EqualFold(a, []byte("WAIT")) }
+func isWait(a []byte) bool { return asciiEqualFold(a, "WAIT") }
 
 // lockWaits reports whether LOCK key ttl [options] has a WAIT option with a
-// positive time, reading the options as parseLock does: WAIT, TOKEN and
-// OWNER take a non-empty value, KEEPALIVE and FENCE none, none may repeat,
-// TOKEN and OWNER not together.
-// Options that fail to parse make the command fail before it could wait.
-// The ttl is not checked: its limit is the Handler's, and a LOCK refused
-// for its ttl answers at once either way.
+// positive time, reading the options with parseLock's own scanner. Options
+// that fail to parse make the command fail before it could wait. The ttl
+// and max-wait are not checked: their limits are the Handler's, and a LOCK
+// refused for either answers at once either way.
 func lockWaits(args [][]byte) bool {
 	// Every LOCK comes here (the proxy asks before each batch): one
-	// without the word WAIT is answered without allocating.
-	if !slices.ContainsFunc(args[min(3, len(args)):], isWait) {
+	// without the word WAIT is answered without scanning its options.
+	if len(args) < 3 || !slices.ContainsFunc(args[3:], isWait) {
 		return false
 	}
-	waits := false
-	seen := map[string]bool{}
-	for i := 3; i < len(args); i++ {
-		opt := strings.ToUpper(string(args[i]))
-		if seen[opt] {
-			return false
-		}
-		seen[opt] = true
-		switch opt {
-		case "KEEPALIVE", "FENCE":
-			continue
-		case "WAIT", "TOKEN", "OWNER":
-		default:
-			return false
-		}
-		if i++; i >= len(args) || len(args[i]) == 0 {
-			return false
-		}
-		if opt == "WAIT" {
-			n, ok := parseInt(string(args[i]))
-			if !ok || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
-				return false
-			}
-			waits = n > 0
-		}
-	}
+	o, bad := scanLockOptions(args[3:], math.MaxInt64)
 	// TOKEN and OWNER exclude each other.
-	return waits && !(seen["TOKEN"] && seen["OWNER"])
+	return bad == "" && o.wait > 0 && (o.token == nil || o.owner == nil)
 }

@@ -81,3 +81,15 @@ func TestMayBlockLockWithoutWaitAllocatesNothing(t *testing.T) {
 		t.Fatalf("MayBlock(LOCK without WAIT) allocates %v times, want 0", n)
 	}
 }
+
+// A LOCK with a WAIT is read by parseLock's own option scanner, which
+// allocates nothing either.
+func TestMayBlockLockWithWaitAllocatesNothing(t *testing.T) {
+	args := [][]byte{[]byte("LOCK"), []byte("k"), []byte("100"), []byte("wait"), []byte("500"), []byte("TOKEN"), []byte("t"), []byte("FENCE")}
+	if !MayBlock(args) {
+		t.Fatal("LOCK … WAIT 500 does not block")
+	}
+	if n := testing.AllocsPerRun(100, func() { MayBlock(args) }); n != 0 {
+		t.Fatalf("MayBlock(LOCK … WAIT) allocates %v times, want 0", n)
+	}
+}

@@ -79,13 +79,20 @@ func arityOK(arity, n int) bool {
 	return n >= -arity
 }
 
-// Exec runs one command of session s and writes its reply to w.
-func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
+// Exec runs one command of session s and writes its reply to w. The
+// caller may reuse args once Exec has returned (the proxy's arguments
+// point into its read buffer): a command copies what it keeps.
+func (h *Handler) Exec(s *Session, args [][]byte, w Writer) { h.Run(s, NewRequest(args), w) }
+
+// Run runs a request of session s and writes its reply to w; like Exec,
+// it keeps nothing of r.Args once it has returned.
+func (h *Handler) Run(s *Session, r Request, w Writer) {
+	args := r.Args
 	if len(args) == 0 {
 		return
 	}
-	cmd, ok := lookup(args[0])
-	if !ok {
+	cmd := r.cmd
+	if cmd == nil {
 		w.WriteError(errUnknownCommand(string(args[0]), args[1:]))
 		return
 	}
@@ -102,15 +109,33 @@ func (h *Handler) Exec(s *Session, args [][]byte, w Writer) {
 	}
 	h.stats.commands.Add(1)
 	if o := h.opts.Observer; o != nil {
-		ow, t0 := &outcomeWriter{Writer: w}, time.Now()
-		defer func() { o.CommandDone(name, ow.outcome(cmd), time.Since(t0)) }()
-		w = ow
-	}
-	// Checked before the command parses anything else, as Redis checks a
-	// key's permission: a reserved key changes nothing on any backend.
-	if namesReservedKey(cmd.keys, args) {
-		w.WriteError(msgReservedKey)
+		h.runObserved(o, cmd, args, &observedCall{call: call{s: s, name: name, args: args[1:]}, ow: outcomeWriter{Writer: w}})
 		return
 	}
-	cmd.run(h, &call{s: s, w: w, name: name, args: args[1:]})
+	h.runChecked(cmd, args, &call{s: s, w: w, name: name, args: args[1:]})
+}
+
+// observedCall is a call whose reply is watched for the Observer, in one
+// allocation.
+type observedCall struct {
+	call
+	ow outcomeWriter
+}
+
+func (h *Handler) runObserved(o Observer, cmd *command, args [][]byte, oc *observedCall) {
+	oc.w = &oc.ow
+	t0 := time.Now()
+	h.runChecked(cmd, args, &oc.call)
+	o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0))
+}
+
+// runChecked runs c (args with the name first) unless it names a reserved
+// key. That is checked before the command parses anything else, as Redis
+// checks a key's permission: a reserved key changes nothing on any backend.
+func (h *Handler) runChecked(cmd *command, args [][]byte, c *call) {
+	if namesReservedKey(cmd.keys, args) {
+		c.w.WriteError(msgReservedKey)
+		return
+	}
+	cmd.run(h, c)
 }

@@ -114,6 +114,10 @@ var hostileInputs = []struct {
 	{"inline backslash before the end", []byte("ECHO \"ab\\\r\n")},
 	{"inline unbalanced, then more", []byte("PING\r\nECHO \"a\r\nPING\r\n")},
 	{"inline NUL", []byte("ECHO a\x00b\r\nPING\r\n")},
+	// A command before malformed bytes in the same packet is answered
+	// before the error.
+	{"ping, then multibulk not a number", []byte("PING\r\n*abc\r\n")},
+	{"ping, then bulk length not a number", []byte("PING\r\n*1\r\n$x\r\n")},
 }
 
 // TestHostileInputLikeRedis compares the proxy with redis-server 7 on each

@@ -6,8 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/redlockd/redlockd/commands"
 )
 
@@ -34,20 +32,48 @@ func (s *Server) reject(c net.Conn) {
 	}()
 }
 
-// accept runs on redcon's accept loop for every admitted connection.
-func (s *Server) accept(c redcon.Conn) bool {
-	st := &connState{nc: c.NetConn(), sess: s.h.NewSession(c.RemoteAddr())}
-	st.guard, _ = st.nc.(*guardConn)
+// acceptLoop accepts connections until the gate ends accepting, then
+// closes every connection still open: the gate ends it only once Shutdown
+// has drained the commands in flight, or the listener failed.
+func (s *Server) acceptLoop(g *gateListener) {
+	defer s.closeAll()
+	for {
+		c, err := g.Accept()
+		if err != nil {
+			g.Listener.Close()
+			return
+		}
+		st, ok := s.accept(c)
+		if !ok {
+			c.Close()
+			continue
+		}
+		go s.serveConn(st)
+	}
+}
+
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for st := range s.conns {
+		st.nc.Close()
+	}
+}
+
+// accept runs on the accept loop for every admitted connection.
+func (s *Server) accept(c net.Conn) (*connState, bool) {
+	st := &connState{nc: c, addr: c.RemoteAddr().String()}
+	st.sess = s.h.NewSession(st.addr)
+	st.rd = newReader(c, s.opts.MaxRequestBytes, s.opts.IdleTimeout)
 	st.w = NewWriter(st.sess.Proto)
 	st.maxReply = maxReplyBytes(s.opts.MaxReplyBytes)
 	st.sess.SetPush(st.push)
 	if !s.track(st) {
 		// Shutdown is tearing connections down; this one came too late.
 		s.h.CloseSession(st.sess)
-		return false
+		return nil, false
 	}
-	c.SetContext(st)
-	return true
+	return st, true
 }
 
 // track registers a connection for Shutdown, unless it has begun.
@@ -65,16 +91,34 @@ func (s *Server) track(st *connState) bool {
 	return true
 }
 
-// closed runs on the connection's goroutine after redcon closed it, while
-// redcon holds its server lock: the session ends on its own goroutine,
-// because ending it may release locks on the backends.
-func (s *Server) closed(c redcon.Conn, err error) {
-	st, ok := c.Context().(*connState)
-	if !ok {
-		return
+// serveConn is a connection's goroutine: it reads batches of requests and
+// runs them until the client leaves, quits or breaks the protocol (it
+// then gets Redis's error reply after the replies to what came before).
+func (s *Server) serveConn(st *connState) {
+	var err error
+	for !st.done {
+		var batch [][][]byte
+		batch, err = st.rd.next()
+		if err != nil {
+			if reply := protocolReply(err); reply != nil {
+				st.wmu.Lock()
+				st.nc.Write(reply) // the connection closes either way
+				st.wmu.Unlock()
+			}
+			break
+		}
+		s.serveBatch(st, batch)
 	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		s.log.Debug("connection closed", "addr", c.RemoteAddr(), "err", err)
+	st.nc.Close()
+	s.closed(st, err)
+}
+
+// closed runs on the connection's goroutine once it is closed: the session
+// ends on a goroutine of its own, because ending it may release locks on
+// the backends.
+func (s *Server) closed(st *connState, err error) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("connection closed", "addr", st.addr, "err", err)
 	}
 	s.mu.Lock()
 	delete(s.conns, st)
@@ -86,64 +130,59 @@ func (s *Server) closed(c redcon.Conn, err error) {
 	}()
 }
 
-// serveRESP gets the first command of a read batch. It takes the rest of
-// the batch too and writes all replies itself, so that a batch counts as
-// in flight until its replies are on the socket: redcon would flush them
-// only after the handler returned, too late for Shutdown to wait for.
-func (s *Server) serveRESP(c redcon.Conn, cmd redcon.Command) {
-	st := c.Context().(*connState)
-	if st.done {
-		return
-	}
+// serveBatch runs a read batch and writes all its replies at once, then
+// counts it out of flight: Shutdown waits for a batch until its replies
+// are on the socket.
+func (s *Server) serveBatch(st *connState, batch [][][]byte) {
 	if !s.flight.begin() {
 		st.done = true
-		c.Close()
 		return
 	}
-	rest := c.ReadPipeline()
-	stop := s.watchBatch(st, cmd, rest)
-	quit := s.runBatch(st, cmd, rest)
+	st.reqs = st.reqs[:0]
+	for _, args := range batch {
+		st.reqs = append(st.reqs, commands.NewRequest(args))
+	}
+	stop := s.watchBatch(st, st.reqs)
+	quit := s.runBatch(st, st.reqs)
+	clear(st.reqs) // holds no arguments between batches
 	if stop() {
 		// The client hung up: nobody reads the replies, and the commands
 		// it sent before it left go with it, as in Redis.
 		s.flight.end()
 		st.done = true
-		c.Close()
 		return
 	}
 	err := st.flush()
 	s.flight.end()
 	if err != nil {
-		s.logWriteFailure(c, err)
+		s.logWriteFailure(st, err)
 	}
 	if quit || err != nil {
 		st.done = true
-		c.Close()
 	}
 }
 
 // watchBatch watches the connection for a hang-up while a batch that may
-// block runs (see guardConn.watch). A client that hangs up stops its
-// waits at once (its session's context is cancelled) and gives its socket
-// and its slot back at once; its session ends when the batch has returned,
-// so that it also releases what a wait got in its last moment.
-func (s *Server) watchBatch(st *connState, first redcon.Command, rest []redcon.Command) (stop func() bool) {
-	if st.guard == nil || !anyMayBlock(first, rest) {
-		return func() bool { return false }
+// block runs (see reader.watch). A client that hangs up stops its waits at
+// once (its session's context is cancelled) and gives its socket and its
+// slot back at once; its session ends when the batch has returned, so
+// that it also releases what a wait got in its last moment.
+func (s *Server) watchBatch(st *connState, reqs []commands.Request) (stop func() bool) {
+	if !anyMayBlock(reqs) {
+		return noWatch
 	}
-	return st.guard.watch(func() {
+	return st.rd.watch(func() {
 		st.sess.HangUp()
-		st.guard.Conn.Close()
+		st.nc.Close()
 		s.countOut(st)
 	})
 }
 
-func anyMayBlock(first redcon.Command, rest []redcon.Command) bool {
-	if commands.MayBlock(first.Args) {
-		return true
-	}
-	for _, c := range rest {
-		if commands.MayBlock(c.Args) {
+func noWatch() bool { return false }
+
+func anyMayBlock(reqs []commands.Request) bool {
+	for _, r := range reqs {
+		if r.MayBlock() {
 			return true
 		}
 	}
@@ -163,21 +202,21 @@ func (s *Server) countOut(st *connState) {
 
 // logWriteFailure names a client dropped for a limit; a client that went
 // away is not news.
-func (s *Server) logWriteFailure(c redcon.Conn, err error) {
+func (s *Server) logWriteFailure(st *connState, err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, errReplyLimit):
-		s.log.Info("client closed: its pending replies exceed the output limit", "addr", c.RemoteAddr())
+		s.log.Info("client closed: its pending replies exceed the output limit", "addr", st.addr)
 	case errors.As(err, &ne) && ne.Timeout():
-		s.log.Info("client closed: it does not read its replies", "addr", c.RemoteAddr())
+		s.log.Info("client closed: it does not read its replies", "addr", st.addr)
 	default:
-		s.log.Debug("writing replies failed", "addr", c.RemoteAddr(), "err", err)
+		s.log.Debug("writing replies failed", "addr", st.addr, "err", err)
 	}
 }
 
 // run executes one command and reports whether the client asked to quit.
-func (s *Server) run(st *connState, cmd redcon.Command) bool {
-	s.h.Exec(st.sess, cmd.Args, st.w)
+func (s *Server) run(st *connState, r commands.Request) bool {
+	s.h.Run(st.sess, r, st.w)
 	return st.sess.Quit()
 }
 

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
-// feedConn is the client side of a connection as the guard sees it: it
+// feedConn is the client side of a connection as the reader sees it: it
 // hands over its input in pieces of at most chunk bytes, then EOF, and
 // keeps what the server writes back.
 type feedConn struct {
@@ -40,12 +39,11 @@ func (c *feedConn) Write(p []byte) (int, error) { return c.out.Write(p) }
 const fuzzMaxRequest = 4096
 
 // FuzzRequestStream sends arbitrary bytes, in pieces of arbitrary size,
-// through the request-stream guard into redcon's parser, as a connection
-// does: no panic, no hang, no request over the cap reaches a command, the
-// guard forwards no byte it did not receive, and a protocol error is
-// answered once with Redis's text. Inline requests reach the parser as
-// multibulks, so the check on invented bytes counts arguments, not
-// framing.
+// through the request reader, as a connection does: no panic, no hang, no
+// request over the cap reaches a command, the reader hands over no byte it
+// did not receive, and a protocol error is answered once with Redis's
+// text. Inline requests reach the commands split, so the check on invented
+// bytes counts arguments, not framing.
 //
 //	go test -run='^$' -fuzz=FuzzRequestStream -fuzztime=60s ./proxy/
 func FuzzRequestStream(f *testing.F) {
@@ -64,22 +62,23 @@ func FuzzRequestStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte, chunk uint16) {
 		fc := &feedConn{in: bytes.Clone(in), chunk: max(int(chunk), 1)}
-		g := newGuardConn(fc, fuzzMaxRequest)
+		rd := newReader(fc, fuzzMaxRequest, 0)
 		done := make(chan error, 1)
-		var forwarded int
+		var forwarded, longestLine int
 		go func() {
-			rd := redcon.NewReader(g)
 			for {
-				cmds, err := rd.ReadCommands()
+				cmds, err := rd.next()
 				for _, c := range cmds {
 					size := argBytes(c)
 					if size > fuzzMaxRequest {
-						done <- errors.New("a request over the cap reached the parser")
+						done <- errors.New("a request over the cap reached the commands")
 						return
 					}
 					forwarded += size
 				}
+				longestLine = max(longestLine, rd.lineLen())
 				if err != nil {
+					fc.Write(protocolReply(err))
 					done <- nil
 					return
 				}
@@ -91,64 +90,62 @@ func FuzzRequestStream(f *testing.F) {
 				t.Fatal(err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("the parser did not finish on %d bytes", len(in))
+			t.Fatalf("the reader did not finish on %d bytes", len(in))
 		}
 		if forwarded > fc.read {
-			t.Fatalf("guard forwarded %d argument bytes of %d received", forwarded, fc.read)
+			t.Fatalf("reader forwarded %d argument bytes of %d received", forwarded, fc.read)
 		}
-		if len(g.line) > maxInlineLen+1 {
-			t.Fatalf("guard holds a %d-byte count line", len(g.line))
+		if longestLine > maxInlineLen+1 {
+			t.Fatalf("reader holds a %d-byte count line", longestLine)
 		}
 		out := fc.out.String()
 		if out != "" && (strings.Count(out, "\r\n") != 1 || !strings.HasPrefix(out, "-ERR Protocol error: ") || !strings.HasSuffix(out, "\r\n")) {
-			t.Fatalf("guard wrote %q", out)
+			t.Fatalf("reader wrote %q", out)
 		}
 	})
 }
 
-func argBytes(c redcon.Command) int {
+func argBytes(args [][]byte) int {
 	n := 0
-	for _, a := range c.Args {
+	for _, a := range args {
 		n += len(a)
 	}
 	return n
 }
 
-// TestGuardHandsOverWholeRequests: redcon sees only complete requests
-// (but for big bulks), so it parses each once, however the bytes arrive
-// (it would reparse an incomplete one on every read: quadratic in its
-// arguments).
+// TestGuardHandsOverWholeRequests: the reader hands over only complete
+// requests, however the bytes arrive, and parses each once: it resumes
+// where the last read stopped (parsing an incomplete request again from
+// its start on every read is quadratic in its arguments).
 func TestGuardHandsOverWholeRequests(t *testing.T) {
-	// The inline PING reaches redcon as a multibulk.
-	first := "*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\n*1\r\n$4\r\nPING\r\n"
 	fc := &feedConn{in: []byte("*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$3\r\nab"), chunk: 3}
-	g := newGuardConn(fc, fuzzMaxRequest)
-	var got []byte
-	buf := make([]byte, 64)
-	for {
-		n, err := g.Read(buf)
-		got = append(got, buf[:n]...)
+	rd := newReader(fc, fuzzMaxRequest, 0)
+	var got []string
+	for range 100 {
+		cmds, err := rd.next()
+		for _, c := range cmds {
+			got = append(got, string(bytes.Join(c, []byte(" "))))
+		}
 		if err != nil {
 			break
 		}
-		if s := string(got); !strings.HasPrefix(first, s) || (s != first[:len("*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\n")] && s != first) {
-			t.Fatalf("guard handed over %q, not a whole number of requests", s)
-		}
 	}
-	if string(got) != first {
-		t.Fatalf("guard handed over %q, want %q", got, first)
+	if want := []string{"ECHO abc", "PING"}; !slices.Equal(got, want) {
+		t.Fatalf("reader handed over %q, want %q", got, want)
+	}
+	if rd.scanned != fc.read {
+		t.Fatalf("reader checked %d bytes of %d received: it parsed some again", rd.scanned, fc.read)
 	}
 }
 
-// TestGuardForwardsBigBulkEarly: a big value goes through as it arrives,
-// so it is not held twice, by the guard and by redcon.
+// TestGuardForwardsBigBulkEarly: a big value is held once, in the reader's
+// buffer, as it arrives.
 func TestGuardForwardsBigBulkEarly(t *testing.T) {
-	head := fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n", bigBulk)
+	head := fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n", 64<<10)
 	fc := &feedConn{in: []byte(head + "xyz"), chunk: 1 << 20}
-	g := newGuardConn(fc, DefaultMaxRequestBytes)
-	buf := make([]byte, 1024)
-	n, err := g.Read(buf)
-	if err != nil || string(buf[:n]) != head+"xyz" {
-		t.Fatalf("Read = %q, %v; want the incomplete request so far", buf[:n], err)
+	rd := newReader(fc, DefaultMaxRequestBytes, 0)
+	cmds, err := rd.next()
+	if len(cmds) != 0 || err != io.EOF || string(rd.buf[:rd.end]) != head+"xyz" {
+		t.Fatalf("next = %q, %v, holding %q; want the incomplete request so far, once", cmds, err, rd.buf[:rd.end])
 	}
 }

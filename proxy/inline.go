@@ -18,7 +18,7 @@ import "strconv"
 //
 // It reports false for unbalanced quotes. A NUL byte never reaches it:
 // Redis looks for the end of an inline line with strchr, so a line with a
-// NUL in it never ends, and the guard treats it so.
+// NUL in it never ends, and the reader treats it so.
 func splitInline(line []byte) ([][]byte, bool) {
 	var args [][]byte
 	i := 0

@@ -6,10 +6,9 @@ import (
 	"time"
 )
 
-// gateListener sits between redcon and the real listener. redcon closes
-// every connection as soon as Accept fails, without waiting for running
-// handlers; the gate holds that failure back until Shutdown has drained the
-// in-flight commands. It also turns away clients over MaxClients without
+// gateListener sits between the accept loop and the real listener. The
+// loop closes every connection as soon as Accept fails; the gate holds
+// that failure back until Shutdown has drained the in-flight commands. It also turns away clients over MaxClients without
 // blocking the accept loop.
 type gateListener struct {
 	net.Listener
@@ -32,7 +31,7 @@ func (g *gateListener) Accept() (net.Conn, error) {
 			g.srv.reject(c)
 			continue
 		}
-		return newGuardConn(withWriteTimeout(c, g.srv.opts.WriteTimeout), g.srv.opts.MaxRequestBytes), nil
+		return withWriteTimeout(c, g.srv.opts.WriteTimeout), nil
 	}
 }
 

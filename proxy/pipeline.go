@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/redlockd/redlockd/commands"
 )
 
@@ -24,41 +22,36 @@ const maxPipelined = 128
 
 // pipelineSlots is shared by every Server of the process; there is one in
 // practice.
-var pipelineSlots = make(chan struct{}, maxPipelined)
+var pipelineSlots = newSlots(maxPipelined)
 
-// execLimited runs one pipelined command under the in-flight limit;
-// commands that may block for long (LOCK … WAIT) bypass it.
-func (s *Server) execLimited(st *connState, args [][]byte, w *Writer) {
-	if !commands.MayBlock(args) {
-		pipelineSlots <- struct{}{}
-		defer func() { <-pipelineSlots }()
+// execLimited runs one pipelined command that holds a slot of the
+// in-flight limit (taken for its whole run by runConcurrent), and gives
+// the slot back once it is done.
+func (s *Server) execLimited(st *connState, r commands.Request, w *Writer, limited bool) {
+	s.h.Run(st.sess, r, w)
+	if limited {
+		pipelineSlots.release(1)
 	}
-	s.h.Exec(st.sess, args, w)
 }
 
 // writerPool recycles the reply buffers of concurrently run commands.
 var writerPool = sync.Pool{New: func() any { return &Writer{} }}
 
-// runBatch runs a read batch: first, then rest (redcon's ReadPipeline).
-// Runs of commands that neither touch session state nor share a key run
-// concurrently, so a pipeline of 16 locks costs about one quorum round trip
-// rather than 16; each renders into its own buffer and the buffers are
-// appended in order, so replies keep the order of the commands. Barriers
-// (connection commands) run alone. It reports whether the client quit.
-func (s *Server) runBatch(st *connState, first redcon.Command, rest []redcon.Command) bool {
-	if len(rest) == 0 {
-		return s.run(st, first)
-	}
-	cmds := make([]redcon.Command, 0, 1+len(rest))
-	cmds = append(append(cmds, first), rest...)
-	for i := 0; i < len(cmds); {
-		j := segmentEnd(cmds, i)
+// runBatch runs a read batch in order. Runs of commands that neither touch
+// session state nor share a key run concurrently, so a pipeline of 16
+// locks costs about one quorum round trip rather than 16; each renders
+// into its own buffer and the buffers are appended in order, so replies
+// keep the order of the commands. Barriers (connection commands) run
+// alone. It reports whether the client quit.
+func (s *Server) runBatch(st *connState, reqs []commands.Request) bool {
+	for i := 0; i < len(reqs); {
+		j := segmentEnd(st, reqs, i)
 		if j == i+1 {
-			if s.run(st, cmds[i]) {
+			if s.run(st, reqs[i]) {
 				return true
 			}
 		} else {
-			s.runConcurrent(st, cmds[i:j])
+			s.runConcurrent(st, reqs[i:j])
 		}
 		i = j
 	}
@@ -68,20 +61,25 @@ func (s *Server) runBatch(st *connState, first redcon.Command, rest []redcon.Com
 // segmentEnd returns the end of the longest run from i that may run at
 // once: a barrier alone, else commands up to the next barrier or the next
 // key already used in the run.
-func segmentEnd(cmds []redcon.Command, i int) int {
-	keys, ok := commands.PipelineKeys(cmds[i].Args)
+func segmentEnd(st *connState, reqs []commands.Request, i int) int {
+	if i+1 == len(reqs) {
+		return i + 1
+	}
+	keys, ok := reqs[i].Keys()
 	if !ok {
 		return i + 1
 	}
-	seen := append([][]byte(nil), keys...)
+	seen := append(st.seen[:0], keys...)
 	j := i + 1
-	for ; j < len(cmds) && j-i < maxConcurrent; j++ {
-		keys, ok := commands.PipelineKeys(cmds[j].Args)
+	for ; j < len(reqs) && j-i < maxConcurrent; j++ {
+		keys, ok := reqs[j].Keys()
 		if !ok || anyShared(seen, keys) {
 			break
 		}
 		seen = append(seen, keys...)
 	}
+	clear(seen)
+	st.seen = seen[:0]
 	return j
 }
 
@@ -102,17 +100,32 @@ func anyShared(seen, keys [][]byte) bool {
 // connection's buffer (it is next in order anyway), the others into pooled
 // buffers that are appended after it, in order. None of them is a barrier,
 // so none can change the protocol the buffers encode in.
-func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
-	ws := make([]*Writer, len(cmds))
-	var wg sync.WaitGroup
-	for k := 1; k < len(cmds); k++ {
+//
+// Commands that may block for long (LOCK … WAIT) run outside the in-flight
+// limit, so that waiters can never hold back the UNLOCK they wait for; the
+// others take their slots together, in one step, before any of them starts.
+func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
+	ws := append(st.ws[:0], make([]*Writer, len(reqs))...)
+	limited := st.limited[:0]
+	n := 0
+	for _, r := range reqs {
+		l := !r.MayBlock()
+		limited = append(limited, l)
+		if l {
+			n++
+		}
+	}
+	st.limited = limited
+	pipelineSlots.acquire(n)
+	wg := &st.wg
+	for k := 1; k < len(reqs); k++ {
 		w := writerPool.Get().(*Writer)
 		w.proto = st.w.proto
 		ws[k] = w
 		wg.Add(1)
-		s.goExec(pipeTask{st: st, args: cmds[k].Args, w: w, wg: &wg})
+		s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: wg, limited: limited[k]})
 	}
-	s.execLimited(st, cmds[0].Args, st.w)
+	s.execLimited(st, reqs[0], st.w, limited[0])
 	wg.Wait()
 	for _, w := range ws[1:] {
 		st.w.buf = append(st.w.buf, w.buf...)
@@ -122,18 +135,22 @@ func (s *Server) runConcurrent(st *connState, cmds []redcon.Command) {
 			writerPool.Put(w)
 		}
 	}
+	clear(ws)
+	st.ws = ws[:0]
 }
 
 // pipeTask is one command of a concurrent run.
 type pipeTask struct {
-	st   *connState
-	args [][]byte
-	w    *Writer
-	wg   *sync.WaitGroup
+	st      *connState
+	r       commands.Request
+	w       *Writer
+	wg      *sync.WaitGroup
+	limited bool // holds a slot of the in-flight limit
 }
 
-// maxIdleWorkers bounds the workers kept waiting for pipelined commands,
-// and workerIdle how long one waits before it ends.
+// maxIdleWorkers bounds the workers kept waiting for pipelined commands;
+// workerIdle is how often the idle ones are ended once no command was
+// handed to a worker for that long.
 const (
 	maxIdleWorkers = maxPipelined
 	workerIdle     = 500 * time.Millisecond
@@ -143,41 +160,115 @@ const (
 func (s *Server) goExec(t pipeTask) {
 	select {
 	case s.work <- t:
+		s.handoffs.Add(1)
 	default:
 		go s.worker(t)
 	}
 }
 
-// worker runs pipelined commands. It waits a while for the next one (while
-// fewer than maxIdleWorkers wait, and until the server is done): under
-// load a command then runs on a goroutine whose stack has already grown to
-// what a command needs, instead of a new goroutine that grows (copies) its
-// stack every time. Once the load stops, the workers end.
+// worker runs pipelined commands. It waits for the next one (while fewer
+// than maxIdleWorkers wait): under load a command then runs on a goroutine
+// whose stack has already grown to what a command needs, instead of a new
+// goroutine that grows (copies) its stack every time. It waits on the work
+// channel alone, with no timer to reset per command: reapWorkers ends the
+// idle workers once the load stops, and Serve closes the channel at its
+// end. A zero task asks a worker to end.
 func (s *Server) worker(t pipeTask) {
-	var idle *time.Timer
 	for {
-		s.execLimited(t.st, t.args, t.w)
+		s.execLimited(t.st, t.r, t.w, t.limited)
 		t.wg.Done()
 		t = pipeTask{} // hold nothing of a finished batch while idle
 		if s.idle.Add(1) > maxIdleWorkers {
 			s.idle.Add(-1)
 			return
 		}
-		if idle == nil {
-			idle = time.NewTimer(workerIdle)
-		} else {
-			idle.Reset(workerIdle)
-		}
-		select {
-		case t = <-s.work:
-			s.idle.Add(-1)
-		case <-idle.C:
-			s.idle.Add(-1)
-			return
-		case <-s.done:
-			s.idle.Add(-1)
-			idle.Stop()
+		var ok bool
+		t, ok = <-s.work
+		s.idle.Add(-1)
+		if !ok || t.wg == nil {
 			return
 		}
 	}
+}
+
+// reapWorkers ends the idle workers every workerIdle during which no
+// command was handed to one, until stop is closed.
+func (s *Server) reapWorkers(stop <-chan struct{}) {
+	tick := time.NewTicker(workerIdle)
+	defer tick.Stop()
+	last := s.handoffs.Load()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if n := s.handoffs.Load(); n != last {
+			last = n
+			continue
+		}
+		for range s.idle.Load() {
+			select {
+			case s.work <- pipeTask{}:
+			default:
+			}
+		}
+	}
+}
+
+// slots is the in-flight limit: a counting semaphore of which a concurrent
+// run takes all it needs in one step, and whose waiters are served in
+// order, so that a run that needs many is not passed over for ever by runs
+// that need few.
+type slots struct {
+	mu      sync.Mutex
+	size    int
+	free    int
+	waiters []slotWaiter
+}
+
+type slotWaiter struct {
+	n     int
+	ready chan struct{}
+}
+
+func newSlots(n int) *slots { return &slots{size: n, free: n} }
+
+// acquire takes n slots, waiting until they are free; n is at most the
+// size (a run is at most maxConcurrent commands).
+func (s *slots) acquire(n int) {
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	if len(s.waiters) == 0 && s.free >= n {
+		s.free -= n
+		s.mu.Unlock()
+		return
+	}
+	w := slotWaiter{n: n, ready: make(chan struct{})}
+	s.waiters = append(s.waiters, w)
+	s.mu.Unlock()
+	<-w.ready
+}
+
+// release gives n slots back and wakes the waiters they are enough for.
+func (s *slots) release(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free += n
+	for len(s.waiters) > 0 && s.free >= s.waiters[0].n {
+		w := s.waiters[0]
+		s.waiters[0] = slotWaiter{}
+		s.waiters = s.waiters[1:]
+		s.free -= w.n
+		close(w.ready)
+	}
+}
+
+// held is the number of slots taken.
+func (s *slots) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size - s.free
 }

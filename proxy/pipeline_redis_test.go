@@ -93,7 +93,7 @@ func TestPipelineLimitExactAboutWait(t *testing.T) {
 				t.Fatalf("%v: the commands did not reach the backends", tc.opts)
 			}
 		}
-		if got := len(pipelineSlots); got != tc.slots {
+		if got := pipelineSlots.held(); got != tc.slots {
 			t.Errorf("%v: %d limit slots held in flight, want %d", tc.opts, got, tc.slots)
 		}
 		for _, g := range gs {

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/redlockd/redlockd/commands"
 )
 
@@ -94,13 +92,15 @@ type Server struct {
 	connWG   sync.WaitGroup // accepted connections not yet cleaned up
 	rejectWG sync.WaitGroup // "max clients" replies being written
 
-	work chan pipeTask // to an idle worker (see worker)
-	idle atomic.Int32  // workers waiting on work
+	work     chan pipeTask // to an idle worker (see worker)
+	idle     atomic.Int32  // workers waiting on work
+	handoffs atomic.Int64  // tasks handed to an idle worker
 }
 
-// connState is what a connection carries in its redcon context. It is only
-// touched by the connection's own goroutine, except nc and sess, which
-// are safe for concurrent use.
+// connState is a client connection's state. It is only touched by the
+// connection's own goroutine, except nc, sess and wg, which are safe for
+// concurrent use, and rd, which a watch borrows while a batch that may
+// block runs.
 type connState struct {
 	// wmu serialises the writes of whole replies and of push messages, so
 	// that a push sent from another goroutine never splits a reply.
@@ -111,9 +111,17 @@ type connState struct {
 	done bool // QUIT or a failed write: ignore the rest of the batch
 	// maxReply is Options.MaxReplyBytes resolved; 0: no cap.
 	maxReply int
-	// guard is nc as the listener made it, watched during blocking
-	// commands; nil for a connection that did not come through it.
-	guard *guardConn
+	// rd reads and parses the requests; it is watched during blocking
+	// commands.
+	rd   *reader
+	addr string
+	// reqs is the batch being run, looked up in the command table once.
+	reqs    []commands.Request
+	seen    [][]byte  // keys of the concurrent run being formed, reused
+	limited []bool    // which commands of a concurrent run hold a slot, reused
+	ws      []*Writer // the reply buffers of a concurrent run, reused
+	// wg waits for the commands of a concurrent run that workers run.
+	wg sync.WaitGroup
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
 }
@@ -160,14 +168,18 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(),
-		s.serveRESP, s.accept, s.closed)
-	if s.opts.IdleTimeout > 0 {
-		rs.SetIdleClose(s.opts.IdleTimeout)
-	}
 	close(s.ready)
-	_ = rs.Serve(g) // redcon reports nothing useful: the gate keeps the cause
+	stopReaper, reaped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(reaped)
+		s.reapWorkers(stopReaper)
+	}()
+	s.acceptLoop(g)
 	s.connWG.Wait()
+	// No connection is left to hand a worker a command: the workers end.
+	close(stopReaper)
+	<-reaped
+	close(s.work)
 	s.rejectWG.Wait()
 	close(s.done)
 	select {
@@ -256,7 +268,7 @@ func (s *Server) stopAccepting() {
 	})
 }
 
-// release lets redcon's accept loop end (it then closes every connection)
+// release lets the accept loop end (it then closes every connection)
 // and ends every session, which stops commands blocked in a wait.
 func (s *Server) release() {
 	s.releaseOnce.Do(func() {

@@ -15,10 +15,11 @@ var (
 	// ErrClosed is returned by a node's operations after Close (for a Redis
 	// node, by the quorum.Node methods, which run over its multiplexer).
 	ErrClosed = errors.New("backend: node closed")
-	// ErrInvalidTTL is returned for a ttl <= 0. The quorum never sends one,
-	// and Redis would treat PEXPIRE with it as a delete, so it is refused
+	// ErrInvalidTTL is returned for a ttl <= 0: the quorum's own error, so
+	// that one fact has one name. The quorum never sends such a ttl, and
+	// Redis would treat PEXPIRE with it as a delete, so it is refused
 	// rather than passed on.
-	ErrInvalidTTL = errors.New("backend: ttl must be positive")
+	ErrInvalidTTL = quorum.ErrInvalidTTL
 	// errMemLate is a delayed in-memory reply that its deadline overtook.
 	errMemLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
 )

@@ -97,14 +97,6 @@ func (m *Metrics) writeLocks(b *strings.Builder) {
 
 type writer interface{ Write(*dto.Metric) error }
 
-func gaugeValue(g writer) float64 {
-	var d dto.Metric
-	if g.Write(&d) != nil || d.Gauge == nil {
-		return 0
-	}
-	return d.Gauge.GetValue()
-}
-
 func counterValue(c writer) float64 {
 	var d dto.Metric
 	if c.Write(&d) != nil || d.Counter == nil {

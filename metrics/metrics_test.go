@@ -168,7 +168,8 @@ func TestFamiliesMoveAfterLocks(t *testing.T) {
 
 func TestReadinessAndStateChangeLogs(t *testing.T) {
 	r := newRig(t, 3)
-	if code, body := r.get(t, "/readyz"); code != http.StatusOK {
+	// The first looks at the servers arrive just after the cluster starts.
+	if code, body := r.getUntil(t, "/readyz", http.StatusOK); code != http.StatusOK {
 		t.Fatalf("/readyz with all up: %d %s", code, body)
 	}
 	if code, _ := r.get(t, "/healthz"); code != http.StatusOK {

@@ -3,6 +3,7 @@ package stack
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -24,6 +25,7 @@ func TestReadinessAndUpGaugeFollowTheWatchers(t *testing.T) {
 	cfg.NodeTimeout = 500 * time.Millisecond
 	cfg.RestartQuarantine = time.Hour
 	cfg.MetricsAddr = freeAddr(t)
+	cfg.Logger = slog.New(slog.DiscardHandler)
 	rd, _ := serve(t, cfg)
 	get := func(path string) (int, string) { return httpGet(t, "http://"+cfg.MetricsAddr+path) }
 	upGauge := func(i int) string {

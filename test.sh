@@ -37,6 +37,9 @@ for dir in . compat bench; do
     go test -race -count=1 -timeout 30m ./...
   )
 done
+# Allocation budgets once more without the race detector, which allocates
+# on its own (some of them are checked only here).
+go test -count=1 -run 'Alloc' ./quorum/ ./backend/ ./proxy/ ./commands/
 # A short fuzzing run of the client-facing input paths (their seeds ran above).
 go test -run='^$' -fuzz=FuzzRequestStream -fuzztime=10s -fuzzminimizetime=5s ./proxy/
 go test -run='^$' -fuzz=FuzzExec -fuzztime=10s -fuzzminimizetime=5s ./commands/

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"testing"
 	"time"
 
@@ -30,13 +31,13 @@ func TestMemoryFenceMalformed(t *testing.T) {
 	m.mu.Lock()
 	m.store("f", "99999999999999999", m.now().Add(time.Minute))
 	m.mu.Unlock()
-	if v, err := callReadFence(t.Context(), m, "f"); !errors.Is(err, quorum.ErrBadFence) {
+	if v, err := nodetest.ReadFence(t.Context(), m, "f"); !errors.Is(err, quorum.ErrBadFence) {
 		t.Fatalf("ReadFence = %d, %v; want ErrBadFence", v, err)
 	}
-	if v, err := callRaiseFence(t.Context(), m, "f", 5, time.Minute); err != nil || v != 5 {
+	if v, err := nodetest.RaiseFence(t.Context(), m, "f", 5, time.Minute); err != nil || v != 5 {
 		t.Fatalf("RaiseFence = %d, %v; want 5", v, err)
 	}
-	if v, err := callReadFence(t.Context(), m, "f"); err != nil || v != 5 {
+	if v, err := nodetest.ReadFence(t.Context(), m, "f"); err != nil || v != 5 {
 		t.Fatalf("ReadFence after the raise = %d, %v; want 5", v, err)
 	}
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"strconv"
 	"sync"
 	"testing"
@@ -62,20 +63,20 @@ var (
 func runStep(ctx context.Context, n quorum.Node, st step) (got bool, tok string, err error) {
 	switch st.op {
 	case "setnx":
-		got, err = callSetNX(ctx, n, st.key, st.token, st.ttl)
+		got, err = nodetest.SetNX(ctx, n, st.key, st.token, st.ttl)
 	case "set":
-		err = callSet(ctx, n, st.key, st.token, st.ttl)
+		err = nodetest.Set(ctx, n, st.key, st.token, st.ttl)
 		got = err == nil
 	case "cad":
-		got, err = callCompareAndDelete(ctx, n, st.key, st.token, false)
+		got, err = nodetest.CompareAndDelete(ctx, n, st.key, st.token, false)
 	case "cae":
-		got, err = callCompareAndExtend(ctx, n, st.key, st.token, st.ttl)
+		got, err = nodetest.CompareAndExtend(ctx, n, st.key, st.token, st.ttl)
 	case "get":
-		tok, _, got, err = callGet(ctx, n, st.key)
+		tok, _, got, err = nodetest.Get(ctx, n, st.key)
 	case "del":
-		got, err = callDelete(ctx, n, st.key, false)
+		got, err = nodetest.Delete(ctx, n, st.key, false)
 	case "expire":
-		got, err = callExpire(ctx, n, st.key, st.ttl)
+		got, err = nodetest.Expire(ctx, n, st.key, st.ttl)
 	default:
 		panic("unknown op " + st.op)
 	}
@@ -191,11 +192,11 @@ func TestMemorySemantics(t *testing.T) {
 func TestMemoryGetPTTL(t *testing.T) {
 	m, clock := newTestMemory(t)
 	ctx := t.Context()
-	if ok, err := callSetNX(ctx, m, "k", "a", 10*time.Second); !ok || err != nil {
+	if ok, err := nodetest.SetNX(ctx, m, "k", "a", 10*time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 	clock.advance(3 * time.Second)
-	tok, pttl, ok, err := callGet(ctx, m, "k")
+	tok, pttl, ok, err := nodetest.Get(ctx, m, "k")
 	if err != nil || !ok || tok != "a" || pttl != 7*time.Second {
 		t.Fatalf("Get = %q, %v, %v, %v; want a, 7s, true, nil", tok, pttl, ok, err)
 	}
@@ -242,11 +243,11 @@ func TestMemoryErrors(t *testing.T) {
 func TestMemoryFaultCleared(t *testing.T) {
 	m, _ := newTestMemory(t)
 	m.SetFault(errors.New("down"))
-	if _, err := callSetNX(t.Context(), m, "k", "a", time.Second); err == nil {
+	if _, err := nodetest.SetNX(t.Context(), m, "k", "a", time.Second); err == nil {
 		t.Fatal("SetNX succeeded on a faulted node")
 	}
 	m.SetFault(nil)
-	if ok, err := callSetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
+	if ok, err := nodetest.SetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
 		t.Fatalf("SetNX after clearing fault = %v, %v", ok, err)
 	}
 	if got := m.Calls("SetNX"); got != 2 {
@@ -259,12 +260,12 @@ func TestMemoryDelayHonoursDeadline(t *testing.T) {
 	m.SetDelay(time.Hour)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := callSetNX(ctx, m, "k", "a", time.Second); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := nodetest.SetNX(ctx, m, "k", "a", time.Second); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want DeadlineExceeded", err)
 	}
 	// The timed-out call must not have written.
 	m.SetDelay(0)
-	if _, _, ok, err := callGet(t.Context(), m, "k"); ok || err != nil {
+	if _, _, ok, err := nodetest.Get(t.Context(), m, "k"); ok || err != nil {
 		t.Fatalf("Get after timed-out SetNX = %v, %v; want absent", ok, err)
 	}
 }
@@ -272,7 +273,7 @@ func TestMemoryDelayHonoursDeadline(t *testing.T) {
 func TestMemoryDelayThenSucceeds(t *testing.T) {
 	m, _ := newTestMemory(t)
 	m.SetDelay(time.Millisecond)
-	if ok, err := callSetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
+	if ok, err := nodetest.SetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 }
@@ -292,7 +293,7 @@ func TestMemorySweepBoundsMap(t *testing.T) {
 	ctx := t.Context()
 	for i := range 10000 {
 		key := "k" + strconv.Itoa(i)
-		if _, err := callSetNX(ctx, m, key, "t", time.Millisecond); err != nil {
+		if _, err := nodetest.SetNX(ctx, m, key, "t", time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		clock.advance(time.Millisecond) // every earlier key has expired
@@ -314,7 +315,7 @@ func TestMemoryConcurrentSetNXHasOneWinner(t *testing.T) {
 	for i := range n {
 		tok := string(rune('a' + i))
 		wg.Go(func() {
-			if ok, err := callSetNX(t.Context(), m, "k", tok, time.Minute); err == nil && ok {
+			if ok, err := nodetest.SetNX(t.Context(), m, "k", tok, time.Minute); err == nil && ok {
 				wins <- tok
 			}
 		})
@@ -328,7 +329,7 @@ func TestMemoryConcurrentSetNXHasOneWinner(t *testing.T) {
 	if len(winners) != 1 {
 		t.Fatalf("winners = %v, want exactly one", winners)
 	}
-	if tok, _, _, _ := callGet(t.Context(), m, "k"); tok != winners[0] {
+	if tok, _, _, _ := nodetest.Get(t.Context(), m, "k"); tok != winners[0] {
 		t.Fatalf("stored token %q, winner %q", tok, winners[0])
 	}
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"slices"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestAddTTLRedis(t *testing.T) {
 	if err := srv.Client().Set(t.Context(), "forever", "a", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := callAddTTL(t.Context(), r, "forever", "a", time.Second, time.Minute); ok || err != nil {
+	if _, ok, err := nodetest.AddTTL(t.Context(), r, "forever", "a", time.Second, time.Minute); ok || err != nil {
 		t.Fatalf("add to a key without expiry = %v, %v; want false, nil", ok, err)
 	}
 }
@@ -41,30 +42,30 @@ func testMultiKey(t *testing.T, n quorum.Node) {
 			t.Fatalf("%s = %v, %v; want %v", what, got, err, want)
 		}
 	}
-	ok, err := callSetNXAll(ctx, n, ab, "t1", time.Minute)
+	ok, err := nodetest.SetNXAll(ctx, n, ab, "t1", time.Minute)
 	must("SetNXAll a,b", ok, true, err)
-	ok, err = callSetNXAll(ctx, n, []string{"b", "c"}, "t2", time.Minute)
+	ok, err = nodetest.SetNXAll(ctx, n, []string{"b", "c"}, "t2", time.Minute)
 	must("SetNXAll b,c over held b", ok, false, err)
-	if _, _, held, _ := callGet(ctx, n, "c"); held {
+	if _, _, held, _ := nodetest.Get(ctx, n, "c"); held {
 		t.Fatal("a refused SetNXAll stored c: not all-or-nothing")
 	}
-	ok, err = callSetNX(ctx, n, "c", "t2", time.Minute)
+	ok, err = nodetest.SetNX(ctx, n, "c", "t2", time.Minute)
 	must("SetNX c", ok, true, err)
-	ok, err = callExtendAll(ctx, n, []string{"a", "c"}, "t1", 2*time.Minute)
+	ok, err = nodetest.ExtendAll(ctx, n, []string{"a", "c"}, "t1", 2*time.Minute)
 	must("ExtendAll with a foreign key", ok, false, err)
-	if _, pttl, _, _ := callGet(ctx, n, "a"); pttl > time.Minute {
+	if _, pttl, _, _ := nodetest.Get(ctx, n, "a"); pttl > time.Minute {
 		t.Fatalf("a refused ExtendAll extended a to %v", pttl)
 	}
-	ok, err = callExtendAll(ctx, n, ab, "t1", 2*time.Minute)
+	ok, err = nodetest.ExtendAll(ctx, n, ab, "t1", 2*time.Minute)
 	must("ExtendAll a,b", ok, true, err)
-	if _, pttl, _, _ := callGet(ctx, n, "b"); pttl <= time.Minute || pttl > 2*time.Minute {
+	if _, pttl, _, _ := nodetest.Get(ctx, n, "b"); pttl <= time.Minute || pttl > 2*time.Minute {
 		t.Fatalf("b's pttl after ExtendAll = %v", pttl)
 	}
-	got, err := callReleaseEach(ctx, n, []string{"a", "c", "b", "absent"}, "t1")
+	got, err := nodetest.ReleaseEach(ctx, n, []string{"a", "c", "b", "absent"}, "t1")
 	if err != nil || !slices.Equal(got, []bool{true, false, true, false}) {
 		t.Fatalf("ReleaseEach = %v, %v", got, err)
 	}
-	if tok, _, held, _ := callGet(ctx, n, "c"); !held || tok != "t2" {
+	if tok, _, held, _ := nodetest.Get(ctx, n, "c"); !held || tok != "t2" {
 		t.Fatalf("ReleaseEach touched another token's key: %q %v", tok, held)
 	}
 }
@@ -72,21 +73,21 @@ func testMultiKey(t *testing.T, n quorum.Node) {
 func testAddTTL(t *testing.T, n quorum.Node) {
 	t.Helper()
 	ctx := t.Context()
-	if ok, err := callSetNX(ctx, n, "k", "a", 10*time.Second); !ok || err != nil {
+	if ok, err := nodetest.SetNX(ctx, n, "k", "a", 10*time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
-	ttl, ok, err := callAddTTL(ctx, n, "k", "a", 5*time.Second, time.Minute)
+	ttl, ok, err := nodetest.AddTTL(ctx, n, "k", "a", 5*time.Second, time.Minute)
 	if !ok || err != nil || ttl <= 10*time.Second || ttl > 15*time.Second {
 		t.Fatalf("add 5s to 10s = %v, %v, %v; want (10s, 15s]", ttl, ok, err)
 	}
-	if _, pttl, _, _ := callGet(ctx, n, "k"); pttl <= 10*time.Second || pttl > 15*time.Second {
+	if _, pttl, _, _ := nodetest.Get(ctx, n, "k"); pttl <= 10*time.Second || pttl > 15*time.Second {
 		t.Fatalf("pttl after add = %v", pttl)
 	}
-	if ttl, ok, err := callAddTTL(ctx, n, "k", "a", 50*time.Second, 20*time.Second); !ok || err != nil || ttl != 20*time.Second {
+	if ttl, ok, err := nodetest.AddTTL(ctx, n, "k", "a", 50*time.Second, 20*time.Second); !ok || err != nil || ttl != 20*time.Second {
 		t.Fatalf("add capped at 20s = %v, %v, %v", ttl, ok, err)
 	}
 	for _, tc := range []struct{ key, token string }{{"k", "other"}, {"absent", "a"}} {
-		if _, ok, err := callAddTTL(ctx, n, tc.key, tc.token, time.Second, time.Minute); ok || err != nil {
+		if _, ok, err := nodetest.AddTTL(ctx, n, tc.key, tc.token, time.Second, time.Minute); ok || err != nil {
 			t.Fatalf("add on %s/%s = %v, %v; want false, nil", tc.key, tc.token, ok, err)
 		}
 	}

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func BenchmarkSetNXParallel(b *testing.B) {
 	defer ap.Close()
 	ops := map[string]func(ctx context.Context, key string) error{
 		"mux": func(ctx context.Context, key string) error {
-			_, err := callSetNX(ctx, r, key, "tok", time.Minute)
+			_, err := nodetest.SetNX(ctx, r, key, "tok", time.Minute)
 			return err
 		},
 		"go-redis": func(ctx context.Context, key string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,16 +91,16 @@ func TestMuxConcurrentCallersShareConnections(t *testing.T) {
 // lockRound takes, reads, extends and releases one lock, checking each answer.
 func lockRound(ctx context.Context, r *Redis, key string) error {
 	tok := "t-" + key
-	if ok, err := callSetNX(ctx, r, key, tok, time.Minute); !ok || err != nil {
+	if ok, err := nodetest.SetNX(ctx, r, key, tok, time.Minute); !ok || err != nil {
 		return fmt.Errorf("SetNX %s = %v, %v", key, ok, err)
 	}
-	if got, _, ok, err := callGet(ctx, r, key); got != tok || !ok || err != nil {
+	if got, _, ok, err := nodetest.Get(ctx, r, key); got != tok || !ok || err != nil {
 		return fmt.Errorf("Get %s = %q, %v, %v", key, got, ok, err)
 	}
-	if ok, err := callCompareAndExtend(ctx, r, key, tok, time.Minute); !ok || err != nil {
+	if ok, err := nodetest.CompareAndExtend(ctx, r, key, tok, time.Minute); !ok || err != nil {
 		return fmt.Errorf("CompareAndExtend %s = %v, %v", key, ok, err)
 	}
-	if ok, err := callCompareAndDelete(ctx, r, key, tok, false); !ok || err != nil {
+	if ok, err := nodetest.CompareAndDelete(ctx, r, key, tok, false); !ok || err != nil {
 		return fmt.Errorf("CompareAndDelete %s = %v, %v", key, ok, err)
 	}
 	return nil
@@ -130,7 +131,7 @@ func TestMuxStallFailsEachAtItsDeadline(t *testing.T) {
 			// Different budgets: each must end with its own ctx.
 			ctx, cancel := context.WithTimeout(t.Context(), time.Duration(10+5*i)*time.Millisecond)
 			defer cancel()
-			_, errs[i] = callSetNX(ctx, r, "stalled", "x", time.Minute)
+			_, errs[i] = nodetest.SetNX(ctx, r, "stalled", "x", time.Minute)
 		})
 	}
 	wg.Wait()
@@ -157,7 +158,7 @@ func TestMuxReconnectsAfterRestart(t *testing.T) {
 	}
 	srv.Kill()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	_, err := callSetNX(ctx, r, "down", "x", time.Minute)
+	_, err := nodetest.SetNX(ctx, r, "down", "x", time.Minute)
 	cancel()
 	if err == nil {
 		t.Fatal("SetNX on a dead server succeeded")
@@ -199,7 +200,7 @@ func TestMuxAbandonedRequestIsNotSent(t *testing.T) {
 	// A caller gives up through its deadline: Do has no other way.
 	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Millisecond))
 	defer cancel()
-	if _, err := callSetNX(ctx, r, "k", "a", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := nodetest.SetNX(ctx, r, "k", "a", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
 	}
 	if n := srv.Client().Exists(t.Context(), "k").Val(); n != 0 {
@@ -217,7 +218,7 @@ func TestMuxCloseFailsWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	if _, err := callSetNX(t.Context(), r, "k2", "a", time.Minute); err == nil || !strings.Contains(err.Error(), "closed") {
+	if _, err := nodetest.SetNX(t.Context(), r, "k2", "a", time.Minute); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("SetNX after Close: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ var oPrefix = quorum.OwnerPrefix("a b") // an owner id with a space
 
 func hold(t *testing.T, n quorum.Node, mark, token string, ttl time.Duration) (string, int64, bool) {
 	t.Helper()
-	tok, holds, ok, err := callHoldOwner(t.Context(), n, oKey, mark, oPrefix, token, ttl)
+	tok, holds, ok, err := nodetest.HoldOwner(t.Context(), n, oKey, mark, oPrefix, token, ttl)
 	if err != nil {
 		t.Fatalf("HoldOwner(%s): %v", mark, err)
 	}
@@ -45,7 +46,7 @@ func hold(t *testing.T, n quorum.Node, mark, token string, ttl time.Duration) (s
 
 func undo(t *testing.T, n quorum.Node, mark, keep string) bool {
 	t.Helper()
-	ok, err := callUndoHold(t.Context(), n, oKey, mark, keep, time.Minute)
+	ok, err := nodetest.UndoHold(t.Context(), n, oKey, mark, keep, time.Minute)
 	if err != nil {
 		t.Fatalf("UndoHold(%s): %v", mark, err)
 	}
@@ -57,11 +58,11 @@ func undo(t *testing.T, n quorum.Node, mark, keep string) bool {
 func stored(t *testing.T, n quorum.Node) (string, int64) {
 	t.Helper()
 	ctx := context.Background()
-	tok, _, ok, err := callGet(ctx, n, oKey)
+	tok, _, ok, err := nodetest.Get(ctx, n, oKey)
 	if err != nil || !ok {
 		return "", 0
 	}
-	h, _, ok, err := callGet(ctx, n, oHolds)
+	h, _, ok, err := nodetest.Get(ctx, n, oHolds)
 	if err != nil || !ok {
 		return tok, 1
 	}
@@ -145,7 +146,7 @@ func TestHoldOwnerLateAndLast(t *testing.T) {
 			t.Fatal("undo of the only hold: nothing taken back")
 		}
 		wantStored(t, n, "", 0)
-		if _, _, ok, _ := callGet(t.Context(), n, oHolds); ok {
+		if _, _, ok, _ := nodetest.Get(t.Context(), n, oHolds); ok {
 			t.Fatal("the hold count outlived its lock")
 		}
 	})
@@ -155,24 +156,24 @@ func TestHoldOwnerLateAndLast(t *testing.T) {
 // cut the lock's ttl; counts of an owner id with a space add up.
 func TestHoldOwnerOthersAndTTL(t *testing.T) {
 	ownerNodes(t, func(t *testing.T, n quorum.Node) {
-		if _, _, ok, err := callHoldOwner(t.Context(), n, oKey, "v", quorum.OwnerPrefix("a"), quorum.OwnerPrefix("a")+"v", time.Minute); err != nil || !ok {
+		if _, _, ok, err := nodetest.HoldOwner(t.Context(), n, oKey, "v", quorum.OwnerPrefix("a"), quorum.OwnerPrefix("a")+"v", time.Minute); err != nil || !ok {
 			t.Fatal("owner a got no lock on a free key")
 		}
 		if _, _, ok := hold(t, n, "w", oPrefix+"w", time.Minute); ok {
 			t.Fatal("owner \"a b\" got a hold of owner a's lock")
 		}
-		if _, err := callDelete(t.Context(), n, oKey, false); err != nil {
+		if _, err := nodetest.Delete(t.Context(), n, oKey, false); err != nil {
 			t.Fatal(err)
 		}
 		hold(t, n, "long", oPrefix+"1", time.Minute)
 		hold(t, n, "short", oPrefix+"2", 100*time.Millisecond)
 		hold(t, n, "third", oPrefix+"3", 100*time.Millisecond)
-		_, pttl, _, err := callGet(t.Context(), n, oKey)
+		_, pttl, _, err := nodetest.Get(t.Context(), n, oKey)
 		if err != nil || pttl < 30*time.Second {
 			t.Fatalf("pttl after a shorter reentry = %v, %v; want the minute kept", pttl, err)
 		}
 		wantStored(t, n, oPrefix+"1", 3)
-		if left, ok, err := callUnhold(t.Context(), n, oKey, oPrefix+"1"); err != nil || !ok || left != 2 {
+		if left, ok, err := nodetest.Unhold(t.Context(), n, oKey, oPrefix+"1"); err != nil || !ok || left != 2 {
 			t.Fatalf("Unhold = %d %v %v, want 2 left", left, ok, err)
 		}
 	})

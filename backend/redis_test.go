@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"strings"
 	"testing"
 	"time"
@@ -67,27 +68,27 @@ func TestRedisTTLs(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	ctx := t.Context()
-	if ok, err := callSetNX(ctx, r, "k", "a", 10*time.Second); !ok || err != nil {
+	if ok, err := nodetest.SetNX(ctx, r, "k", "a", 10*time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
-	_, pttl, _, err := callGet(ctx, r, "k")
+	_, pttl, _, err := nodetest.Get(ctx, r, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pttlBetween(t, "after SetNX", pttl, 9*time.Second, 10*time.Second)
 
-	if ok, err := callCompareAndExtend(ctx, r, "k", "a", time.Minute); !ok || err != nil {
+	if ok, err := nodetest.CompareAndExtend(ctx, r, "k", "a", time.Minute); !ok || err != nil {
 		t.Fatalf("CompareAndExtend = %v, %v", ok, err)
 	}
 	got := srv.Client().PTTL(ctx, "k").Val()
 	pttlBetween(t, "after CompareAndExtend (server view)", got, 59*time.Second, time.Minute)
 
-	if ok, err := callExpire(ctx, r, "k", 5*time.Second); !ok || err != nil {
+	if ok, err := nodetest.Expire(ctx, r, "k", 5*time.Second); !ok || err != nil {
 		t.Fatalf("Expire = %v, %v", ok, err)
 	}
 	pttlBetween(t, "after Expire (server view)", srv.Client().PTTL(ctx, "k").Val(), 4*time.Second, 5*time.Second)
 
-	if err := callSet(ctx, r, "k", "b", 20*time.Second); err != nil {
+	if err := nodetest.Set(ctx, r, "k", "b", 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	pttlBetween(t, "after Set (server view)", srv.Client().PTTL(ctx, "k").Val(), 19*time.Second, 20*time.Second)
@@ -99,7 +100,7 @@ func TestRedisGetWithoutExpiry(t *testing.T) {
 	if err := srv.Client().Set(t.Context(), "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	tok, pttl, ok, err := callGet(t.Context(), r, "k")
+	tok, pttl, ok, err := nodetest.Get(t.Context(), r, "k")
 	if err != nil || !ok || tok != "v" || pttl != -time.Millisecond {
 		t.Fatalf("Get = %q, %v, %v, %v; want v, -1ms, true, nil", tok, pttl, ok, err)
 	}
@@ -109,10 +110,10 @@ func TestRedisSubMillisecondTTLRoundsUp(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	// PX 0 would be a server error; 1ns must become PX 1.
-	if ok, err := callSetNX(t.Context(), r, "k", "a", time.Nanosecond); !ok || err != nil {
+	if ok, err := nodetest.SetNX(t.Context(), r, "k", "a", time.Nanosecond); !ok || err != nil {
 		t.Fatalf("SetNX(1ns) = %v, %v", ok, err)
 	}
-	if _, err := callSetNX(t.Context(), r, "k2", "a", 0); !errors.Is(err, ErrInvalidTTL) {
+	if _, err := nodetest.SetNX(t.Context(), r, "k2", "a", 0); !errors.Is(err, ErrInvalidTTL) {
 		t.Fatalf("SetNX(0) err = %v, want ErrInvalidTTL", err)
 	}
 }
@@ -121,7 +122,7 @@ func TestRedisScriptsSurviveScriptFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	ctx := t.Context()
-	if ok, err := callSetNX(ctx, r, "k", "a", time.Minute); !ok || err != nil {
+	if ok, err := nodetest.SetNX(ctx, r, "k", "a", time.Minute); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 	// EVALSHA meets NOSCRIPT after a flush (or a restart); Run falls back
@@ -129,13 +130,13 @@ func TestRedisScriptsSurviveScriptFlush(t *testing.T) {
 	if err := srv.Client().ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := callCompareAndExtend(ctx, r, "k", "a", time.Minute); !ok || err != nil {
+	if ok, err := nodetest.CompareAndExtend(ctx, r, "k", "a", time.Minute); !ok || err != nil {
 		t.Fatalf("CompareAndExtend after SCRIPT FLUSH = %v, %v", ok, err)
 	}
 	if err := srv.Client().ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := callCompareAndDelete(ctx, r, "k", "a", false); !ok || err != nil {
+	if ok, err := nodetest.CompareAndDelete(ctx, r, "k", "a", false); !ok || err != nil {
 		t.Fatalf("CompareAndDelete after SCRIPT FLUSH = %v, %v", ok, err)
 	}
 }
@@ -158,7 +159,7 @@ func TestRedisURLWithPasswordAndDB(t *testing.T) {
 	if got, want := r.Name(), srv.Addr()+"/2"; got != want {
 		t.Fatalf("Name() = %q, want %q", got, want)
 	}
-	if ok, err := callSetNX(ctx, r, "k", "a", time.Minute); !ok || err != nil {
+	if ok, err := nodetest.SetNX(ctx, r, "k", "a", time.Minute); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 	// The key must be in db 2 and only there.
@@ -179,7 +180,7 @@ func TestRedisAuthFailuresAreErrors(t *testing.T) {
 		fmt.Sprintf("redis://:wrong@%s", srv.Addr()),
 	} {
 		r := newTestRedis(t, addr)
-		ok, err := callSetNX(t.Context(), r, "k", "a", time.Minute)
+		ok, err := nodetest.SetNX(t.Context(), r, "k", "a", time.Minute)
 		if err == nil || ok {
 			t.Fatalf("SetNX via %s = %v, %v; want an error", r.Name(), ok, err)
 		}
@@ -217,7 +218,7 @@ func TestRedisErrorRepliesAreErrors(t *testing.T) {
 			srv := redistest.Start(t)
 			r := newTestRedis(t, srv.Addr())
 			tc.setup(t, srv)
-			ok, err := callSetNX(t.Context(), r, "k", "a", time.Minute)
+			ok, err := nodetest.SetNX(t.Context(), r, "k", "a", time.Minute)
 			if ok || err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("SetNX = %v, %v; want a %s error", ok, err, tc.want)
 			}
@@ -225,7 +226,7 @@ func TestRedisErrorRepliesAreErrors(t *testing.T) {
 			if !errors.As(err, &rerr) || rerr.Code != tc.want {
 				t.Fatalf("error %v does not unwrap to a ServerError of code %s", err, tc.want)
 			}
-			if err := callSet(t.Context(), r, "k", "a", time.Minute); err == nil {
+			if err := nodetest.Set(t.Context(), r, "k", "a", time.Minute); err == nil {
 				t.Fatal("Set succeeded")
 			}
 		})
@@ -238,7 +239,7 @@ func TestRedisStalledBackendTimesOut(t *testing.T) {
 			srv := redistest.Start(t)
 			r := newTestRedis(t, srv.Addr())
 			if warm {
-				if _, err := callSetNX(t.Context(), r, "warm", "a", time.Minute); err != nil {
+				if _, err := nodetest.SetNX(t.Context(), r, "warm", "a", time.Minute); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -252,7 +253,7 @@ func TestRedisStalledBackendTimesOut(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			ok, err := callSetNX(ctx, r, "k", "a", time.Minute)
+			ok, err := nodetest.SetNX(ctx, r, "k", "a", time.Minute)
 			elapsed := time.Since(start)
 			if err == nil || ok {
 				t.Fatalf("SetNX on a stopped server = %v, %v; want an error", ok, err)
@@ -267,10 +268,10 @@ func TestRedisStalledBackendTimesOut(t *testing.T) {
 			stopped = false
 			// The node recovers, and a late reply on the timed-out
 			// connection is not mistaken for the next command's.
-			if ok, err := callSetNX(t.Context(), r, "k2", "b", time.Minute); !ok || err != nil {
+			if ok, err := nodetest.SetNX(t.Context(), r, "k2", "b", time.Minute); !ok || err != nil {
 				t.Fatalf("SetNX after SIGCONT = %v, %v", ok, err)
 			}
-			if tok, _, ok, err := callGet(t.Context(), r, "k2"); tok != "b" || !ok || err != nil {
+			if tok, _, ok, err := nodetest.Get(t.Context(), r, "k2"); tok != "b" || !ok || err != nil {
 				t.Fatalf("Get after SIGCONT = %q, %v, %v", tok, ok, err)
 			}
 		})
@@ -283,7 +284,7 @@ func TestRedisDeadBackendFailsFast(t *testing.T) {
 	srv.Kill()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if ok, err := callSetNX(ctx, r, "k", "a", time.Minute); ok || err == nil {
+	if ok, err := nodetest.SetNX(ctx, r, "k", "a", time.Minute); ok || err == nil {
 		t.Fatalf("SetNX on a dead server = %v, %v; want an error", ok, err)
 	}
 }
@@ -295,7 +296,7 @@ func TestRedisRestartChangesRunID(t *testing.T) {
 	if err != nil || len(before) != 40 {
 		t.Fatalf("RunID = %q, %v", before, err)
 	}
-	if ok, err := callSetNX(t.Context(), r, "k", "a", time.Minute); !ok || err != nil {
+	if ok, err := nodetest.SetNX(t.Context(), r, "k", "a", time.Minute); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 	srv.Restart(t)
@@ -308,7 +309,7 @@ func TestRedisRestartChangesRunID(t *testing.T) {
 	if err != nil || after == before {
 		t.Fatalf("RunID after restart = %q, %v; before %q", after, err, before)
 	}
-	if _, _, ok, err := callGet(t.Context(), r, "k"); ok || err != nil {
+	if _, _, ok, err := nodetest.Get(t.Context(), r, "k"); ok || err != nil {
 		t.Fatalf("Get after restart = %v, %v; want the key lost", ok, err)
 	}
 }

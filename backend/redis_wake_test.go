@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"log/slog"
 	"slices"
 	"testing"
@@ -291,31 +292,31 @@ func TestRedisReleasesPublishOnlyWhenMarked(t *testing.T) {
 		want     bool
 		releases bool
 	}{
-		{"compare-and-delete, other token", func() (bool, error) { return callCompareAndDelete(t.Context(), r, "k", "other", true) }, false, false},
-		{"compare-and-delete, own token", func() (bool, error) { return callCompareAndDelete(t.Context(), r, "k", "tok", true) }, true, true},
-		{"delete, absent", func() (bool, error) { return callDelete(t.Context(), r, "k", true) }, false, false},
+		{"compare-and-delete, other token", func() (bool, error) { return nodetest.CompareAndDelete(t.Context(), r, "k", "other", true) }, false, false},
+		{"compare-and-delete, own token", func() (bool, error) { return nodetest.CompareAndDelete(t.Context(), r, "k", "tok", true) }, true, true},
+		{"delete, absent", func() (bool, error) { return nodetest.Delete(t.Context(), r, "k", true) }, false, false},
 		{"delete, present", func() (bool, error) {
-			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
+			if _, err := nodetest.SetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			return callDelete(t.Context(), r, "k", true)
+			return nodetest.Delete(t.Context(), r, "k", true)
 		}, true, true},
 		{"last hold dropped", func() (bool, error) {
-			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
+			if _, err := nodetest.SetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			n, ok, err := callUnhold(t.Context(), r, "k", "tok")
+			n, ok, err := nodetest.Unhold(t.Context(), r, "k", "tok")
 			return ok && n == 0, err
 		}, true, true},
 		{"multi-key release", func() (bool, error) {
-			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
+			if _, err := nodetest.SetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
-			res, err := callReleaseEach(t.Context(), r, []string{"k"}, "tok")
+			res, err := nodetest.ReleaseEach(t.Context(), r, []string{"k"}, "tok")
 			return len(res) == 1 && res[0], err
 		}, true, true},
 		{"async compare-and-delete", func() (bool, error) {
-			if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
+			if _, err := nodetest.SetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 				return false, err
 			}
 			ch := make(chan quorum.Reply, 1)
@@ -335,7 +336,7 @@ func TestRedisReleasesPublishOnlyWhenMarked(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := callSetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
+		if _, err := nodetest.SetNX(t.Context(), r, "k", "tok", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		for _, st := range steps {
@@ -370,25 +371,25 @@ func TestRedisSetNXMarked(t *testing.T) {
 		}
 		return d
 	}
-	if ok, err := callSetNXMarked(t.Context(), r, "k", "a", time.Minute, time.Minute); !ok || err != nil {
+	if ok, err := nodetest.SetNXMarked(t.Context(), r, "k", "a", time.Minute, time.Minute); !ok || err != nil {
 		t.Fatalf("marked SET NX of a free key = %v, %v", ok, err)
 	}
 	if d := markTTL(); d >= 0 {
 		t.Fatalf("a free key was marked (pttl %v)", d)
 	}
-	if ok, err := callSetNXMarked(t.Context(), r, "k", "b", time.Minute, time.Minute); ok || err != nil {
+	if ok, err := nodetest.SetNXMarked(t.Context(), r, "k", "b", time.Minute, time.Minute); ok || err != nil {
 		t.Fatalf("marked SET NX of a held key = %v, %v", ok, err)
 	}
 	if d := markTTL(); d < 30*time.Second {
 		t.Fatalf("held key's mark lasts %v, want about a minute", d)
 	}
-	if ok, err := callSetNXMarked(t.Context(), r, "k", "c", time.Minute, time.Second); ok || err != nil {
+	if ok, err := nodetest.SetNXMarked(t.Context(), r, "k", "c", time.Minute, time.Second); ok || err != nil {
 		t.Fatalf("second marked SET NX = %v, %v", ok, err)
 	}
 	if d := markTTL(); d < 30*time.Second {
 		t.Fatalf("a shorter mark cut the first to %v", d)
 	}
-	if tok, _, _, _ := callGet(t.Context(), r, "k"); tok != "a" {
+	if tok, _, _, _ := nodetest.Get(t.Context(), r, "k"); tok != "a" {
 		t.Fatalf("key holds %q, want the first SET's token", tok)
 	}
 }

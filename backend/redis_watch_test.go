@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"sync"
 	"testing"
 	"time"
@@ -25,13 +26,13 @@ func TestRedisWatchStopsOnClose(t *testing.T) {
 				t.Fatal(err)
 			}
 			looks := make(chan quorum.ServerInfo, 64)
-			watchServer(r, func(in quorum.ServerInfo) {
+			nodetest.WatchServer(r, func(in quorum.ServerInfo) {
 				select {
 				case looks <- in:
 				default:
 				}
 			})
-			watchReleases(r, func(string) {})
+			nodetest.WatchReleases(r, func(string) {})
 			waitSubscribed(t, []*redistest.Server{srv}, 1)
 			if down {
 				srv.Kill()
@@ -44,8 +45,8 @@ func TestRedisWatchStopsOnClose(t *testing.T) {
 			case <-time.After(pollBound):
 				t.Fatal("Close did not return")
 			}
-			watchServer(r, func(quorum.ServerInfo) { t.Error("a look after Close") })
-			watchReleases(r, func(string) { t.Error("a release after Close") })
+			nodetest.WatchServer(r, func(quorum.ServerInfo) { t.Error("a look after Close") })
+			nodetest.WatchReleases(r, func(string) { t.Error("a release after Close") })
 			goleak.VerifyNone(t, leaktest.Options(before)...)
 		})
 	}
@@ -60,7 +61,7 @@ func TestRedisLookBeforeFirstCommand(t *testing.T) {
 		call func(r *Redis) error
 	}{
 		{"lock commands", func(r *Redis) error {
-			_, err := callSetNX(t.Context(), r, "k", "tok", time.Minute)
+			_, err := nodetest.SetNX(t.Context(), r, "k", "tok", time.Minute)
 			return err
 		}},
 		{"other commands", func(r *Redis) error {
@@ -78,7 +79,7 @@ func TestRedisLookBeforeFirstCommand(t *testing.T) {
 			t.Cleanup(func() { _ = r.Close() })
 			var mu sync.Mutex
 			var last string
-			watchServer(r, func(in quorum.ServerInfo) {
+			nodetest.WatchServer(r, func(in quorum.ServerInfo) {
 				if in.Err == nil {
 					mu.Lock()
 					last = in.RunID

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "set", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomeAcquire, run: (*Handler).cmdSet})
+	register(&command{name: "set", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomeAcquire, run: (*Handler).cmdSet, start: (*Handler).startSet})
 }
 
 // setOpts are the options of SET key value […], parsed as Redis parses them.

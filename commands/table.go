@@ -28,6 +28,10 @@ type command struct {
 	// it has no usable zero value.
 	outcome outcomeKind
 	run     func(h *Handler, c *call)
+	// start, when set, is the command's asynchronous form (see Start): it
+	// either takes the call over, calling done once it is answered, or
+	// reports false having written nothing.
+	start func(h *Handler, c *call, done func()) bool
 }
 
 // pipeKind is how a command runs within a pipelined batch.

@@ -194,7 +194,7 @@ func warmUp(t *testing.T, c *quorum.Cluster, keys ...string) {
 			if ok, err := nodetest.SetNX(ctxT(t, 10*time.Second), n, k, tok, lockTTL); !ok || err != nil {
 				t.Fatalf("warming up %s on %s: SET NX %v %v", k, n.Name(), ok, err)
 			}
-			if ok, err := nodetest.CompareAndDelete(ctxT(t, 10*time.Second), n, k, tok); !ok || err != nil {
+			if ok, err := nodetest.CompareAndDelete(ctxT(t, 10*time.Second), n, k, tok, false); !ok || err != nil {
 				t.Fatalf("warming up %s on %s: release %v %v", k, n.Name(), ok, err)
 			}
 		}

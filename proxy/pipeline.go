@@ -34,6 +34,23 @@ func (s *Server) execLimited(st *connState, r commands.Request, w *Writer, limit
 	}
 }
 
+// start starts a command of a concurrent run in its asynchronous form,
+// where it has one (commands.Handler.Start): no worker runs it, and its
+// round's last reply answers it, gives its slot back and counts it done in
+// st.wg. It reports false when the command must run on a worker.
+func (s *Server) start(st *connState, r commands.Request, w *Writer, limited bool) bool {
+	if !limited {
+		return false // only a command that holds a slot gives one back
+	}
+	if st.startedDone == nil {
+		st.startedDone = func() {
+			pipelineSlots.release(1)
+			st.wg.Done()
+		}
+	}
+	return s.h.Start(st.sess, r, w, st.startedDone)
+}
+
 // writerPool recycles the reply buffers of concurrently run commands.
 var writerPool = sync.Pool{New: func() any { return &Writer{} }}
 
@@ -123,9 +140,15 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 		w.proto = st.w.proto
 		ws[k] = w
 		wg.Add(1)
-		s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: wg, limited: limited[k]})
+		if !s.start(st, reqs[k], w, limited[k]) {
+			s.goExec(pipeTask{st: st, r: reqs[k], w: w, wg: wg, limited: limited[k]})
+		}
 	}
-	s.execLimited(st, reqs[0], st.w, limited[0])
+	wg.Add(1)
+	if !s.start(st, reqs[0], st.w, limited[0]) {
+		wg.Done()
+		s.execLimited(st, reqs[0], st.w, limited[0])
+	}
 	wg.Wait()
 	for _, w := range ws[1:] {
 		st.w.buf = append(st.w.buf, w.buf...)
@@ -158,6 +181,7 @@ const (
 
 // goExec runs t on an idle worker, or on a new one when none is idle.
 func (s *Server) goExec(t pipeTask) {
+	s.tasks.Add(1)
 	select {
 	case s.work <- t:
 		s.handoffs.Add(1)

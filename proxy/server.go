@@ -95,6 +95,7 @@ type Server struct {
 	work     chan pipeTask // to an idle worker (see worker)
 	idle     atomic.Int32  // workers waiting on work
 	handoffs atomic.Int64  // tasks handed to an idle worker
+	tasks    atomic.Int64  // pipelined commands run on a worker
 }
 
 // connState is a client connection's state. It is only touched by the
@@ -120,8 +121,12 @@ type connState struct {
 	seen    [][]byte  // keys of the concurrent run being formed, reused
 	limited []bool    // which commands of a concurrent run hold a slot, reused
 	ws      []*Writer // the reply buffers of a concurrent run, reused
-	// wg waits for the commands of a concurrent run that workers run.
+	// wg waits for the commands of a concurrent run that workers run, or
+	// that were started in their asynchronous form.
 	wg sync.WaitGroup
+	// startedDone ends a started command: its slot back, wg done. Made
+	// once per connection, by its first started command.
+	startedDone func()
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
 }

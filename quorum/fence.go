@@ -97,8 +97,8 @@ func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
 
 func (c *Cluster) readFences(fk string) (int64, error) {
 	r, t := c.collect(OpFence, same(Cmd{Kind: ReadFence, Key: fk}), anyVote)
-	if t.answered() < c.Quorum() {
-		return 0, c.noQuorum(&t)
+	if err := c.heard(&t); err != nil {
+		return 0, err
 	}
 	var top int64
 	for i := range r.calls {

@@ -176,8 +176,8 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, false, nil
 	case ctx.Err() != nil:
 		return Reentered{}, false, ctx.Err()
-	case t.answered() < c.Quorum():
-		return Reentered{}, false, c.noQuorum(&t)
+	case c.heard(&t) != nil:
+		return Reentered{}, false, c.heard(&t)
 	}
 	return Reentered{}, len(hs) >= c.Quorum() && validity > 0, ErrNotAcquired
 }
@@ -251,8 +251,8 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 			c.wake.notify(key)
 		}
 	}
-	if t.answered() < c.Quorum() {
-		return false, remaining, c.noQuorum(&t)
+	if err := c.heard(&t); err != nil {
+		return false, remaining, err
 	}
 	return t.yes >= c.Quorum(), remaining, nil
 }

@@ -3,6 +3,7 @@ package quorum_test
 import (
 	"context"
 	"errors"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"sync"
 	"testing"
 	"time"
@@ -48,10 +49,10 @@ func ownerCluster(t *testing.T, first func(*backend.Memory) quorum.Node) (*quoru
 func seed(t *testing.T, m *backend.Memory, token string, holds int64) {
 	t.Helper()
 	ctx := context.Background()
-	if err := nodeSet(ctx, m, "k", token, ownerTTL); err != nil {
+	if err := nodetest.Set(ctx, m, "k", token, ownerTTL); err != nil {
 		t.Fatal(err)
 	}
-	if err := nodeSet(ctx, m, quorum.HoldsKey("k"), quorum.FormatHolds(token, holds), ownerTTL); err != nil {
+	if err := nodetest.Set(ctx, m, quorum.HoldsKey("k"), quorum.FormatHolds(token, holds), ownerTTL); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,14 +61,14 @@ func seed(t *testing.T, m *backend.Memory, token string, holds int64) {
 func state(t *testing.T, m *backend.Memory) (string, int64) {
 	t.Helper()
 	ctx := context.Background()
-	tok, _, ok, err := nodeGet(ctx, m, "k")
+	tok, _, ok, err := nodetest.Get(ctx, m, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !ok {
 		return "", 0
 	}
-	h, _, ok, err := nodeGet(ctx, m, quorum.HoldsKey("k"))
+	h, _, ok, err := nodetest.Get(ctx, m, quorum.HoldsKey("k"))
 	if err != nil || !ok {
 		return tok, 1
 	}

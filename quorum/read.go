@@ -29,8 +29,8 @@ func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
 	r, t := c.collect(OpGet, same(Cmd{Kind: Get, Key: key}), okVote)
-	if t.answered() < c.Quorum() {
-		return Holder{}, c.noQuorum(&t)
+	if err := c.heard(&t); err != nil {
+		return Holder{}, err
 	}
 	return majorityHolder(r.views(), c.Quorum(), c.cfg.Now().Sub(t0)), nil
 }
@@ -107,8 +107,8 @@ func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error)
 	if t.yes > 0 {
 		c.wake.notify(key)
 	}
-	if t.answered() < c.Quorum() {
-		return false, c.noQuorum(&t)
+	if err := c.heard(&t); err != nil {
+		return false, err
 	}
 	return t.yes >= c.Quorum(), nil
 }
@@ -122,8 +122,8 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 		return false, ErrInvalidTTL
 	}
 	_, t := c.collect(OpExpire, same(Cmd{Kind: Expire, Key: key, TTL: ttl}), okVote)
-	if t.answered() < c.Quorum() {
-		return false, c.noQuorum(&t)
+	if err := c.heard(&t); err != nil {
+		return false, err
 	}
 	return t.yes >= c.Quorum(), nil
 }

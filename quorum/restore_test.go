@@ -2,6 +2,7 @@ package quorum_test
 
 import (
 	"context"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 	tok := r.Token
 	waitUntil(t, "every node holds the token", func() bool {
 		for _, m := range mems {
-			if got, _, _, _ := nodeGet(ctx, m, "k"); got != tok {
+			if got, _, _, _ := nodetest.Get(ctx, m, "k"); got != tok {
 				return false
 			}
 		}
@@ -32,13 +33,13 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 	l := r.Lock
 	k := c.Keep("k", tok, 90*time.Millisecond, l.Validity, func(err error) { t.Errorf("lost: %v", err) })
 	defer k.Stop(false)
-	nodeDelete(ctx, mems[2], "k")
-	nodeDelete(ctx, mems[2], quorum.HoldsKey("k"))
+	nodetest.Delete(ctx, mems[2], "k", false)
+	nodetest.Delete(ctx, mems[2], quorum.HoldsKey("k"), false)
 	waitUntil(t, "m3's hold count restored as 2", func() bool {
-		got, _, _, _ := nodeGet(ctx, mems[2], quorum.HoldsKey("k"))
+		got, _, _, _ := nodetest.Get(ctx, mems[2], quorum.HoldsKey("k"))
 		return got == tok+" 2"
 	})
-	if got, _, _, _ := nodeGet(ctx, mems[2], "k"); got != tok {
+	if got, _, _, _ := nodetest.Get(ctx, mems[2], "k"); got != tok {
 		t.Fatalf("m3 holds %q, want the owner's token", got)
 	}
 }

@@ -177,11 +177,21 @@ func (c *Cluster) noQuorum(t *tally) error {
 	return &NoQuorumError{Answered: t.answered(), Total: len(c.nodes), Errs: t.errs}
 }
 
+// heard is the rule every decision starts from: a *NoQuorumError when
+// fewer than a majority of nodes answered (the outcome cannot be known),
+// nil otherwise.
+func (c *Cluster) heard(t *tally) error {
+	if t.answered() < c.Quorum() {
+		return c.noQuorum(t)
+	}
+	return nil
+}
+
 // failRound is the error of a round that did not win: a *NoQuorumError when
 // too few nodes answered, failed otherwise.
 func (c *Cluster) failRound(t *tally, failed error) error {
-	if t.answered() < c.Quorum() {
-		return c.noQuorum(t)
+	if err := c.heard(t); err != nil {
+		return err
 	}
 	return failed
 }

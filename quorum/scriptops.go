@@ -53,8 +53,8 @@ func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (res Rel
 	switch {
 	case t.yes >= c.Quorum():
 		return Released, nil
-	case t.answered() < c.Quorum():
-		return ReleasedOther, c.noQuorum(&t)
+	case c.heard(&t) != nil:
+		return ReleasedOther, c.heard(&t)
 	case absent >= c.Quorum():
 		return ReleasedAbsent, nil
 	}

@@ -3,6 +3,7 @@ package quorum_test
 import (
 	"context"
 	"errors"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestReleaseStatusVerdicts(t *testing.T) {
 		t.Fatalf("absent: %v, %v", r, err)
 	}
 	for _, m := range mems[:2] {
-		nodeSetNX(ctx, m, "k", "other", time.Minute)
+		nodetest.SetNX(ctx, m, "k", "other", time.Minute)
 	}
 	if r, err := c.ReleaseStatus(ctx, "k", "t"); r != quorum.ReleasedOther || err != nil {
 		t.Fatalf("held by another token: %v, %v", r, err)
@@ -100,7 +101,7 @@ func TestExtendAllFailureKeepsTheLock(t *testing.T) {
 	}
 	for _, m := range mems {
 		for _, k := range []string{"a", "b"} {
-			if tok, _, held, _ := nodeGet(ctx, m, k); !held || tok != "t" {
+			if tok, _, held, _ := nodetest.Get(ctx, m, k); !held || tok != "t" {
 				t.Fatalf("%s: %s = %q (held %v) after a failed extend, want the token kept", m.Name(), k, tok, held)
 			}
 		}
@@ -112,16 +113,16 @@ func TestExtendAllFailureKeepsTheLock(t *testing.T) {
 func TestExtendOrAcquireFailureUndoesOnlyItsGrants(t *testing.T) {
 	ctx := context.Background()
 	c, mems := memCluster(t)
-	nodeSetNX(ctx, mems[0], "k", "t", time.Minute)     // held before: extended
-	nodeSetNX(ctx, mems[1], "k", "other", time.Minute) // another's: refused
-	mems[2].Close()                                    // down: the round fails
+	nodetest.SetNX(ctx, mems[0], "k", "t", time.Minute)     // held before: extended
+	nodetest.SetNX(ctx, mems[1], "k", "other", time.Minute) // another's: refused
+	mems[2].Close()                                         // down: the round fails
 	if _, err := c.ExtendOrAcquire(ctx, "k", "t", time.Minute); err == nil {
 		t.Fatal("ExtendOrAcquire with one of three nodes for it succeeded")
 	}
-	if tok, _, held, _ := nodeGet(ctx, mems[0], "k"); !held || tok != "t" {
+	if tok, _, held, _ := nodetest.Get(ctx, mems[0], "k"); !held || tok != "t" {
 		t.Fatalf("the node that extended lost the token: %q held %v", tok, held)
 	}
-	if tok, _, _, _ := nodeGet(ctx, mems[1], "k"); tok != "other" {
+	if tok, _, _, _ := nodetest.Get(ctx, mems[1], "k"); tok != "other" {
 		t.Fatalf("another token was touched: %q", tok)
 	}
 }

@@ -45,21 +45,3 @@ func (h *Hooked) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 		h.Node.Do(deadline, cmd, r)
 	}()
 }
-
-// SetNX runs one SET NX on n: whether it stored key=token.
-func SetNX(ctx context.Context, n quorum.Node, key, token string, ttl time.Duration) (bool, error) {
-	r := quorum.Call(ctx, n, quorum.Cmd{Kind: quorum.SetNX, Key: key, Token: token, TTL: ttl})
-	return r.OK, r.Err
-}
-
-// Get reads key on n: its token, remaining ttl, and whether it is present.
-func Get(ctx context.Context, n quorum.Node, key string) (string, time.Duration, bool, error) {
-	r := quorum.Call(ctx, n, quorum.Cmd{Kind: quorum.Get, Key: key})
-	return r.Token, r.TTL, r.OK, r.Err
-}
-
-// CompareAndDelete deletes key on n if it holds token.
-func CompareAndDelete(ctx context.Context, n quorum.Node, key, token string) (bool, error) {
-	r := quorum.Call(ctx, n, quorum.Cmd{Kind: quorum.CompareAndDelete, Key: key, Token: token})
-	return r.OK, r.Err
-}

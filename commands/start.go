@@ -1,0 +1,91 @@
+package commands
+
+import (
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// Start runs r as Run does, but a command with an asynchronous form (SET
+// key token NX PX ms: the lock of redis-benchmark and of most client
+// libraries) only starts here: no goroutine waits for its quorum round,
+// whose last reply writes the command's reply to w and calls done. done is
+// called exactly once, possibly before Start returns, and must not block;
+// w must stay usable until then. Start reports false, having done
+// nothing, for a request without such a form (or one Run answers with an
+// error before any round: a bad arity, no login, a reserved key): the
+// caller then Runs it. Like Run, Start keeps nothing of r.Args.
+func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
+	cmd := r.cmd
+	args := r.Args
+	if cmd == nil || cmd.start == nil || !arityOK(cmd.arity, len(args)) ||
+		(!cmd.noAuth && !s.Authenticated()) || namesReservedKey(cmd.keys, args) {
+		return false
+	}
+	c := &call{s: s, w: w, name: cmd.name, args: args[1:]}
+	finish := done
+	if o := h.opts.Observer; o != nil {
+		oc := &observedCall{call: *c, ow: outcomeWriter{Writer: w}}
+		oc.w = &oc.ow
+		c = &oc.call
+		t0 := time.Now()
+		finish = func() {
+			o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0))
+			done()
+		}
+	}
+	if !cmd.start(h, c, finish) {
+		return false
+	}
+	h.stats.commands.Add(1)
+	return true
+}
+
+// startSet is SET's asynchronous form: the plain lock, SET key token NX PX
+// ms (or EX s). A malformed SET is answered at once; the other forms
+// (takeovers, session locks, IFEQ) are left to Run.
+func (h *Handler) startSet(c *call, done func()) bool {
+	o, ok := h.parseSet(c)
+	if !ok {
+		done()
+		return true
+	}
+	if !o.plainLock() {
+		return false
+	}
+	h.acquireAsync(c.s, c.arg(0), c.arg(1), o.ttl, func(err error) {
+		if err != nil {
+			writeLockError(c.w, c.name, err)
+		} else {
+			c.w.WriteSimple("OK")
+		}
+		done()
+	})
+	return true
+}
+
+// plainLock reports whether o is SET … NX with an expiry and nothing else:
+// the form that setForm leaves to acquire.
+func (o setOpts) plainLock() bool {
+	return o.nx && o.ttl > 0 && !o.xx && !o.keepTTL && !o.get && o.ifeq == nil
+}
+
+// acquireAsync is acquire without WAIT, for Start: then gets the outcome
+// from the goroutine of the round's deciding reply. A lock won for a
+// client that hung up meanwhile is released, as acquire does.
+func (h *Handler) acquireAsync(s *Session, key, token string, ttl time.Duration, then func(error)) {
+	if err := s.Context().Err(); err != nil {
+		h.count(err)
+		then(err)
+		return
+	}
+	h.cluster.AcquireAsync(key, token, ttl, func(l quorum.Lock, err error) {
+		if err == nil && s.Context().Err() != nil {
+			err = s.Context().Err()
+			h.cluster.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
+		}
+		h.took(s, err, token, key)
+		h.count(err)
+		then(err)
+	})
+}

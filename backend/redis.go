@@ -168,49 +168,6 @@ func ctxErr(ctx context.Context) error {
 	return nil
 }
 
-// Info returns the raw text of INFO section ("" for the default set), read
-// over the node's health connection.
-func (r *Redis) Info(ctx context.Context, section string) (string, error) {
-	args := []string{"info", section}
-	if section == "" {
-		args = args[:1]
-	}
-	return r.watch.info(ctx, args...)
-}
-
-// RunID returns the server's run_id, which changes on every restart: a
-// changed run_id means the node may have lost its keys.
-func (r *Redis) RunID(ctx context.Context) (string, error) {
-	text, err := r.Info(ctx, "server")
-	if err != nil {
-		return "", err
-	}
-	id, ok := infoField(text, "run_id")
-	if !ok || id == "" {
-		return "", errors.New("backend: INFO server has no run_id")
-	}
-	return id, nil
-}
-
-// Role returns the server's replication role ("master" or "slave") and, for
-// a master, how many replicas are attached.
-func (r *Redis) Role(ctx context.Context) (role string, connectedSlaves int, err error) {
-	text, err := r.Info(ctx, "replication")
-	if err != nil {
-		return "", 0, err
-	}
-	role, ok := infoField(text, "role")
-	if !ok {
-		return "", 0, errors.New("backend: INFO replication has no role")
-	}
-	if v, ok := infoField(text, "connected_slaves"); ok {
-		if connectedSlaves, err = strconv.Atoi(v); err != nil {
-			return "", 0, fmt.Errorf("backend: INFO replication: connected_slaves %q: %w", v, err)
-		}
-	}
-	return role, connectedSlaves, nil
-}
-
 // infoField finds "name:value" among INFO's CRLF-separated lines.
 func infoField(text, name string) (string, bool) {
 	for line := range strings.Lines(text) {

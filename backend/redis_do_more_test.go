@@ -267,7 +267,7 @@ func TestRedisInfoOwnConnection(t *testing.T) {
 		list := c.ClientList(t.Context()).Val()
 		return strings.Contains(list, " cmd=set ") && strings.Count(list, " cmd=info ") == 1
 	})
-	if text, err := r.Info(t.Context(), "server"); err != nil || !strings.Contains(text, "run_id:") {
+	if text, err := r.watch.info(t.Context(), "info", "server"); err != nil || !strings.Contains(text, "run_id:") {
 		t.Fatalf("Info = %.60q, %v", text, err)
 	}
 	n := clients(t, srv)

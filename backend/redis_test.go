@@ -292,7 +292,7 @@ func TestRedisDeadBackendFailsFast(t *testing.T) {
 func TestRedisRestartChangesRunID(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
-	before, err := r.RunID(t.Context())
+	before, err := lookRunID(r)
 	if err != nil || len(before) != 40 {
 		t.Fatalf("RunID = %q, %v", before, err)
 	}
@@ -302,9 +302,9 @@ func TestRedisRestartChangesRunID(t *testing.T) {
 	srv.Restart(t)
 	// The pool's connections died with the old process; the first call may
 	// see that, so allow one failure.
-	after, err := r.RunID(t.Context())
+	after, err := lookRunID(r)
 	if err != nil {
-		after, err = r.RunID(t.Context())
+		after, err = lookRunID(r)
 	}
 	if err != nil || after == before {
 		t.Fatalf("RunID after restart = %q, %v; before %q", after, err, before)
@@ -314,25 +314,45 @@ func TestRedisRestartChangesRunID(t *testing.T) {
 	}
 }
 
+// lookRunID is the run_id a look at r's server finds, as its watcher
+// takes it.
+func lookRunID(r *Redis) (string, error) {
+	in := r.watch.probe()
+	return in.RunID, in.Err
+}
+
+// lookRole is the role ("master" or "slave") and replica count a look at
+// r's server finds, as its watcher takes it.
+func lookRole(r *Redis) (string, int, error) {
+	in := r.watch.probe()
+	if in.Err != nil {
+		return "", 0, in.Err
+	}
+	if in.Replica {
+		return "slave", in.Replicas, nil
+	}
+	return "master", in.Replicas, nil
+}
+
 func TestRedisRole(t *testing.T) {
 	primary := redistest.Start(t)
 	replica := redistest.Start(t)
 	p := newTestRedis(t, primary.Addr())
 	rp := newTestRedis(t, replica.Addr())
-	if role, n, err := p.Role(t.Context()); role != "master" || n != 0 || err != nil {
+	if role, n, err := lookRole(p); role != "master" || n != 0 || err != nil {
 		t.Fatalf("Role = %q, %d, %v; want master, 0", role, n, err)
 	}
 	host, port, _ := strings.Cut(primary.Addr(), ":")
 	if err := replica.Client().ReplicaOf(t.Context(), host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if role, _, err := rp.Role(t.Context()); role != "slave" || err != nil {
+	if role, _, err := lookRole(rp); role != "slave" || err != nil {
 		t.Fatalf("replica Role = %q, %v; want slave", role, err)
 	}
 	// The replica connects in the background: poll the external process.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, n, err := p.Role(t.Context())
+		_, n, err := lookRole(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,11 +369,11 @@ func TestRedisRole(t *testing.T) {
 func TestRedisInfo(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
-	text, err := r.Info(t.Context(), "server")
+	text, err := r.watch.info(t.Context(), "info", "server")
 	if err != nil || !strings.Contains(text, "redis_version:") {
 		t.Fatalf("Info(server) = %.80q, %v", text, err)
 	}
-	if text, err = r.Info(t.Context(), ""); err != nil || !strings.Contains(text, "# Memory") {
+	if text, err = r.watch.info(t.Context(), "info"); err != nil || !strings.Contains(text, "# Memory") {
 		t.Fatalf("Info() = %.80q, %v", text, err)
 	}
 }

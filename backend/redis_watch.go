@@ -41,7 +41,7 @@ type redisWatch struct {
 	name     string
 	channel  string
 	interval time.Duration
-	health   healthConn // INFO: the periodic look and Info's callers
+	health   healthConn // INFO: the periodic look at the server
 	subCfg   *muxConfig // how the subscription connects
 	ctx      context.Context
 	cancel   context.CancelFunc

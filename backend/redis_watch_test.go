@@ -65,7 +65,7 @@ func TestRedisLookBeforeFirstCommand(t *testing.T) {
 			return err
 		}},
 		{"other commands", func(r *Redis) error {
-			_, err := r.Info(t.Context(), "server")
+			_, err := r.watch.info(t.Context(), "info", "server")
 			return err
 		}},
 	}

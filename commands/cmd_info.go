@@ -60,8 +60,11 @@ func (h *Handler) infoClients(b *strings.Builder) {
 func (h *Handler) infoStats(b *strings.Builder) {
 	st := &h.stats
 	fmt.Fprintf(b, "total_commands_processed:%d\r\n", st.commands.Load())
-	fmt.Fprintf(b, "locks_acquired:%d\r\nlocks_contended:%d\r\nlocks_noquorum:%d\r\nlocks_released:%d\r\n",
-		st.acquired.Load(), st.contended.Load(), st.noQuorum.Load(), st.released.Load())
+	if h.opts.Info != nil {
+		// The lock counters come from the record of what each quorum
+		// operation did, the one /metrics serves: they cannot disagree.
+		h.opts.Info.WriteInfo("stats", b)
+	}
 	ka := h.KeepaliveStats()
 	fmt.Fprintf(b, "keepalive_held:%d\r\nkeepalive_lost:%d\r\n", ka.Held, ka.Lost)
 }

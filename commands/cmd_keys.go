@@ -168,7 +168,6 @@ func (h *Handler) forceSet(c *call, o setOpts) {
 	h.unbindKey(c.arg(0))
 	_, err := h.cluster.ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
 	h.took(c.s, err, c.arg(1), c.arg(0))
-	h.count(err)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

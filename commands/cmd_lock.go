@@ -30,7 +30,6 @@ func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration
 		err = h.undoForGone(s, l)
 	}
 	h.took(s, err, token, key)
-	h.count(err)
 	return l, err
 }
 
@@ -41,17 +40,6 @@ func (h *Handler) undoForGone(s *Session, l quorum.Lock) error {
 	ctx := context.WithoutCancel(s.Context())
 	_, _ = h.cluster.Release(ctx, l.Key, l.Token)
 	return s.Context().Err()
-}
-
-func (h *Handler) count(err error) {
-	switch {
-	case err == nil:
-		h.stats.acquired.Add(1)
-	case isNoQuorum(err):
-		h.stats.noQuorum.Add(1)
-	default:
-		h.stats.contended.Add(1)
-	}
 }
 
 // cmdRenew: RENEW key token ttl -> validity-ms or null.
@@ -82,10 +70,10 @@ func (h *Handler) writeRelease(c *call, key, token string) {
 		return
 	}
 	if ok {
-		h.stats.released.Add(1)
 		c.w.WriteInt(1)
 		return
 	}
+	noteVerdict(c.w, quorum.ErrNotHeld)
 	c.w.WriteInt(0)
 }
 

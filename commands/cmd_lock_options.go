@@ -224,7 +224,6 @@ func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
 		r, err = h.cluster.LockOwner(s.Context(), key, o.owner, o.ttl)
 	}
 	h.took(s, err, r.Token, key)
-	h.count(err)
 	return grant{Lock: r.Lock, reentered: true}, err
 }
 
@@ -334,7 +333,6 @@ func (h *Handler) sessionSet(c *call, force bool) {
 	if force {
 		l, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
 		h.took(c.s, err, token, key)
-		h.count(err)
 	} else {
 		l, err = h.acquire(c.s, key, token, ttl, 0)
 	}

@@ -65,6 +65,7 @@ func errNoQuorum(e *quorum.NoQuorumError) string {
 // is a null reply, never an error: redis-benchmark and lock libraries treat
 // an error as fatal.
 func writeLockError(w Writer, cmd string, err error) {
+	noteVerdict(w, err)
 	if err == quorum.ErrNotAcquired || err == quorum.ErrNotHeld {
 		// Contention, the common case, is the bare sentinel: answered
 		// without walking the error tree.
@@ -73,7 +74,6 @@ func writeLockError(w Writer, cmd string, err error) {
 	}
 	switch nq, isNQ := errors.AsType[*quorum.NoQuorumError](err); {
 	case isNQ:
-		noteCause(w, err)
 		w.WriteError(errNoQuorum(nq))
 	case errors.Is(err, quorum.ErrNotAcquired), errors.Is(err, quorum.ErrNotHeld):
 		w.WriteNull()
@@ -85,5 +85,3 @@ func writeLockError(w Writer, cmd string, err error) {
 		w.WriteError("ERR " + err.Error())
 	}
 }
-
-func isNoQuorum(err error) bool { return errors.Is(err, quorum.ErrNoQuorum) }

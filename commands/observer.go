@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -14,8 +13,9 @@ import (
 type Observer interface {
 	// CommandDone reports one command by its lower-case name and outcome:
 	// "acquired" (a lock-taking command that got the lock), "ok",
-	// "contended" (a null reply: held elsewhere, not held), "no_quorum"
-	// or "error" (any other error reply).
+	// "contended" (the quorum said held elsewhere, or not held),
+	// "no_quorum" or "error" (any other error reply). It follows from the
+	// command's registration and the quorum's verdict, not from the reply.
 	CommandDone(cmd, outcome string, d time.Duration)
 }
 
@@ -33,61 +33,51 @@ type InfoSource interface {
 // Clients is the number of open client connections.
 func (h *Handler) Clients() int64 { return h.nconns.Load() }
 
-// outcomeWriter passes a command's reply through and notes what kind of
-// reply it started with.
+// outcomeWriter passes a command's reply through and keeps what the
+// command's outcome is made of: the quorum's verdict that the command
+// reported (noteVerdict), and whether it wrote an error reply. The reply's
+// bytes decide nothing: a null or a 0 may be a contended lock or a free
+// key read by a majority.
 type outcomeWriter struct {
 	Writer
-	first string
+	verdict string // the first verdict other than ok; "" for none
+	errored bool
 }
 
-func (o *outcomeWriter) note(kind string) {
-	if o.first == "" {
-		o.first = kind
+// WriteError marks the command as failed unless a verdict explains it.
+func (o *outcomeWriter) WriteError(s string) { o.errored = true; o.Writer.WriteError(s) }
+
+// verdictNoter is a Writer that wants to know the quorum's verdict behind
+// the reply about to be written.
+type verdictNoter interface{ noteVerdict(err error) }
+
+func (o *outcomeWriter) noteVerdict(err error) {
+	if v := quorum.Outcome(err); v != quorum.OutcomeOK && o.verdict == "" {
+		o.verdict = v
 	}
 }
 
-// WriteError counts an error reply as "error" unless noteCause already
-// classified it.
-func (o *outcomeWriter) WriteError(s string) { o.note("error"); o.Writer.WriteError(s) }
-
-// causeNoter is a Writer that wants to know the error behind the reply
-// about to be written, so that metrics classify by the error's type rather
-// than by the reply's text.
-type causeNoter interface{ noteCause(err error) }
-
-func (o *outcomeWriter) noteCause(err error) {
-	if errors.Is(err, quorum.ErrNoQuorum) {
-		o.note("no_quorum")
+// noteVerdict tells w, if it wants to know, the error of the quorum
+// operation (or of the check standing for one) whose result it is about
+// to report.
+func noteVerdict(w Writer, err error) {
+	if n, ok := w.(verdictNoter); ok {
+		n.noteVerdict(err)
 	}
 }
 
-// noteCause tells w, if it wants to know, the error it is about to report.
-func noteCause(w Writer, err error) {
-	if n, ok := w.(causeNoter); ok {
-		n.noteCause(err)
-	}
-}
-
-func (o *outcomeWriter) WriteNull() { o.note("contended"); o.Writer.WriteNull() }
-
-func (o *outcomeWriter) WriteSimple(s string)      { o.note("ok"); o.Writer.WriteSimple(s) }
-func (o *outcomeWriter) WriteBulk(b []byte)        { o.note("ok"); o.Writer.WriteBulk(b) }
-func (o *outcomeWriter) WriteBulkString(s string)  { o.note("ok"); o.Writer.WriteBulkString(s) }
-func (o *outcomeWriter) WriteInt(n int64)          { o.note("ok"); o.Writer.WriteInt(n) }
-func (o *outcomeWriter) WriteArray(n int)          { o.note("ok"); o.Writer.WriteArray(n) }
-func (o *outcomeWriter) WriteMap(n int)            { o.note("ok"); o.Writer.WriteMap(n) }
-func (o *outcomeWriter) WriteSet(n int)            { o.note("ok"); o.Writer.WriteSet(n) }
-func (o *outcomeWriter) WriteDouble(f float64)     { o.note("ok"); o.Writer.WriteDouble(f) }
-func (o *outcomeWriter) WriteVerbatim(f, s string) { o.note("ok"); o.Writer.WriteVerbatim(f, s) }
-
+// outcome is the command's outcome from its registration and the verdict:
+// a lock-taking command that succeeded "acquired", another "ok".
 func (o *outcomeWriter) outcome(cmd *command) string {
 	switch {
-	case o.first == "":
-		return "ok"
-	case o.first == "ok" && cmd.outcome == outcomeAcquire:
+	case o.verdict != "":
+		return o.verdict
+	case o.errored:
+		return quorum.OutcomeError
+	case cmd.outcome == outcomeAcquire:
 		return "acquired"
 	}
-	return o.first
+	return quorum.OutcomeOK
 }
 
 func (h *Handler) backendExtra(node string) string {

@@ -1,6 +1,10 @@
 package commands
 
-import "time"
+import (
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
 
 // node-redlock counts a node's vote only when the reply equals the number of
 // resources, so success answers len(KEYS) and anything else 0 (release:
@@ -39,7 +43,6 @@ func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
 		_, err = h.cluster.AcquireAll(c.s.Context(), keys, args[0], ttl)
 	}
 	h.took(c.s, err, args[0], keys...)
-	h.count(err)
 	h.writeRedlockCount(c, len(keys), err)
 }
 
@@ -90,8 +93,8 @@ func scriptRedlockRelease(h *Handler, c *call, keys, args []string) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	if n == len(keys) {
-		h.stats.released.Add(1)
+	if n < len(keys) {
+		noteVerdict(c.w, quorum.ErrNotHeld)
 	}
 	c.w.WriteInt(int64(n))
 }

@@ -33,11 +33,12 @@ func scriptRedsyncDelete(h *Handler, c *call, keys, args []string) {
 	case err != nil:
 		writeLockError(c.w, c.name, err)
 	case ok:
-		h.stats.released.Add(1)
 		c.w.WriteInt(int64(quorum.Released))
 	case res == quorum.ReleasedAbsent:
+		noteVerdict(c.w, quorum.ErrNotHeld)
 		c.w.WriteInt(int64(res))
 	default:
+		noteVerdict(c.w, quorum.ErrNotHeld)
 		c.w.WriteInt(int64(quorum.ReleasedOther))
 	}
 }

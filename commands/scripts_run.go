@@ -33,6 +33,7 @@ func (h *Handler) writeScriptBool(c *call, err error) {
 	case err == nil:
 		c.w.WriteInt(1)
 	case errors.Is(err, quorum.ErrNotAcquired), errors.Is(err, quorum.ErrNotHeld):
+		noteVerdict(c.w, err)
 		c.w.WriteInt(0)
 	default:
 		writeLockError(c.w, c.name, err)

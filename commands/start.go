@@ -75,7 +75,6 @@ func (o setOpts) plainLock() bool {
 // client that hung up meanwhile is released, as acquire does.
 func (h *Handler) acquireAsync(s *Session, key, token string, ttl time.Duration, then func(error)) {
 	if err := s.Context().Err(); err != nil {
-		h.count(err)
 		then(err)
 		return
 	}
@@ -85,7 +84,6 @@ func (h *Handler) acquireAsync(s *Session, key, token string, ttl time.Duration,
 			h.cluster.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
 		}
 		h.took(s, err, token, key)
-		h.count(err)
 		then(err)
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // BackendFields returns the extra ",key=value" fields of node's line in
@@ -33,31 +35,67 @@ func (m *Metrics) BackendFields(node string) string {
 // InfoSections names the sections WriteInfo adds to INFO.
 func (m *Metrics) InfoSections() []string { return []string{"locks"} }
 
-// WriteInfo writes section's "field:value" lines in INFO's format.
+// WriteInfo writes section's "field:value" lines in INFO's format: the
+// lock counters of "stats", and the whole of "locks". Both are read from
+// the quorum operations' counters that /metrics serves.
 func (m *Metrics) WriteInfo(section string, b *strings.Builder) {
-	if section != "locks" {
-		return
+	switch section {
+	case "stats":
+		m.writeLockCounters(b)
+	case "locks":
+		m.writeLocks(b)
 	}
+}
+
+// lockCounters are INFO stats' lock fields: each sums the quorum
+// operations' outcomes it names.
+var lockCounters = []struct {
+	field, outcome string
+	ops            []string
+}{
+	{"locks_acquired", quorum.OutcomeOK, grantOps},
+	{"locks_extended", quorum.OutcomeOK, []string{quorum.OpExtend}},
+	{"locks_contended", quorum.OutcomeContended, lockOps},
+	{"locks_noquorum", quorum.OutcomeNoQuorum, lockOps},
+	{"locks_released", quorum.OutcomeOK, []string{quorum.OpRelease}},
+}
+
+var (
+	// grantOps are the operations that hand a lock to a token.
+	grantOps = []string{quorum.OpAcquire, quorum.OpReenter, quorum.OpForceSet}
+	// lockOps are those and the extends: what a client's lock asked for.
+	lockOps = append(append([]string(nil), grantOps...), quorum.OpExtend)
+)
+
+func (m *Metrics) writeLockCounters(b *strings.Builder) {
+	for _, lc := range lockCounters {
+		var n int64
+		for _, op := range lc.ops {
+			n += m.opCount(op, lc.outcome)
+		}
+		fmt.Fprintf(b, "%s:%d\r\n", lc.field, n)
+	}
+}
+
+// opCount is how many op operations ended with outcome.
+func (m *Metrics) opCount(op, outcome string) int64 {
+	c, err := m.ops.GetMetricWithLabelValues(op, outcome)
+	if err != nil {
+		return 0
+	}
+	return int64(counterValue(c))
+}
+
+func (m *Metrics) writeLocks(b *strings.Builder) {
 	for _, op := range []string{"acquire", "extend", "release"} {
 		for _, out := range []string{"ok", "contended", "no_quorum", "error"} {
-			c, err := m.ops.GetMetricWithLabelValues(op, out)
-			if err == nil {
-				fmt.Fprintf(b, "quorum_%s_%s:%d\r\n", op, out, int64(counterValue(c)))
-			}
+			fmt.Fprintf(b, "quorum_%s_%s:%d\r\n", op, out, m.opCount(op, out))
 		}
 	}
 	fmt.Fprintf(b, "validity_ratio_mean:%.4f\r\n", histogramMean(m.validity))
 }
 
 type writer interface{ Write(*dto.Metric) error }
-
-func gaugeValue(g writer) float64 {
-	var d dto.Metric
-	if g.Write(&d) != nil || d.Gauge == nil {
-		return 0
-	}
-	return d.Gauge.GetValue()
-}
 
 func counterValue(c writer) float64 {
 	var d dto.Metric

@@ -47,9 +47,11 @@ type Options struct {
 	// Clients returns the number of open client connections, read at
 	// scrape time. Default: the gauge is not registered.
 	Clients func() int64
-	// Quarantined reports, at scrape time, which backends sit out the
-	// votes after a restart (by node name). Default: none ever does.
-	Quarantined func() map[string]bool
+	// NodeStates is the cluster's record of each backend's health, fed by
+	// one watcher per backend (quorum.Cluster.NodeStates). The up and
+	// quarantined gauges, /readyz and the backend up/down log lines all
+	// read it. Default: no backend state is known, and /readyz is ready.
+	NodeStates func() []quorum.NodeState
 	// Keepalive returns, at scrape time, how many locks the proxy renews
 	// for open connections (KEEPALIVE and session locks) and how many it
 	// has lost because their validity ran out unrenewed. Default: both 0.
@@ -70,14 +72,14 @@ type Metrics struct {
 	ops            *prometheus.CounterVec
 	opSeconds      *prometheus.HistogramVec
 	validity       prometheus.Histogram
-	up             *prometheus.GaugeVec
-	quarantinedFn  func() map[string]bool
+	statesFn       func() []quorum.NodeState
 	keepaliveFn    func() (held, lost int64)
 	nodeSeconds    *prometheus.HistogramVec
 	nodeErrors     *prometheus.CounterVec
 	nodeChanges    *prometheus.CounterVec
 
 	nodes nodeTable
+	seen  seenStates
 }
 
 // latencyBuckets span a loopback round trip (~100µs) to a slow WAIT (~10s).
@@ -91,7 +93,7 @@ func New(o Options) *Metrics {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	m := &Metrics{reg: prometheus.NewRegistry(), log: o.Logger, quarantinedFn: o.Quarantined}
+	m := &Metrics{reg: prometheus.NewRegistry(), log: o.Logger, statesFn: o.NodeStates}
 	m.define()
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: NameBuildInfo,
@@ -127,9 +129,11 @@ func (m *Metrics) define() {
 	m.validity = prometheus.NewHistogram(prometheus.HistogramOpts{Name: NameValidityRatio,
 		Help:    "Validity left of the ttl when a lock was granted or extended (1 = nothing lost to latency and drift).",
 		Buckets: []float64{0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 1}})
-	m.up = m.gaugeVec(NameBackendUp, "1 when the backend's last call got an answer, 0 when it failed to answer.", "backend")
-	m.reg.MustRegister(&quarantineCollector{m: m, desc: prometheus.NewDesc(NameBackendQuarantine,
-		"1 while a restarted backend sits out every vote.", []string{"backend"}, nil)})
+	m.reg.MustRegister(&stateCollector{m: m,
+		up: prometheus.NewDesc(NameBackendUp,
+			"1 when the last look at the backend's server got an answer, 0 when it failed.", []string{"backend"}, nil),
+		quarantined: prometheus.NewDesc(NameBackendQuarantine,
+			"1 while a restarted backend sits out every vote.", []string{"backend"}, nil)})
 	m.nodeSeconds = m.histogramVec(NameBackendSeconds, "Time of one call to one backend.", latencyBuckets, "backend", "op")
 	m.nodeErrors = m.counterVec(NameBackendErrors, "Failed backend calls, by kind (timeout, refused, a Redis error class such as OOM or READONLY, other).", "backend", "kind")
 	m.nodeChanges = m.counterVec(NameBackendChanges, "Backend transitions between answering and not, by the state entered (up, down).", "backend", "state")
@@ -138,12 +142,6 @@ func (m *Metrics) define() {
 
 func (m *Metrics) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	m.reg.MustRegister(v)
-	return v
-}
-
-func (m *Metrics) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	m.reg.MustRegister(v)
 	return v
 }

@@ -67,8 +67,9 @@ func newRig(t *testing.T, n int) *rig {
 		names = append(names, node.Name())
 	}
 	r.m = New(Options{Backends: names, Version: "test", Clients: func() int64 { return 7 },
-		Keepalive: func() (int64, int64) { return 2, 1 },
-		Logger:    slog.New(slog.NewTextHandler(r.logs, nil))})
+		Keepalive:  func() (int64, int64) { return 2, 1 },
+		NodeStates: func() []quorum.NodeState { return r.cluster.NodeStates() },
+		Logger:     slog.New(slog.NewTextHandler(r.logs, nil))})
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
 	cfg.RestartQuarantine = 0                // a restarted backend counts as ready at once
@@ -77,7 +78,7 @@ func newRig(t *testing.T, n int) *rig {
 	if r.cluster, err = quorum.New(nodes, cfg); err != nil {
 		t.Fatal(err)
 	}
-	r.http = httptest.NewServer(Handler(r.m, NewHealth(r.cluster, time.Nanosecond)))
+	r.http = httptest.NewServer(Handler(r.m))
 	t.Cleanup(r.http.Close)
 	return r
 }
@@ -91,6 +92,19 @@ func (r *rig) get(t *testing.T, path string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// getUntil gets path until it answers code, for at most 10s.
+func (r *rig) getUntil(t *testing.T, path string, code int) (int, string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, body := r.get(t, path)
+		if got == code || time.Now().After(deadline) {
+			return got, body
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestFamiliesMoveAfterLocks(t *testing.T) {
@@ -154,7 +168,8 @@ func TestFamiliesMoveAfterLocks(t *testing.T) {
 
 func TestReadinessAndStateChangeLogs(t *testing.T) {
 	r := newRig(t, 3)
-	if code, body := r.get(t, "/readyz"); code != http.StatusOK {
+	// The first looks at the servers arrive just after the cluster starts.
+	if code, body := r.getUntil(t, "/readyz", http.StatusOK); code != http.StatusOK {
 		t.Fatalf("/readyz with all up: %d %s", code, body)
 	}
 	if code, _ := r.get(t, "/healthz"); code != http.StatusOK {
@@ -165,7 +180,8 @@ func TestReadinessAndStateChangeLogs(t *testing.T) {
 	}
 	r.servers[0].Kill()
 	r.servers[1].Kill()
-	code, body := r.get(t, "/readyz")
+	// The watchers look at the servers every second: poll, bounded.
+	code, body := r.getUntil(t, "/readyz", http.StatusServiceUnavailable)
 	if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "1 backends answered, quorum 2") {
 		t.Fatalf("/readyz with 2 of 3 down: %d %q", code, body)
 	}
@@ -174,8 +190,8 @@ func TestReadinessAndStateChangeLogs(t *testing.T) {
 	}
 	r.get(t, "/readyz") // a second failure is no news: no second line
 	down := r.servers[0].Addr()
-	if got := gaugeValue(r.m.up.WithLabelValues(down)); got != 0 {
-		t.Errorf("up gauge of killed backend = %v", got)
+	if _, body := r.get(t, "/metrics"); !strings.Contains(body, `redlockd_backend_up{backend="`+down+`"} 0`) {
+		t.Errorf("up gauge of killed backend is not 0:\n%s", body)
 	}
 	if n := strings.Count(r.logs.String(), "backend down"); n != 2 {
 		t.Errorf("%d 'backend down' lines, want 2:\n%s", n, r.logs)
@@ -183,16 +199,14 @@ func TestReadinessAndStateChangeLogs(t *testing.T) {
 	r.servers[0].Restart(t)
 	// A pooled connection to the old process may fail once more: allow a
 	// few checks, bounded.
-	code = 0
-	for i := 0; i < 10 && code != http.StatusOK; i++ {
-		code, _ = r.get(t, "/readyz")
-	}
-	if code != http.StatusOK {
+	if code, _ = r.getUntil(t, "/readyz", http.StatusOK); code != http.StatusOK {
 		t.Fatalf("/readyz after a restart: %d", code)
 	}
 	if n := strings.Count(r.logs.String(), "backend up"); n != 1 {
 		t.Errorf("%d 'backend up' lines, want 1:\n%s", n, r.logs)
 	}
+	// The link fields are what the last call found: make one.
+	_, _ = r.cluster.Get(context.Background(), "k")
 	fields := r.m.BackendFields(r.servers[1].Addr())
 	if !strings.Contains(fields, ",link=down,") || !strings.Contains(fields, "last_call_error=") {
 		t.Errorf("BackendFields of a dead backend = %q", fields)

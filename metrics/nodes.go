@@ -14,7 +14,7 @@ import (
 	"github.com/redlockd/redlockd/internal/oneline"
 )
 
-// state is a backend's health as last observed.
+// state is what a backend's calls, or the looks at its server, last found.
 type state int
 
 const (
@@ -27,15 +27,14 @@ func (s state) String() string {
 	return [...]string{"unknown", "up", "down"}[s]
 }
 
-// nodeStats is one backend's running figures, for INFO and the logs.
+// nodeStats is one backend's running figures from its calls, for INFO.
 type nodeStats struct {
-	// up and seconds are this backend's series, looked up once rather
-	// than by label on every call.
-	up      prometheus.Gauge
+	// seconds are this backend's series, looked up once rather than by
+	// label on every call.
 	seconds sync.Map // op -> prometheus.Observer
 
 	mu      sync.Mutex
-	state   state
+	state   state // the link: what the last call found
 	since   time.Time
 	calls   int64
 	errors  int64
@@ -60,10 +59,9 @@ func (m *Metrics) node(name string) *nodeStats {
 	if n, ok := t.fast.Load(name); ok {
 		return n.(*nodeStats)
 	}
-	n := &nodeStats{since: time.Now(), up: m.up.WithLabelValues(name)}
+	n := &nodeStats{since: time.Now()}
 	t.order = append(t.order, name)
 	t.fast.Store(name, n)
-	n.up.Set(0)
 	// Zero series from the start, so that rate() and alerts see a change
 	// from 0 rather than a series appearing out of nowhere.
 	for _, k := range []string{"timeout", "refused", "other"} {
@@ -92,17 +90,10 @@ func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
 		n.errors++
 		n.lastErr = oneline.Of(err.Error())
 	}
-	if kind == "canceled" {
-		// A caller that went away says nothing about the backend.
-		n.mu.Unlock()
-		return
+	if kind != "canceled" { // a caller that went away says nothing about the backend
+		n.transition(answered)
 	}
-	changed := n.transition(answered)
-	n.up.Set(b2f(answered)) // under n.mu: in order
 	n.mu.Unlock()
-	if changed {
-		m.logChange(node, answered, err)
-	}
 }
 
 // observer is the latency series of this backend for op.
@@ -114,60 +105,15 @@ func (n *nodeStats) observer(m *Metrics, node, op string) prometheus.Observer {
 	return o.(prometheus.Observer)
 }
 
-// transition records the new state and reports whether it changed. The
-// first answer of a backend counts as a change only when it is a failure:
-// "up" at start-up is the expected state, not news.
-func (n *nodeStats) transition(answered bool) bool {
+// transition records the link's new state.
+func (n *nodeStats) transition(answered bool) {
 	next := stateDown
 	if answered {
 		next = stateUp
 	}
-	if n.state == next {
-		return false
+	if n.state != next {
+		n.state, n.since = next, time.Now()
 	}
-	prev := n.state
-	n.state, n.since = next, time.Now()
-	return prev != stateUnknown || next == stateDown
-}
-
-func (m *Metrics) logChange(node string, up bool, err error) {
-	if up {
-		m.nodeChanges.WithLabelValues(node, "up").Inc()
-		m.log.Info("backend up", "backend", node)
-		return
-	}
-	m.nodeChanges.WithLabelValues(node, "down").Inc()
-	m.log.Warn("backend down", "backend", node, "err", err)
-}
-
-// quarantineCollector reports redlockd_backend_quarantined at scrape time
-// from the cluster's own record, which decides the votes (and logs the
-// changes); nothing is copied that could drift from it.
-type quarantineCollector struct {
-	m    *Metrics
-	desc *prometheus.Desc
-}
-
-func (c *quarantineCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *quarantineCollector) Collect(ch chan<- prometheus.Metric) {
-	q := c.m.quarantinedNow()
-	for _, name := range c.m.nodeNames() {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, b2f(q[name]), name)
-	}
-}
-
-func (m *Metrics) quarantinedNow() map[string]bool {
-	if m.quarantinedFn == nil {
-		return nil
-	}
-	return m.quarantinedFn()
-}
-
-func (m *Metrics) nodeNames() []string {
-	m.nodes.mu.Lock()
-	defer m.nodes.mu.Unlock()
-	return append([]string(nil), m.nodes.order...)
 }
 
 // redisClasses are the error codes of Redis replies that get their own

@@ -18,6 +18,7 @@ import (
 	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/stack"
+	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/proxy"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -53,6 +54,8 @@ type Instance struct {
 	Cluster  *quorum.Cluster
 	Handler  *commands.Handler
 	Server   *proxy.Server
+	// Metrics is the registry behind /metrics and INFO's counters.
+	Metrics *metrics.Metrics
 }
 
 // Start serves redlockd over freshly started backends.
@@ -125,7 +128,7 @@ func (in *Instance) start(t testing.TB, nodes []quorum.Node, opts Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Cluster, in.Handler, in.Server = rd.Cluster(), rd.Handler(), rd.Server()
+	in.Cluster, in.Handler, in.Server, in.Metrics = rd.Cluster(), rd.Handler(), rd.Server(), rd.Metrics()
 	in.serve(t, rd)
 }
 

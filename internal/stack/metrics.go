@@ -12,9 +12,10 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// healthInterval is how often the backends are checked while idle, so that
-// up/down gauges, logs and /readyz stay current without client traffic.
-const healthInterval = 5 * time.Second
+// refreshInterval is how often the backends' state changes are logged and
+// counted while nothing scrapes: the watchers look at the servers every
+// second, and this only reads what they found.
+const refreshInterval = time.Second
 
 // newMetrics builds the registry before the cluster and handler that
 // report to it exist. Its gauges read them through r at scrape time: r's
@@ -31,24 +32,18 @@ func newMetrics(r *Redlockd) *metrics.Metrics {
 			ka := r.handler.KeepaliveStats()
 			return ka.Held, ka.Lost
 		},
-		Quarantined: func() map[string]bool {
-			q := map[string]bool{}
-			for _, st := range r.cluster.NodeStates() {
-				q[st.Name] = st.Quarantined
-			}
-			return q
-		},
+		NodeStates: func() []quorum.NodeState { return r.cluster.NodeStates() },
 	})
 }
 
-// serveMetrics starts the periodic backend check and, with addr, the HTTP
-// server of /metrics, /healthz and /readyz. The returned stop ends both;
-// it waits for the HTTP server's open requests for up to 5s.
-func serveMetrics(addr string, m *metrics.Metrics, cluster *quorum.Cluster, log *slog.Logger) (stop func(), err error) {
-	health := metrics.NewHealth(cluster, time.Second)
+// serveMetrics starts the periodic refresh of the backends' state changes
+// and, with addr, the HTTP server of /metrics, /healthz and /readyz. The
+// returned stop ends both; it waits for the HTTP server's open requests
+// for up to 5s.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
 	hctx, cancel := context.WithCancel(context.Background())
 	checked := make(chan struct{})
-	go func() { defer close(checked); health.Run(hctx, healthInterval) }()
+	go func() { defer close(checked); refreshEvery(hctx, m, refreshInterval) }()
 	stopHealth := func() { cancel(); <-checked }
 	if addr == "" {
 		return stopHealth, nil
@@ -58,7 +53,7 @@ func serveMetrics(addr string, m *metrics.Metrics, cluster *quorum.Cluster, log 
 		stopHealth()
 		return nil, err
 	}
-	srv := &http.Server{Handler: metrics.Handler(m, health), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: metrics.Handler(m), ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -74,4 +69,18 @@ func serveMetrics(addr string, m *metrics.Metrics, cluster *quorum.Cluster, log 
 		<-served
 		stopHealth()
 	}, nil
+}
+
+// refreshEvery refreshes m every interval until ctx is done.
+func refreshEvery(ctx context.Context, m *metrics.Metrics, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		m.Refresh()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -4,20 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// startupCheckTimeout bounds the start-up look at each backend; it is
-// longer than the node timeout because it includes dialing.
+// startupCheckTimeout bounds the wait for the first look at each backend;
+// it is longer than the node timeout because it includes dialing.
 const startupCheckTimeout = 2 * time.Second
 
 // openNodes returns the given nodes, the embedded ones, or one Redis node
-// per backend. A backend that does not answer is logged, not fatal: a
-// majority may be up.
+// per backend; New checks the backends once the cluster watches them.
 func openNodes(ctx context.Context, cfg Config) ([]quorum.Node, error) {
 	if len(cfg.Nodes) > 0 {
 		return cfg.Nodes, nil
@@ -38,10 +37,6 @@ func openNodes(ctx context.Context, cfg Config) ([]quorum.Node, error) {
 		}
 		nodes = append(nodes, r)
 	}
-	if err := checkBackends(ctx, nodes, cfg.Logger); err != nil {
-		closeNodes(nodes)
-		return nil, err
-	}
 	return nodes, nil
 }
 
@@ -51,65 +46,62 @@ func closeNodes(nodes []quorum.Node) {
 	}
 }
 
-// backendInfo is what start-up learns about one backend.
-type backendInfo struct {
-	name, runID, role string
-	replicas          int
-	err               error
+// looked tells whether a node's state comes from a look at its server:
+// it answered, or the look failed. An unwatched node (in memory) has
+// nothing to look at.
+func looked(st quorum.NodeState) bool {
+	return !st.Watched || st.Up || st.RunID != "" || st.LastError != ""
 }
 
-// checkBackends looks at every backend concurrently. Unreachable ones are
-// logged; two addresses of one server, or a replica, are refused, since
-// either would let one failure count twice in a vote.
-func checkBackends(ctx context.Context, nodes []quorum.Node, log *slog.Logger) error {
-	infos := probeAll(ctx, nodes)
-	seen := map[string]string{}
+// firstLooks waits, bounded by startupCheckTimeout and ctx, until each
+// node's watcher has reported a first look, and returns the states then.
+// The looks are the cluster's own: the ones its votes and /readyz follow.
+func firstLooks(ctx context.Context, cluster *quorum.Cluster) []quorum.NodeState {
+	ctx, cancel := context.WithTimeout(ctx, startupCheckTimeout)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		states := cluster.NodeStates()
+		if !slices.ContainsFunc(states, func(st quorum.NodeState) bool { return !looked(st) }) {
+			return states
+		}
+		select {
+		case <-ctx.Done():
+			return states
+		case <-t.C:
+		}
+	}
+}
+
+// checkBackends refuses two addresses of one server, and a replica, since
+// either would let one failure count twice in a vote; unreachable
+// backends are logged. It reads what the cluster's first looks found.
+func checkBackends(ctx context.Context, cluster *quorum.Cluster, log *slog.Logger) error {
+	states := firstLooks(ctx, cluster)
 	up := 0
-	for _, in := range infos {
-		if in.err != nil {
-			log.Warn("backend unreachable at start-up; it votes no until it answers", "backend", in.name, "err", in.err)
+	for i, st := range states {
+		if !st.Up {
+			log.Warn("backend unreachable at start-up; it votes no until it answers", "backend", st.Name, "err", lookError(st))
 			continue
 		}
 		up++
-		if other, dup := seen[in.runID]; dup {
-			return fmt.Errorf("invalid --backends: %s and %s are the same server (run_id %s)", other, in.name, in.runID)
+		if j := slices.IndexFunc(states[:i], func(o quorum.NodeState) bool { return o.RunID == st.RunID }); j >= 0 {
+			return fmt.Errorf("invalid --backends: %s and %s are the same server (run_id %s)", states[j].Name, st.Name, st.RunID)
 		}
-		seen[in.runID] = in.name
-		if in.role != "master" {
-			return fmt.Errorf("invalid --backends: %s is a %s, not an independent master", in.name, in.role)
-		}
-		if in.replicas > 0 {
-			log.Warn("backend has replicas attached; Redlock needs no replication", "backend", in.name, "replicas", in.replicas)
+		if st.Replica {
+			return fmt.Errorf("invalid --backends: %s is a replica, not an independent master", st.Name)
 		}
 	}
-	if q := quorum.Quorum(len(nodes)); up < q {
+	if q := quorum.Quorum(len(states)); up < q {
 		log.Warn("fewer backends than a quorum answered at start-up; locks fail until enough come up", "up", up, "quorum", q)
 	}
 	return nil
 }
 
-func probeAll(ctx context.Context, nodes []quorum.Node) []backendInfo {
-	ctx, cancel := context.WithTimeout(ctx, startupCheckTimeout)
-	defer cancel()
-	infos := make([]backendInfo, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { infos[i] = probe(ctx, n) })
+func lookError(st quorum.NodeState) string {
+	if st.LastError == "" {
+		return "no answer within " + startupCheckTimeout.String()
 	}
-	wg.Wait()
-	return infos
-}
-
-func probe(ctx context.Context, n quorum.Node) backendInfo {
-	in := backendInfo{name: n.Name()}
-	r, ok := n.(*backend.Redis)
-	if !ok {
-		in.role = "master"
-		return in
-	}
-	if in.runID, in.err = r.RunID(ctx); in.err != nil {
-		return in
-	}
-	in.role, in.replicas, in.err = r.Role(ctx)
-	return in
+	return st.LastError
 }

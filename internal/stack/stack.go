@@ -141,10 +141,11 @@ type Redlockd struct {
 	closeOnce   sync.Once
 }
 
-// New builds a redlockd from cfg: it opens and checks the backends (a
+// New builds a redlockd from cfg: it opens the backends, builds the
+// cluster and checks the backends from its watchers' first looks (a
 // backend that is down is logged, not fatal; two addresses of one server
-// or a replica are an error), then builds the cluster, handler, server
-// and metrics. It serves nothing until Serve.
+// or a replica are an error), then builds the handler, server and
+// metrics. It serves nothing until Serve.
 func New(ctx context.Context, cfg Config) (*Redlockd, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -162,14 +163,39 @@ func New(ctx context.Context, cfg Config) (*Redlockd, error) {
 	}
 	r := &Redlockd{cfg: cfg, nodes: nodes}
 	r.metrics = newMetrics(r)
-	r.cluster, err = quorum.New(nodes, cfg.quorumConfig(r.metrics))
-	if err != nil {
-		closeNodes(nodes)
-		return nil, fmt.Errorf("cannot build the lock cluster: %w", err)
+	if err := r.buildCluster(ctx); err != nil {
+		return nil, err
 	}
 	r.handler = commands.New(r.cluster, cfg.commandOptions(r.metrics))
 	r.server = proxy.New(r.handler, cfg.Proxy)
 	return r, nil
+}
+
+// buildCluster builds the cluster over r.nodes and, for Backends, checks
+// them from the cluster's first looks: its log lines are held until the
+// check passes. On failure the nodes are closed.
+func (r *Redlockd) buildCluster(ctx context.Context) error {
+	qc := r.cfg
+	check := len(r.cfg.Backends) > 0
+	var gate logGate
+	if check {
+		qc.Logger = gate.logger(r.cfg.Logger)
+	}
+	cluster, err := quorum.New(r.nodes, qc.quorumConfig(r.metrics))
+	if err != nil {
+		closeNodes(r.nodes)
+		return fmt.Errorf("cannot build the lock cluster: %w", err)
+	}
+	if check {
+		if err := checkBackends(ctx, cluster, r.cfg.Logger); err != nil {
+			cluster.Close()
+			closeNodes(r.nodes)
+			return err
+		}
+		gate.open()
+	}
+	r.cluster = cluster
+	return nil
 }
 
 // Nodes, Cluster, Handler, Server and Metrics are the parts, for the
@@ -180,8 +206,8 @@ func (r *Redlockd) Handler() *commands.Handler { return r.handler }
 func (r *Redlockd) Server() *proxy.Server      { return r.server }
 func (r *Redlockd) Metrics() *metrics.Metrics  { return r.metrics }
 
-// Serve starts the metrics (the periodic backend check, and the HTTP
-// server with MetricsAddr), then serves clients on ln until Shutdown or
+// Serve starts the metrics (the periodic refresh of the backends' state
+// changes, and the HTTP server with MetricsAddr), then serves clients on ln until Shutdown or
 // Close, after which it returns proxy.ErrServerClosed. Call it once.
 func (r *Redlockd) Serve(ln net.Listener) error {
 	done := make(chan struct{})
@@ -198,7 +224,7 @@ func (r *Redlockd) Serve(ln net.Listener) error {
 		return errors.New("stack: Serve called twice")
 	}
 	r.serving = done
-	stop, err := serveMetrics(r.cfg.MetricsAddr, r.metrics, r.cluster, r.cfg.Logger)
+	stop, err := serveMetrics(r.cfg.MetricsAddr, r.metrics, r.cfg.Logger)
 	r.stopMetrics = stop
 	r.mu.Unlock()
 	if err != nil {

@@ -53,14 +53,7 @@ func (h *Handler) startSet(c *call, done func()) bool {
 	if !o.plainLock() {
 		return false
 	}
-	h.acquireAsync(c.s, c.arg(0), c.arg(1), o.ttl, func(err error) {
-		if err != nil {
-			writeLockError(c.w, c.name, err)
-		} else {
-			c.w.WriteSimple("OK")
-		}
-		done()
-	})
+	h.acquireAsync(c, c.arg(0), c.arg(1), o.ttl, done)
 	return true
 }
 
@@ -70,12 +63,16 @@ func (o setOpts) plainLock() bool {
 	return o.nx && o.ttl > 0 && !o.xx && !o.keepTTL && !o.get && o.ifeq == nil
 }
 
-// acquireAsync is acquire without WAIT, for Start: then gets the outcome
-// from the goroutine of the round's deciding reply. A lock won for a
-// client that hung up meanwhile is released, as acquire does.
-func (h *Handler) acquireAsync(s *Session, key, token string, ttl time.Duration, then func(error)) {
+// acquireAsync is acquire without WAIT, for Start: the reply (OK, or the
+// lock error) is written to c.w from the goroutine of the round's deciding
+// reply, then done is called. A lock won for a client that hung up
+// meanwhile is released, as acquire does. One closure carries the whole
+// continuation.
+func (h *Handler) acquireAsync(c *call, key, token string, ttl time.Duration, done func()) {
+	s := c.s
 	if err := s.Context().Err(); err != nil {
-		then(err)
+		writeLockError(c.w, c.name, err)
+		done()
 		return
 	}
 	h.cluster.AcquireAsync(key, token, ttl, func(l quorum.Lock, err error) {
@@ -84,6 +81,11 @@ func (h *Handler) acquireAsync(s *Session, key, token string, ttl time.Duration,
 			h.cluster.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
 		}
 		h.took(s, err, token, key)
-		then(err)
+		if err != nil {
+			writeLockError(c.w, c.name, err)
+		} else {
+			c.w.WriteSimple("OK")
+		}
+		done()
 	})
 }

@@ -21,13 +21,18 @@ type answerer interface{ answer(rep reply, err error) }
 // is the caller's (one embedded in its answerer saves an allocation) and
 // must be new: a request is never submitted twice.
 func (m *mux) submit(r *request, deadline time.Time, key string, cb answerer, args []string) {
+	r.buf = resp.AppendCommand(r.small[:0], args)
+	m.submitEncoded(r, deadline, key, cb)
+}
+
+// submitEncoded is submit for a request whose bytes r.buf already holds.
+func (m *mux) submitEncoded(r *request, deadline time.Time, key string, cb answerer) {
 	now := time.Now()
 	if !now.Before(deadline) {
 		cb.answer(reply{}, errExpired)
 		return
 	}
 	r.deadline, r.stale, r.cb = deadline, deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb
-	r.buf = resp.AppendCommand(r.small[:0], args)
 	if !m.lineFor(key).enqueue(r) {
 		r.finish(reply{}, ErrClosed)
 	}

@@ -1,11 +1,13 @@
 package backend
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -23,7 +25,7 @@ func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
 		return
 	}
-	r.mux.submit(&c.req, deadline, c.line, c, c.argv)
+	r.mux.submitEncoded(&c.req, deadline, c.line, c)
 }
 
 // lineKey is the key whose line carries cmd.
@@ -46,9 +48,7 @@ type call struct {
 	s        *script // nil for a plain command
 	evaled   bool    // sent again as EVAL after NOSCRIPT
 	read     readFn
-	nkeys    int      // ReleaseEach: how many answers to expect
-	argv     []string // the command as sent
-	args     [12]string
+	nkeys    int   // ReleaseEach: how many answers to expect
 	err      error // the first bad argument
 }
 
@@ -64,8 +64,9 @@ func (c *call) answer(rep reply, err error) {
 		// The server lost its scripts (a restart, SCRIPT FLUSH): send the
 		// text, which also caches it, under the same deadline.
 		c.evaled = true
-		c.argv[0], c.argv[1] = "eval", c.s.src
-		c.r.mux.submit(new(request), c.deadline, c.line, c, c.argv)
+		r := new(request)
+		r.buf = evalForm(c.req.buf, c.s)
+		c.r.mux.submitEncoded(r, c.deadline, c.line, c)
 		return
 	}
 	var out quorum.Reply
@@ -78,17 +79,39 @@ func (c *call) answer(rep reply, err error) {
 	c.rcv.Receive(out)
 }
 
-// command makes the call a plain command.
+// command makes the call a plain command, encoded into its request at
+// once: the call keeps the bytes it sends, not its arguments.
 func (c *call) command(read readFn, args ...string) {
-	c.read, c.argv = read, append(c.args[:0], args...)
+	c.read = read
+	c.req.buf = resp.AppendCommand(c.req.small[:0], args)
 }
 
-// script makes the call an EVALSHA of s over keys and then args.
+// script makes the call an EVALSHA of s over keys and then args, encoded
+// into its request at once.
 func (c *call) script(s *script, read readFn, keys []string, args ...string) {
 	c.s, c.read = s, read
-	c.argv = append(c.args[:0], "evalsha", s.sha, strconv.Itoa(len(keys)))
-	c.argv = append(c.argv, keys...)
-	c.argv = append(c.argv, args...)
+	var buf [12]string
+	argv := append(buf[:0], "evalsha", s.sha, strconv.Itoa(len(keys)))
+	argv = append(argv, keys...)
+	argv = append(argv, args...)
+	c.req.buf = resp.AppendCommand(c.req.small[:0], argv)
+}
+
+// evalPrefix is how an encoded EVALSHA begins after its array header: the
+// name, then the SHA1 (40 hex digits) as a bulk string.
+const evalPrefix = "$7\r\nevalsha\r\n$40\r\n"
+
+// evalForm is the EVAL form of sent, an encoded EVALSHA of s: the same
+// array with the script's text in place of the name and SHA1, so a
+// NOSCRIPT resend needs no copy of the arguments.
+func evalForm(sent []byte, s *script) []byte {
+	hdr := bytes.IndexByte(sent, '\n') + 1 // "*<n>\r\n"
+	rest := sent[hdr+len(evalPrefix)+len(s.sha)+2:]
+	out := make([]byte, 0, len(sent)+len(s.src)+16)
+	out = append(append(out, sent[:hdr]...), "$4\r\neval\r\n"...)
+	out = append(strconv.AppendInt(append(out, '$'), int64(len(s.src)), 10), '\r', '\n')
+	out = append(append(out, s.src...), '\r', '\n')
+	return append(out, rest...)
 }
 
 // ms is d in whole milliseconds, rounded up; a d that is not positive is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -355,6 +357,26 @@ func TestRedisDoAllocs(t *testing.T) {
 		t.Logf("%s: %.1f allocations", opNames[tc.cmd.Kind], allocs)
 		if allocs > tc.max {
 			t.Errorf("%s: %.1f allocations per call, want at most %.0f", opNames[tc.cmd.Kind], allocs, tc.max)
+		}
+	}
+}
+
+// The NOSCRIPT resend is rebuilt from the bytes sent: it must be exactly
+// the EVAL of the same keys and arguments.
+func TestEvalFormIsTheEvalOfTheSameCall(t *testing.T) {
+	for _, tc := range []struct {
+		keys, args []string
+	}{
+		{[]string{"k"}, []string{"tok"}},
+		{[]string{"k", "redlockd:holds:{k}", "mark"}, []string{"owner:1:w:", "tok", "30000"}},
+		{[]string{"a", "b", "c", "d"}, []string{"x\r\ny", ""}},
+	} {
+		c := &call{}
+		c.script(holdOwnerScript, nil, tc.keys, tc.args...)
+		want := append([]string{"eval", holdOwnerScript.src, strconv.Itoa(len(tc.keys))}, tc.keys...)
+		want = append(want, tc.args...)
+		if got, w := string(evalForm(c.req.buf, holdOwnerScript)), string(resp.AppendCommand(nil, want)); got != w {
+			t.Errorf("evalForm(%v %v) = %q, want %q", tc.keys, tc.args, got, w)
 		}
 	}
 }

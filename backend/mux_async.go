@@ -3,8 +3,6 @@ package backend
 import (
 	"context"
 	"time"
-
-	"github.com/redlockd/redlockd/internal/resp"
 )
 
 // answerer receives a submitted request's reply or error. A type that
@@ -12,21 +10,15 @@ import (
 // saves an allocation per request.
 type answerer interface{ answer(rep reply, err error) }
 
-// submit queues one command, in r, on key's line and calls cb with its
-// reply or error, exactly once: from the reader when the reply comes
+// submit queues one command, encoded in r.buf, on key's line and calls cb
+// with its reply or error, exactly once: from the reader when the reply comes
 // before deadline, from the writer or a reset when the command fails, or
 // from the line's sweeper once deadline has passed. No goroutine waits and
 // no context or timer is made per command: the line's one timer covers
 // every deadline. cb must not block; it may run before submit returns. r
 // is the caller's (one embedded in its answerer saves an allocation) and
 // must be new: a request is never submitted twice.
-func (m *mux) submit(r *request, deadline time.Time, key string, cb answerer, args []string) {
-	r.buf = resp.AppendCommand(r.small[:0], args)
-	m.submitEncoded(r, deadline, key, cb)
-}
-
-// submitEncoded is submit for a request whose bytes r.buf already holds.
-func (m *mux) submitEncoded(r *request, deadline time.Time, key string, cb answerer) {
+func (m *mux) submit(r *request, deadline time.Time, key string, cb answerer) {
 	now := time.Now()
 	if !now.Before(deadline) {
 		cb.answer(reply{}, errExpired)

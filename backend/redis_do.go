@@ -25,7 +25,7 @@ func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
 		return
 	}
-	r.mux.submitEncoded(&c.req, deadline, c.line, c)
+	r.mux.submit(&c.req, deadline, c.line, c)
 }
 
 // lineKey is the key whose line carries cmd.
@@ -66,7 +66,7 @@ func (c *call) answer(rep reply, err error) {
 		c.evaled = true
 		r := new(request)
 		r.buf = evalForm(c.req.buf, c.s)
-		c.r.mux.submitEncoded(r, c.deadline, c.line, c)
+		c.r.mux.submit(r, c.deadline, c.line, c)
 		return
 	}
 	var out quorum.Reply

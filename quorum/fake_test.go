@@ -30,8 +30,10 @@ const (
 )
 
 var (
-	errBoom      = errors.New("boom\nsecond line")
-	errLostReply = errors.New("reply lost")
+	// errUnsupported answers the commands the fake does not model.
+	errUnsupported = errors.New("fake: command not modelled")
+	errBoom        = errors.New("boom\nsecond line")
+	errLostReply   = errors.New("reply lost")
 )
 
 // Operation names, as passed to fakeNode hooks and per-op behaviours.
@@ -376,7 +378,7 @@ func (f *fakeNode) do(ctx context.Context, cmd Cmd) Reply {
 		rep.OK, rep.Err = f.Expire(ctx, cmd.Key, cmd.TTL)
 	case RestoreHeld:
 		if cmd.N > 1 {
-			rep.Err = ErrUnsupported
+			rep.Err = errUnsupported
 			break
 		}
 		rep.OK, rep.Err = f.SetNX(ctx, cmd.Key, cmd.Token, cmd.TTL)
@@ -388,7 +390,7 @@ func (f *fakeNode) do(ctx context.Context, cmd Cmd) Reply {
 			rep.N = 2
 		}
 	default:
-		rep.Err = ErrUnsupported
+		rep.Err = errUnsupported
 	}
 	return rep
 }

@@ -6,9 +6,6 @@ import (
 	"time"
 )
 
-// ErrUnsupported reports a node that lacks an operation.
-var ErrUnsupported = errors.New("quorum: operation not supported by this node")
-
 // Multi-key locks (node-redlock's multi-resource locks) must be
 // all-or-nothing on every node, or two clients locking overlapping sets
 // could each hold part of the other's: each node stores all keys or none

@@ -176,8 +176,9 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, false, nil
 	case ctx.Err() != nil:
 		return Reentered{}, false, ctx.Err()
-	case c.heard(&t) != nil:
-		return Reentered{}, false, c.heard(&t)
+	}
+	if err := c.heard(&t); err != nil {
+		return Reentered{}, false, err
 	}
 	return Reentered{}, len(hs) >= c.Quorum() && validity > 0, ErrNotAcquired
 }

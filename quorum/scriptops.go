@@ -50,12 +50,13 @@ func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (res Rel
 			absent++
 		}
 	}
-	switch {
-	case t.yes >= c.Quorum():
+	if t.yes >= c.Quorum() {
 		return Released, nil
-	case c.heard(&t) != nil:
-		return ReleasedOther, c.heard(&t)
-	case absent >= c.Quorum():
+	}
+	if err := c.heard(&t); err != nil {
+		return ReleasedOther, err
+	}
+	if absent >= c.Quorum() {
 		return ReleasedAbsent, nil
 	}
 	return ReleasedOther, nil

@@ -100,7 +100,7 @@ func (m *Memory) Calls(op string) int {
 // Do implements quorum.Node. Without a delay (and nothing delayed still
 // to run) it answers before it returns; with one it answers from a timer.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	m.start(deadline, memCmd{Cmd: cmd, holds: quorum.HoldsKey(cmd.Key)}, r)
+	m.start(deadline, memCmd{cmd}, r)
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of

@@ -9,11 +9,11 @@ import (
 )
 
 // memCmd is a quorum.Cmd as the in-memory node runs it.
-type memCmd struct {
-	quorum.Cmd
-	// holds is where the hold count of Key lives: quorum.HoldsKey(Key).
-	holds string
-}
+type memCmd struct{ quorum.Cmd }
+
+// holdsKey is where the hold count of Key lives. Only the owner commands
+// need it, so it is not made for every command.
+func (c memCmd) holdsKey() string { return quorum.HoldsKey(c.Key) }
 
 // memNeed says which of a command's memNeed must be positive.
 type memNeed uint8

@@ -47,7 +47,7 @@ func (s *memOp) holdOwner() quorum.Reply {
 		n = s.holdsOf(e.token) + 1
 	}
 	s.m.store(s.c.Key, e.token, e.expires)
-	s.m.store(s.c.holds, quorum.FormatHolds(e.token, n), e.expires)
+	s.m.store(s.c.holdsKey(), quorum.FormatHolds(e.token, n), e.expires)
 	s.put(s.c.Mark, e.token, s.c.TTL)
 	return quorum.Reply{OK: true, Token: e.token, N: n}
 }
@@ -80,11 +80,11 @@ func (s *memOp) undoHold() quorum.Reply {
 func (s *memOp) dropHold(e entry) int64 {
 	n := s.holdsOf(e.token) - 1
 	if n <= 0 {
-		delete(s.m.keys, s.c.holds)
+		delete(s.m.keys, s.c.holdsKey())
 		s.drop(s.c.Key, true)
 		return 0
 	}
-	s.m.store(s.c.holds, quorum.FormatHolds(e.token, n), e.expires)
+	s.m.store(s.c.holdsKey(), quorum.FormatHolds(e.token, n), e.expires)
 	return n
 }
 
@@ -106,8 +106,9 @@ func (s *memOp) extendHeld() quorum.Reply {
 	}
 	until := s.now.Add(s.c.TTL)
 	s.m.store(s.c.Key, e.token, later(e.expires, until))
-	if h, ok := s.lookup(s.c.holds); ok {
-		s.m.store(s.c.holds, h.token, later(h.expires, until))
+	hk := s.c.holdsKey()
+	if h, ok := s.lookup(hk); ok {
+		s.m.store(hk, h.token, later(h.expires, until))
 	}
 	return quorum.Reply{OK: true}
 }
@@ -120,16 +121,16 @@ func (s *memOp) restoreHeld() quorum.Reply {
 	}
 	s.put(s.c.Key, s.c.Token, s.c.TTL)
 	if s.c.N > 1 {
-		s.put(s.c.holds, quorum.FormatHolds(s.c.Token, s.c.N), s.c.TTL)
+		s.put(s.c.holdsKey(), quorum.FormatHolds(s.c.Token, s.c.N), s.c.TTL)
 	} else {
-		delete(s.m.keys, s.c.holds)
+		delete(s.m.keys, s.c.holdsKey())
 	}
 	return quorum.Reply{OK: true}
 }
 
 // holdsOf reads token's hold count; none, or one of another token, is 1.
 func (s *memOp) holdsOf(token string) int64 {
-	if h, ok := s.lookup(s.c.holds); ok {
+	if h, ok := s.lookup(s.c.holdsKey()); ok {
 		if tok, n, ok := quorum.ParseHolds(h.token); ok && tok == token {
 			return n
 		}

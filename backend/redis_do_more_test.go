@@ -380,3 +380,28 @@ func TestEvalFormIsTheEvalOfTheSameCall(t *testing.T) {
 		}
 	}
 }
+
+// A node's lock connections open, and load every script, when the node is
+// made: the first lock after start-up pays for neither within its node
+// timeout. No command goes through the node here.
+func TestRedisLinesWarmBeforeFirstCommand(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	if err := c.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := clients(t, srv)
+	r, err := NewRedis(srv.Addr(), RedisOptions{Conns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	shas := make([]string, len(allScripts))
+	for i, s := range allScripts {
+		shas[i] = s.sha
+	}
+	poll(t, "both lines connected with every script loaded", func() bool {
+		loaded, err := c.ScriptExists(t.Context(), shas...).Result()
+		return err == nil && clients(t, srv) >= before+2 && !slices.Contains(loaded, false)
+	})
+}

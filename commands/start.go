@@ -18,27 +18,32 @@ import (
 func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 	cmd := r.cmd
 	args := r.Args
-	if cmd == nil || cmd.start == nil || !arityOK(cmd.arity, len(args)) ||
-		(!cmd.noAuth && !s.Authenticated()) || namesReservedKey(cmd.keys, args) {
+	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || namesReservedKey(cmd.keys, args) {
 		return false
 	}
-	c := &call{s: s, w: w, name: cmd.name, args: args[1:]}
-	finish := done
-	if o := h.opts.Observer; o != nil {
-		oc := &observedCall{call: *c, ow: outcomeWriter{Writer: w}}
-		oc.w = &oc.ow
-		c = &oc.call
-		t0 := time.Now()
-		finish = func() {
-			o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0))
-			done()
-		}
-	}
+	c, finish := h.startCall(s, cmd, args, w, done)
 	if !cmd.start(h, c, finish) {
 		return false
 	}
 	h.stats.commands.Add(1)
 	return true
+}
+
+// startCall makes the call that Start hands to a command's start, and the
+// function that ends it: done, after the Observer's report when there is
+// one. One allocation for the call either way, as in Run.
+func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, done func()) (*call, func()) {
+	o := h.opts.Observer
+	if o == nil {
+		return &call{s: s, w: w, name: cmd.name, args: args[1:]}, done
+	}
+	oc := &observedCall{call: call{s: s, name: cmd.name, args: args[1:]}, ow: outcomeWriter{Writer: w}}
+	oc.w = &oc.ow
+	t0 := time.Now()
+	return &oc.call, func() {
+		o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0))
+		done()
+	}
 }
 
 // startSet is SET's asynchronous form: the plain lock, SET key token NX PX

@@ -101,14 +101,8 @@ func (h *Handler) Run(s *Session, r Request, w Writer) {
 		return
 	}
 	name := cmd.name
-	// Redis checks the arity before the login: a malformed command gets
-	// the same error whether or not the client authenticated.
-	if !arityOK(cmd.arity, len(args)) {
-		w.WriteError(errArity(name))
-		return
-	}
-	if !cmd.noAuth && !s.Authenticated() {
-		w.WriteError(msgNoAuth)
+	if msg := refusal(s, cmd, args); msg != "" {
+		w.WriteError(msg)
 		return
 	}
 	h.stats.commands.Add(1)
@@ -117,6 +111,20 @@ func (h *Handler) Run(s *Session, r Request, w Writer) {
 		return
 	}
 	h.runChecked(cmd, args, &call{s: s, w: w, name: name, args: args[1:]})
+}
+
+// refusal is the error a request gets before it runs (a bad arity, no
+// login), "" when it may run. Redis checks the arity before the login: a
+// malformed command gets the same error whether or not the client
+// authenticated.
+func refusal(s *Session, cmd *command, args [][]byte) string {
+	if !arityOK(cmd.arity, len(args)) {
+		return errArity(cmd.name)
+	}
+	if !cmd.noAuth && !s.Authenticated() {
+		return msgNoAuth
+	}
+	return ""
 }
 
 // observedCall is a call whose reply is watched for the Observer, in one

@@ -64,7 +64,7 @@ type mux struct {
 func newMux(cfg muxConfig) *mux {
 	m := &mux{lines: make([]*line, max(cfg.conns, 1)), seed: maphash.MakeSeed()}
 	for i := range m.lines {
-		l := &line{cfg: &cfg, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		l := &line{cfg: &cfg, wake: make(chan struct{}, 1), warmReq: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 		l.ctx, l.cancel = context.WithCancel(context.Background())
 		m.lines[i] = l
 		go l.run()
@@ -125,8 +125,10 @@ func (m *mux) close() {
 type line struct {
 	cfg  *muxConfig
 	wake chan struct{} // buffered 1: the queue has work
-	stop chan struct{}
-	done chan struct{} // the writer has ended
+	// warmReq (buffered 1) asks the writer to connect ahead of any command.
+	warmReq chan struct{}
+	stop    chan struct{}
+	done    chan struct{} // the writer has ended
 	// ctx ends with close, cutting a dial short.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -197,11 +199,13 @@ func (l *line) close() {
 // sends it in one write.
 func (l *line) run() {
 	defer close(l.done)
-	l.warm()
 	var batch []*request
 	var out []byte
 	for {
 		select {
+		case <-l.warmReq:
+			l.warm()
+			continue
 		case <-l.wake:
 		case <-l.stop:
 			l.shutdown()
@@ -298,6 +302,17 @@ func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
 		buf = resp.AppendCommand(buf, args)
 	}
 	return append(buf, out...), append(pre, live...)
+}
+
+// warmUp asks every line to connect and load its scripts now, ahead of
+// any command; see warm.
+func (m *mux) warmUp() {
+	for _, l := range m.lines {
+		select {
+		case l.warmReq <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // warm opens the line's connection before any command needs it and loads

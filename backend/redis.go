@@ -23,12 +23,6 @@ type RedisOptions struct {
 	// URL's host. The scheme alone decides whether TLS is on: TLSConfig is
 	// ignored for host:port and redis:// addresses. Default: system roots.
 	TLSConfig *tls.Config
-	// PoolSize is ignored: the node has no connection pool (see Conns).
-	// It remains so that existing configurations compile.
-	PoolSize int
-	// MinIdleConns is ignored: the node has no connection pool. It remains
-	// so that existing configurations compile.
-	MinIdleConns int
 	// DialTimeout bounds each dial of a connection, handshake included
 	// (the multiplexer's reconnects, the health and release connections).
 	// Default: 1s.

@@ -381,9 +381,9 @@ func TestEvalFormIsTheEvalOfTheSameCall(t *testing.T) {
 	}
 }
 
-// A node's lock connections open, and load every script, when the node is
-// made: the first lock after start-up pays for neither within its node
-// timeout. No command goes through the node here.
+// A node's lock connections open, and load every script, when a Cluster
+// starts watching it: the first lock after start-up pays for neither
+// within its node timeout. No command goes through the node here.
 func TestRedisLinesWarmBeforeFirstCommand(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client()
@@ -396,6 +396,7 @@ func TestRedisLinesWarmBeforeFirstCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	r.Watch(quorum.Watcher{})
 	shas := make([]string, len(allScripts))
 	for i, s := range allScripts {
 		shas[i] = s.sha

@@ -397,7 +397,7 @@ func TestNewRedisAddresses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.addr, func(t *testing.T) {
 			// No idle refill: these hosts need not resolve.
-			r, err := NewRedis(tc.addr, RedisOptions{MinIdleConns: -1})
+			r, err := NewRedis(tc.addr, RedisOptions{})
 			if tc.wantErr {
 				if err == nil {
 					r.Close()
@@ -424,7 +424,7 @@ func TestNewRedisAddresses(t *testing.T) {
 
 func TestNewRedisOptions(t *testing.T) {
 	custom := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}
-	r, err := NewRedis("rediss://tls.example:6390/1", RedisOptions{Name: "n1", TLSConfig: custom, PoolSize: 8, MinIdleConns: -1})
+	r, err := NewRedis("rediss://tls.example:6390/1", RedisOptions{Name: "n1", TLSConfig: custom})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestNewRedisOptions(t *testing.T) {
 }
 
 func TestRedisCloseTwice(t *testing.T) {
-	r, err := NewRedis("127.0.0.1:1", RedisOptions{MinIdleConns: -1})
+	r, err := NewRedis("127.0.0.1:1", RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

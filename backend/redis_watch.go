@@ -72,6 +72,9 @@ func newRedisWatch(name string, db int, interval time.Duration) *redisWatch {
 // health interval and on every new connection, before the connection
 // carries any command.
 func (r *Redis) Watch(in quorum.Watcher) bool {
+	// A node watched by a Cluster is about to serve locks: its lines
+	// connect now rather than within the first lock's node timeout.
+	r.mux.warmUp()
 	w := r.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()

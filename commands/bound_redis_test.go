@@ -27,7 +27,7 @@ func redisHandlerCfg(t *testing.T, servers []*redistest.Server, opts Options, tu
 	t.Helper()
 	var nodes []quorum.Node
 	for _, s := range servers {
-		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{MinIdleConns: -1})
+		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

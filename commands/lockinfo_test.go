@@ -63,7 +63,7 @@ func TestLockInfoRealRedisWithOneDown(t *testing.T) {
 	servers := redistest.StartN(t, 3)
 	var nodes []quorum.Node
 	for _, s := range servers {
-		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{MinIdleConns: -1})
+		n, err := backend.NewRedis(s.Addr(), backend.RedisOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,7 +98,7 @@ func TestBackendErrorsAreNo(t *testing.T) {
 
 func node(t *testing.T, addr string) quorum.Node {
 	t.Helper()
-	n, err := backend.NewRedis(addr, backend.RedisOptions{MinIdleConns: -1})
+	n, err := backend.NewRedis(addr, backend.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

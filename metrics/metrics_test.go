@@ -58,7 +58,7 @@ func newRig(t *testing.T, n int) *rig {
 	var nodes []quorum.Node
 	var names []string
 	for _, s := range r.servers {
-		node, err := backend.NewRedis(s.Addr(), backend.RedisOptions{MinIdleConns: -1})
+		node, err := backend.NewRedis(s.Addr(), backend.RedisOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestReadinessAndStateChangeLogs(t *testing.T) {
 
 func TestErrorKindsFromRealRedis(t *testing.T) {
 	srv := redistest.Start(t)
-	node, err := backend.NewRedis(srv.Addr(), backend.RedisOptions{MinIdleConns: -1})
+	node, err := backend.NewRedis(srv.Addr(), backend.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

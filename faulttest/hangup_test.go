@@ -39,18 +39,27 @@ func TestHangUpDuringOwnerRound(t *testing.T) {
 
 // hangUpMidRound sends the inline command cmd through a proxy whose three
 // backends are each behind a fault proxy with a 500ms delay, waits until
-// every backend's request carrying marker is on its way, and hangs up.
+// every backend's request carrying marker is on its way, and hangs up. The
+// fault proxies hold those requests until the client has hung up, so the
+// round cannot have been answered before that, however late this test's
+// own goroutine runs on a loaded machine.
 func hangUpMidRound(t *testing.T, cmd, marker string) *faults.Env {
 	t.Helper()
 	const delay = 500 * time.Millisecond
 	e := faults.Start(t, 3)
 	in := redlocktest.StartOverAddrs(t, e.Addrs(), redlocktest.Options{NodeTimeout: 10 * delay})
 	var held atomic.Int32 // fault proxies holding the round's request
+	hungUp := make(chan struct{})
 	for _, b := range e.Backends {
 		var once atomic.Bool
 		b.Proxy.OnRequest(func(chunk []byte) {
 			if bytes.Contains(chunk, []byte(marker)) && once.CompareAndSwap(false, true) {
 				held.Add(1)
+				// Holds this connection's pump, bounded, until the hang-up.
+				select {
+				case <-hungUp:
+				case <-time.After(10 * time.Second):
+				}
 			}
 		})
 		b.Proxy.SetDelay(delay)
@@ -59,9 +68,10 @@ func hangUpMidRound(t *testing.T, cmd, marker string) *faults.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	fmt.Fprintf(c, "%s\r\n", cmd)
 	waitFor(t, "the round's requests to be on their way", func() bool { return held.Load() == 3 })
+	c.Close()
+	close(hungUp)
 	return e
 }
 

@@ -50,6 +50,18 @@ var memKinds = [...]struct {
 	quorum.RestoreHeld:      {"RestoreHeld", memNeedTTL, (*memOp).restoreHeld},
 	quorum.ReadFence:        {"ReadFence", 0, (*memOp).readFence},
 	quorum.RaiseFence:       {"RaiseFence", memNeedTTL, (*memOp).raiseFence},
+	quorum.Eval:             {"Eval", 0, (*memOp).notYet},
+	quorum.UndoEval:         {"UndoEval", 0, (*memOp).notYet},
+	quorum.RaiseHorizon:     {"RaiseHorizon", 0, (*memOp).notYet},
+	quorum.ReadHorizon:      {"ReadHorizon", 0, (*memOp).notYet},
+	quorum.Subscribe:        {"Subscribe", 0, (*memOp).notYet},
+	quorum.Unsubscribe:      {"Unsubscribe", 0, (*memOp).notYet},
+	quorum.Publish:          {"Publish", 0, (*memOp).notYet},
+}
+
+// notYet answers a kind the node does not run yet.
+func (s *memOp) notYet() quorum.Reply {
+	return quorum.Reply{Err: fmt.Errorf("%w %d", errUnknownKind, s.c.Kind)}
 }
 
 // memKindName is the name Calls counts k under.

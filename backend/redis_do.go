@@ -139,6 +139,9 @@ var opNames = [...]string{
 	quorum.HoldOwner: "hold", quorum.UndoHold: "undo hold", quorum.Unhold: "unhold",
 	quorum.ExtendHeld: "extend-held", quorum.RestoreHeld: "restore-held",
 	quorum.ReadFence: "read fence", quorum.RaiseFence: "raise fence",
+	quorum.Eval: "EVALSHA", quorum.UndoEval: "undo script", quorum.RaiseHorizon: "raise horizon",
+	quorum.ReadHorizon: "read horizon", quorum.Subscribe: "SUBSCRIBE", quorum.Unsubscribe: "UNSUBSCRIBE",
+	quorum.Publish: "PUBLISH",
 }
 
 func (c *call) op() string {

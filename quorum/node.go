@@ -128,6 +128,26 @@ const (
 	// RaiseFence: store N at Key unless it holds more, set its ttl to TTL.
 	// N (reply): the value Key holds afterwards.
 	RaiseFence
+	// Eval: run Script with Keys and Args in DB. Value: its reply. A
+	// script's own error (one it returned, or one of a command it called)
+	// is an ErrorValue; Err is only the node's failure (unreachable, late,
+	// OOM, BUSY, …). With Mark set, the node records at Mark (for TTL) how
+	// each key of Keys was before the script and how the script left it,
+	// in the same atomic step, so that UndoEval can take the script back.
+	Eval
+	// UndoEval: where a key of Keys is still as the Eval recorded at Mark
+	// left it, put it back as it was before (absent, or its old value and
+	// expiry). OK: something was put back.
+	UndoEval
+	// RaiseHorizon and ReadHorizon keep the node's lock horizon (see
+	// their implementation's documentation).
+	RaiseHorizon
+	ReadHorizon
+	// Subscribe, Unsubscribe and Publish are the node's part of the
+	// clients' pub/sub (see their implementation's documentation).
+	Subscribe
+	Unsubscribe
+	Publish
 )
 
 // Cmd is one operation asked of one node; the fields each kind reads are
@@ -146,6 +166,39 @@ type Cmd struct {
 	N     int64
 	// Notify announces a deletion where waiters marked the key.
 	Notify bool
+	// DB is the database (0–15, SELECT's index) that the keys live in.
+	DB int
+	// Eval: the script and its arguments.
+	Script *Script
+	Args   []string
+}
+
+// Script is a Lua body that a node runs by its SHA1, loading it where the
+// server does not have it.
+type Script struct {
+	Src string
+	SHA string // hex SHA1 of Src
+}
+
+// ValueKind is the type of a script's reply.
+type ValueKind uint8
+
+// The types a script's reply can have (Redis's conversion of Lua values).
+const (
+	NilValue ValueKind = iota
+	IntValue
+	BulkValue
+	StatusValue
+	ErrorValue
+	ArrayValue
+)
+
+// Value is a script's reply as one node gave it.
+type Value struct {
+	Kind  ValueKind
+	Int   int64
+	Str   string // BulkValue, StatusValue, ErrorValue
+	Elems []Value
 }
 
 // Reply is one node's answer to one Cmd.
@@ -155,6 +208,7 @@ type Reply struct {
 	TTL   time.Duration
 	N     int64
 	Each  []bool
+	Value *Value // Eval
 	Err   error
 }
 

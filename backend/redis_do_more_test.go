@@ -217,7 +217,7 @@ func TestRedisWatchSubscriptionSurvivesRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	keys := make(chan string, 16)
-	if !r.Watch(quorum.Watcher{Released: func(k string) { keys <- k }}) {
+	if !r.Watch(quorum.Watcher{Released: func(_ int, k string) { keys <- k }}) {
 		t.Fatal("Watch: the Redis node must identify its server")
 	}
 	for round := range 2 {

@@ -344,6 +344,8 @@ func TestRedisDoAllocs(t *testing.T) {
 		{quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute}, 2},
 		{quorum.Cmd{Kind: quorum.CompareAndExtend, Key: "k", Token: tok, TTL: time.Minute}, 2},
 		{quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "absent", Token: tok}, 1},
+		// Another db costs the same once its lines exist.
+		{quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute, DB: 3}, 2},
 	}
 	for _, tc := range cases {
 		var wg sync.WaitGroup

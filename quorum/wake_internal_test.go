@@ -21,6 +21,7 @@ func TestWakeRegistry(t *testing.T) {
 		{"oldest first", func(r *wakeRegistry, _, _ *waiter) { r.notify(0, "k") }, true, false},
 		{"wakes coalesce", func(r *wakeRegistry, _, _ *waiter) { r.notify(0, "k"); r.notify(0, "k") }, true, false},
 		{"other key", func(r *wakeRegistry, _, _ *waiter) { r.notify(0, "x") }, false, false},
+		{"same key, other db", func(r *wakeRegistry, _, _ *waiter) { r.notify(2, "k") }, false, false},
 		{"giving up passes the wake on", func(r *wakeRegistry, w1, _ *waiter) {
 			r.notify(0, "k")
 			r.leave(w1, false)

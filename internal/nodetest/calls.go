@@ -125,4 +125,6 @@ func WatchReleases(n quorum.Node, fn func(key string)) {
 
 // WatchReleasesDB has fn told of every release announced on n, with its
 // database.
-func WatchReleasesDB(n quorum.Node, fn func(db int, key string)) { n.Watch(quorum.Watcher{Released: fn}) }
+func WatchReleasesDB(n quorum.Node, fn func(db int, key string)) {
+	n.Watch(quorum.Watcher{Released: fn})
+}

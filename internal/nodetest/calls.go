@@ -120,11 +120,5 @@ func WatchServer(n quorum.Node, fn func(quorum.ServerInfo)) { n.Watch(quorum.Wat
 // WatchReleases has fn told of every release announced on n, in any
 // database.
 func WatchReleases(n quorum.Node, fn func(key string)) {
-	WatchReleasesDB(n, func(_ int, key string) { fn(key) })
-}
-
-// WatchReleasesDB has fn told of every release announced on n, with its
-// database.
-func WatchReleasesDB(n quorum.Node, fn func(db int, key string)) {
-	n.Watch(quorum.Watcher{Released: fn})
+	n.Watch(quorum.Watcher{Released: func(_ int, key string) { fn(key) }})
 }

@@ -274,8 +274,8 @@ func waitReply(t *testing.T, ch <-chan lockReply) lockReply {
 }
 
 // TestSelectKeepaliveInItsDB: a KEEPALIVE lock taken in db 5 is renewed
-// there past its ttl, and released there when its connection closes; the
-// same key in db 0 is not touched.
+// there past its ttl, and released there when its connection closes, as
+// is a session lock; the same key in db 0 is not touched.
 func TestSelectKeepaliveInItsDB(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{})
 	kc := dbClient(t, in.Addr, 5)
@@ -290,11 +290,24 @@ func TestSelectKeepaliveInItsDB(t *testing.T) {
 	}
 	wantOnAll(t, in.Backends, 0, "ka", other)
 	lock(t, kc, "kb", 60000, "KEEPALIVE")
+	// A session lock (no expiry) in db 5 is this proxy's too: PTTL -1 there.
+	if ok, err := kc.SetNX(ctxT(t), "ks", "s5", 0).Result(); err != nil || !ok {
+		t.Fatalf("SET ks NX in db 5 = %v, %v", ok, err)
+	}
+	if d, err := kc.PTTL(ctxT(t), "ks").Result(); err != nil || d != -1 {
+		t.Fatalf("PTTL of the session lock in db 5 = %v, %v; want -1", d, err)
+	}
+	wantOnAll(t, in.Backends, 5, "ks", "s5")
 	kc.Close()
-	// kb's ttl is a minute: it goes well within that only by its release.
-	pollFor(t, "db 5's kept locks released", func() bool {
-		return redlocktest.Count(dbValues(t, in.Backends, 5, "kb"), "<nil>") == 3 &&
-			redlocktest.Count(dbValues(t, in.Backends, 5, "ka"), "<nil>") == 3
+	// kb's ttl is a minute and the session lock's 30s: they go well within
+	// that only by their release.
+	pollFor(t, "db 5's connection-bound locks released", func() bool {
+		for _, k := range []string{"ka", "kb", "ks"} {
+			if redlocktest.Count(dbValues(t, in.Backends, 5, k), "<nil>") != 3 {
+				return false
+			}
+		}
+		return true
 	})
 	wantOnAll(t, in.Backends, 0, "ka", other)
 }

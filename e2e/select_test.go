@@ -281,7 +281,13 @@ func TestSelectKeepaliveInItsDB(t *testing.T) {
 	kc := dbClient(t, in.Addr, 5)
 	const ttl = 600 * time.Millisecond
 	tok, _ := lock(t, kc, "ka", ttl.Milliseconds(), "KEEPALIVE")
-	other, _ := lock(t, dbClient(t, in.Addr, 0), "ka", 60000)
+	c0 := dbClient(t, in.Addr, 0)
+	lock(t, c0, "ka", 60000)
+	// A DEL in db 0 ends db 0's lock only: db 5's renewals go on.
+	if n, err := c0.Del(ctxT(t), "ka").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL ka in db 0 = %d, %v", n, err)
+	}
+	other, _ := lock(t, c0, "ka", 60000)
 	// Without renewals in db 5 the lock would be gone from it after ttl.
 	for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if vals := dbValues(t, in.Backends, 5, "ka"); redlocktest.Count(vals, tok) < 2 {

@@ -18,10 +18,9 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu    sync.Mutex
-	proto int
-	// db is the database (SELECT) that the connection's locks live in.
-	db      int
+	mu      sync.Mutex
+	proto   int
+	db      int // the database (SELECT) that the connection's locks live in
 	authed  bool
 	name    string
 	libName string

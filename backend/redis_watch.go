@@ -50,12 +50,9 @@ const defaultHealthInterval = time.Second
 // role). Both start on the first watcher and stop on Close. Each has a
 // connection of its own, opened like the multiplexer's.
 type redisWatch struct {
-	name string
-	// channels[n] is where releases of the quorum's database n are
-	// announced; dbsOf maps each channel back to the databases it serves
-	// (two when the URL names a db: database 0 lives there too).
-	channels [quorum.DBs]string
-	dbsOf    map[string][]int
+	name     string
+	channels [quorum.DBs]string // channels[n] announces database n's releases
+	dbsOf    map[string][]int   // each channel's databases (two where the URL names a db)
 	interval time.Duration
 	health   healthConn // INFO: the periodic look at the server
 	subCfg   *muxConfig // how the subscription connects

@@ -17,8 +17,9 @@ import (
 // grant the lock to anyone, but it makes that node vote "no" for the key
 // and so costs the key its fault tolerance until the ttl ends.
 //
-// The Cluster remembers each such (database, key, token) per node and retries the
-// compare-and-delete every Config.ReleaseRetry until the node answers. The
+// The Cluster remembers each such (database, key, token) per node and
+// retries the compare-and-delete every Config.ReleaseRetry until the node
+// answers. The
 // record is bounded: at most maxPendingPerNode entries per node (the oldest
 // are dropped first), and an entry is dropped once its ttl has passed, since
 // the key has expired on the node by then. Only tokens whose lock was
@@ -96,9 +97,9 @@ func newRetrier(nodes []Node, cfg Config) *retrier {
 }
 
 // add remembers a release of key=token in database db on node i that did
-// not get an answer. ttl <= 0: unknown, the horizon applies. answeredAbsent: the node
-// did answer "not held", but a straggling SET may still land, so the entry
-// only needs confirming.
+// not get an answer. ttl <= 0: unknown, the horizon applies.
+// answeredAbsent: the node did answer "not held", but a straggling SET may
+// still land, so the entry only needs confirming.
 func (r *retrier) add(i, db int, key, token string, ttl time.Duration, answeredAbsent bool) {
 	if ttl <= 0 {
 		ttl = r.horizon

@@ -19,10 +19,9 @@ import (
 //
 // The Cluster remembers each such (database, key, token) per node and
 // retries the compare-and-delete every Config.ReleaseRetry until the node
-// answers. The
-// record is bounded: at most maxPendingPerNode entries per node (the oldest
-// are dropped first), and an entry is dropped once its ttl has passed, since
-// the key has expired on the node by then. Only tokens whose lock was
+// answers. The record is bounded: at most maxPendingPerNode entries per
+// node (the oldest are dropped first), and an entry is dropped once its
+// ttl has passed, since the key has expired on the node by then. Only tokens whose lock was
 // released or never granted are recorded, and tokens are unique per
 // acquisition, so a retry can never delete a lock that someone holds.
 //

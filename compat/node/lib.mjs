@@ -3,6 +3,8 @@
 // it prints "ok <check>" per passed check and "PASS" at the end, and exits
 // non-zero at the first failure.
 
+import * as readline from "node:readline";
+
 export const [host, portText] = splitAddr(process.env.REDLOCKD_ADDR ?? "");
 export const port = Number(portText);
 
@@ -33,6 +35,48 @@ export function ok(name) {
 export const compareAndDelete =
   'if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end';
 
+// target is what REDLOCKD_ADDR points at: "redlockd", or "redis-server"
+// when the Go test runs the same steps against a plain server to prove
+// the checks themselves.
+export const target = process.env.TARGET || "redlockd";
+
+let answers = null; // readline over stdin: the Go test's answers to pause lines
+let stdinLines = null;
+
+// pause asks the Go test to run a hook on the backends (see
+// compat/steps_test.go): "held" (every key of db holds value on every
+// backend), "gone" (no backend has any of them), "drop" (delete them on
+// every backend). It resolves once the test answers "go".
+export async function pause(hook, { db = 0, keys, value = "" }) {
+  answers ??= readline.createInterface({ input: process.stdin });
+  stdinLines ??= answers[Symbol.asyncIterator]();
+  console.log(`pause ${hook} ${JSON.stringify({ db, keys, value })}`);
+  const { value: answer, done } = await stdinLines.next();
+  if (done) throw new Error(`pause ${hook}: no answer (stdin closed)`);
+  if (answer !== "go") throw new Error(`pause ${hook} ${JSON.stringify(keys)}: ${answer}`);
+}
+
+// rejects awaits p and returns its error; it throws when p resolves.
+export async function rejects(p, what) {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error(what + ": succeeded, want an error");
+}
+
+// connect opens a client of the Redis class given (any ioredis major)
+// that fails fast instead of reconnecting, on db.
+export async function connect(RedisClass, db = 0) {
+  const c = new RedisClass({ host, port, db, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  c.on("error", () => {});
+  await c.connect();
+  return c;
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 // run calls the named groups (all when none are named) in order, then
 // prints PASS; any failure prints its stack and exits 1.
 export async function run(groups) {
@@ -47,5 +91,7 @@ export async function run(groups) {
   } catch (err) {
     console.error(err && err.stack ? err.stack : err);
     process.exitCode = 1;
+  } finally {
+    answers?.close(); // an open stdin would keep the process alive
   }
 }

@@ -1,0 +1,44 @@
+package compat
+
+import "testing"
+
+// nodeGroup is one group of a compat/node script and the checks it must
+// report ("ok <check>").
+type nodeGroup struct {
+	group  string
+	checks []string
+}
+
+// runNodeGroups runs each group of script against a plain redis-server,
+// then against redlockd over three backends (eachTarget), answering the
+// script's pause lines on the target's backends.
+func runNodeGroups(t *testing.T, script string, groups []nodeGroup) {
+	t.Helper()
+	eachTarget(t, func(t *testing.T, tg target) {
+		for _, g := range groups {
+			t.Run(g.group, func(t *testing.T) {
+				out := runNodeSteps(t, tg, script, g.group)
+				want := []string{"PASS"}
+				for _, c := range g.checks {
+					want = append(want, "ok "+c)
+				}
+				wantLines(t, out, want...)
+			})
+		}
+	})
+}
+
+// TestRedisSemaphore runs redis-semaphore 5.7 with ioredis 5: Mutex
+// (acquire, refresh across several intervals, release gone from every
+// backend, acquiredExternally, onLockLost only when the key is really
+// gone), RedlockMutex over three clients on db 1, 2 and 3, and Semaphore,
+// which redlockd refuses naming LOCK … PERMITS.
+func TestRedisSemaphore(t *testing.T) {
+	runNodeGroups(t, "semaphore.mjs", []nodeGroup{
+		{"mutex", []string{"mutex-acquire", "mutex-refresh", "mutex-release"}},
+		{"external", []string{"mutex-acquired-externally"}},
+		{"lost", []string{"mutex-lock-lost"}},
+		{"redlock-mutex", []string{"redlock-mutex"}},
+		{"semaphore", []string{"semaphore"}},
+	})
+}

@@ -42,3 +42,16 @@ func TestRedisSemaphore(t *testing.T) {
 		{"semaphore", []string{"semaphore"}},
 	})
 }
+
+// TestSesameRedlock runs @sesamecare-oss/redlock 1.4 with ioredis 5, its
+// client and its db setting on db 0, then on db 2 (its scripts SELECT the
+// db first): acquire, exclusivity between two holders, extend, release, a
+// multi-resource lock, and using() across several automatic extensions;
+// the keys are looked up in that db of every backend.
+func TestSesameRedlock(t *testing.T) {
+	var groups []nodeGroup
+	for _, db := range []string{"db0", "db2"} {
+		groups = append(groups, nodeGroup{db, []string{db + "-acquire", db + "-exclusive", db + "-extend", db + "-release", db + "-multi", db + "-using"}})
+	}
+	runNodeGroups(t, "sesame.mjs", groups)
+}

@@ -77,6 +77,15 @@ export async function connect(RedisClass, db = 0) {
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// printVotes prints why each client voted against, for a Redlock
+// ExecutionError (its attempts are promises of per-client stats).
+async function printVotes(err) {
+  for (const attempt of Array.isArray(err?.attempts) ? err.attempts : []) {
+    const stats = await attempt;
+    for (const e of stats?.votesAgainst?.values() ?? []) console.error("  vote against: " + (e?.message ?? e));
+  }
+}
+
 // run calls the named groups (all when none are named) in order, then
 // prints PASS; any failure prints its stack and exits 1.
 export async function run(groups) {
@@ -90,6 +99,7 @@ export async function run(groups) {
     console.log("PASS");
   } catch (err) {
     console.error(err && err.stack ? err.stack : err);
+    await printVotes(err);
     process.exitCode = 1;
   } finally {
     answers?.close(); // an open stdin would keep the process alive

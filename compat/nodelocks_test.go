@@ -55,3 +55,18 @@ func TestSesameRedlock(t *testing.T) {
 	}
 	runNodeGroups(t, "sesame.mjs", groups)
 }
+
+// TestRedlock4 runs node-redlock 4.2 in its multi-server setup, three
+// clients on db 1, 2 and 3 of one address, with ioredis 4 and with
+// node-redis 3, and with one ioredis 4 client on db 0: lock, a second
+// Redlock refused, extend, unlock.
+func TestRedlock4(t *testing.T) {
+	check := func(p string) []string {
+		return []string{p + "-lock", p + "-exclusive", p + "-extend", p + "-unlock"}
+	}
+	runNodeGroups(t, "redlock4.mjs", []nodeGroup{
+		{"ioredis4", check("ioredis4")},
+		{"redis3", check("redis3")},
+		{"ioredis4-db0", check("ioredis4-db0")},
+	})
+}

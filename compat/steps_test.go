@@ -83,7 +83,7 @@ func runNodeSteps(t *testing.T, tg target, script, group string) string {
 	ctx := testCtx(t)
 	cmd := exec.CommandContext(ctx, node, script, group)
 	cmd.Dir = "node"
-	cmd.Env = append(os.Environ(), "REDLOCKD_ADDR="+tg.addr, "TARGET="+tg.name)
+	cmd.Env = append(os.Environ(), "REDLOCKD_ADDR="+tg.addr, "REDLOCKD_OTHER_ADDR="+tg.other, "TARGET="+tg.name)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

@@ -10,11 +10,14 @@ import (
 
 // target is what a compat scenario talks to: a plain redis-server, whose
 // run proves the scenario's own checks right, or redlockd over three real
-// backends. Backends are the servers that hold the keys: the plain server
-// itself, or redlockd's three.
+// backends. Other is where a second client of the scenario connects: the
+// same plain server, or a second redlockd in front of the same backends
+// (two proxies, as behind a load balancer). Backends are the servers that
+// hold the keys: the plain server itself, or redlockd's three.
 type target struct {
 	name     string
 	addr     string
+	other    string
 	backends []*redistest.Server
 }
 
@@ -31,11 +34,12 @@ func eachTarget(t *testing.T, scenario func(t *testing.T, tg target)) {
 	t.Helper()
 	t.Run(plainTarget, func(t *testing.T) {
 		s := redistest.Start(t)
-		scenario(t, target{name: plainTarget, addr: s.Addr(), backends: []*redistest.Server{s}})
+		scenario(t, target{name: plainTarget, addr: s.Addr(), other: s.Addr(), backends: []*redistest.Server{s}})
 	})
 	t.Run(redlockdTarget, func(t *testing.T) {
 		in := startRedlockd(t)
-		scenario(t, target{name: redlockdTarget, addr: in.Addr, backends: in.Backends})
+		second := startSecond(t, in)
+		scenario(t, target{name: redlockdTarget, addr: in.Addr, other: second.Addr, backends: in.Backends})
 	})
 }
 

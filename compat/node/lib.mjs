@@ -8,6 +8,12 @@ import * as readline from "node:readline";
 export const [host, portText] = splitAddr(process.env.REDLOCKD_ADDR ?? "");
 export const port = Number(portText);
 
+// REDLOCKD_OTHER_ADDR is where a scenario's second party connects: a
+// second redlockd in front of the same backends (the same server when the
+// target is a plain redis-server). Default: REDLOCKD_ADDR.
+export const [otherHost, otherPortText] = splitAddr(process.env.REDLOCKD_OTHER_ADDR || process.env.REDLOCKD_ADDR || "");
+export const otherPort = Number(otherPortText);
+
 function splitAddr(addr) {
   const i = addr.lastIndexOf(":");
   if (i < 0) throw new Error("REDLOCKD_ADDR=host:port is required");
@@ -67,9 +73,11 @@ export async function rejects(p, what) {
 }
 
 // connect opens a client of the Redis class given (any ioredis major)
-// that fails fast instead of reconnecting, on db.
-export async function connect(RedisClass, db = 0) {
-  const c = new RedisClass({ host, port, db, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+// that fails fast instead of reconnecting, on db; other: through
+// REDLOCKD_OTHER_ADDR.
+export async function connect(RedisClass, db = 0, other = false) {
+  const [h, p] = other ? [otherHost, otherPort] : [host, port];
+  const c = new RedisClass({ host: h, port: p, db, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   c.on("error", () => {});
   await c.connect();
   return c;

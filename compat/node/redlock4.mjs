@@ -5,23 +5,24 @@
 import Redlock from "redlock4";
 import Redis4 from "ioredis4";
 import redis3 from "redis3";
-import { check, connect, eq, host, ok, pause, port, rejects, run } from "./lib.mjs";
+import { check, connect, eq, host, ok, otherHost, otherPort, pause, port, rejects, run } from "./lib.mjs";
 
 // call runs a command in the callback style both client lines accept.
 function call(c, name, ...args) {
   return new Promise((resolve, reject) => c[name](...args, (err, res) => (err ? reject(err) : resolve(res))));
 }
 
-function redis3Client(db) {
+function redis3Client(db, other = false) {
+  const [h, p] = other ? [otherHost, otherPort] : [host, port];
   return new Promise((resolve, reject) => {
-    const c = redis3.createClient({ host, port, db, retry_strategy: () => new Error("no reconnects in tests") });
+    const c = redis3.createClient({ host: h, port: p, db, retry_strategy: () => new Error("no reconnects in tests") });
     c.once("ready", () => resolve(c));
     c.once("error", reject);
   });
 }
 
 const clientsOf = {
-  ioredis4: (db) => connect(Redis4, db),
+  ioredis4: (db, other) => connect(Redis4, db, other),
   redis3: redis3Client,
 };
 
@@ -49,8 +50,9 @@ async function refused(p, what) {
 
 // scenario: lock, a second Redlock refused, extend, unlock, free again.
 async function scenario(label, kind, dbs) {
-  const mine = await Promise.all(dbs.map(clientsOf[kind]));
-  const theirs = await Promise.all(dbs.map(clientsOf[kind]));
+  const mine = await Promise.all(dbs.map((db) => clientsOf[kind](db)));
+  // The second Redlock's clients go through the other address.
+  const theirs = await Promise.all(dbs.map((db) => clientsOf[kind](db, true)));
   const [first, second] = [newRedlock(mine), newRedlock(theirs)];
   const key = `rl4:${label}`;
   try {

@@ -21,23 +21,29 @@ async function withClient(fn) {
   }
 }
 
-// refused: another Mutex on the same name cannot take it (one attempt).
-async function refused(c, name, what) {
-  const other = new Mutex(c, name, { ...timing, acquireAttemptsLimit: 1 });
-  eq(await other.tryAcquire(), false, what);
+// refused: another Mutex on the same name, through the other address,
+// cannot take it (one attempt).
+async function refused(name, what) {
+  const c = await connect(Redis, 0, true);
+  try {
+    const other = new Mutex(c, name, { ...timing, acquireAttemptsLimit: 1 });
+    eq(await other.tryAcquire(), false, what);
+  } finally {
+    c.disconnect();
+  }
 }
 
 async function mutex(c) {
   const m = new Mutex(c, "sem:m", { ...timing, onLockLost: notLost });
   await m.acquire();
   await pause("held", { keys: ["mutex:sem:m"], value: m.identifier });
-  await refused(c, "sem:m", "second Mutex while held");
+  await refused("sem:m", "second Mutex while held");
   ok("mutex-acquire");
   await sleep(2000); // the hold: more than six refresh intervals, two lockTimeouts
   check(m.isAcquired, "still acquired after 2 s");
   const pttl = await c.pttl("mutex:sem:m");
   check(pttl > 0 && pttl <= 1000, "PTTL after refreshes in (0, 1000]: " + pttl);
-  await refused(c, "sem:m", "second Mutex after 2 s");
+  await refused("sem:m", "second Mutex after 2 s");
   await pause("held", { keys: ["mutex:sem:m"], value: m.identifier });
   ok("mutex-refresh");
   await m.release();
@@ -53,7 +59,7 @@ async function mutex(c) {
 // its identifier adopts it (the first refresh is the acquire).
 async function external(c) {
   const id = "external-" + process.pid;
-  const other = await connect(Redis);
+  const other = await connect(Redis, 0, true);
   try {
     eq(await other.set("mutex:sem:ext", id, "PX", 1000, "NX"), "OK", "SET NX PX by the other client");
   } finally {
@@ -66,7 +72,7 @@ async function external(c) {
   await sleep(1500); // longer than the 1 s the other client set: refreshed
   check(m.isAcquired, "adopted lock still acquired");
   await pause("held", { keys: ["mutex:sem:ext"], value: id });
-  await refused(c, "sem:ext", "a third Mutex");
+  await refused("sem:ext", "a third Mutex");
   await m.release();
   await pause("gone", { keys: ["mutex:sem:ext"] });
   eq(lostErrors.length, 0, "onLockLost calls");
@@ -99,8 +105,13 @@ async function redlockMutex() {
     const m = new RedlockMutex(clients, "sem:rl", { ...timing, acquireTimeout: 3000, onLockLost: notLost });
     await m.acquire();
     for (const db of dbs) await pause("held", { db, keys: ["mutex:sem:rl"], value: m.identifier });
-    const other = new RedlockMutex(clients, "sem:rl", { ...timing, acquireAttemptsLimit: 1 });
-    eq(await other.tryAcquire(), false, "second RedlockMutex while held");
+    const others = await Promise.all(dbs.map((db) => connect(Redis, db, true)));
+    try {
+      const other = new RedlockMutex(others, "sem:rl", { ...timing, acquireAttemptsLimit: 1 });
+      eq(await other.tryAcquire(), false, "second RedlockMutex while held");
+    } finally {
+      for (const c of others) c.disconnect();
+    }
     await sleep(1500);
     check(m.isAcquired, "RedlockMutex still acquired after 1.5 s");
     for (const db of dbs) await pause("held", { db, keys: ["mutex:sem:rl"], value: m.identifier });

@@ -7,10 +7,10 @@ import { ExecutionError, Redlock } from "@sesamecare-oss/redlock";
 import { check, connect, eq, ok, pause, rejects, run, sleep } from "./lib.mjs";
 
 // withRedlock gives fn a Redlock over one client on db, and a second one
-// (its own client) to contend with it.
+// (its own client, through the other address) to contend with it.
 async function withRedlock(db, fn) {
   const c1 = await connect(Redis, db);
-  const c2 = await connect(Redis, db);
+  const c2 = await connect(Redis, db, true);
   // retryCount 0: a refused acquire fails at once instead of retrying.
   const settings = { db, retryCount: 0, automaticExtensionThreshold: 500 };
   const first = new Redlock([c1], settings);

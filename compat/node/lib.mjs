@@ -80,6 +80,9 @@ export async function connect(RedisClass, db = 0, other = false) {
   const c = new RedisClass({ host: h, port: p, db, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   c.on("error", () => {});
   await c.connect();
+  // ioredis reports a refused SELECT at connect only as an "error" event
+  // and goes on in db 0; selecting again makes it a clear failure.
+  if (db !== 0) eq(await c.select(db), "OK", "SELECT " + db);
   return c;
 }
 
@@ -108,7 +111,9 @@ export async function run(groups) {
   } catch (err) {
     console.error(err && err.stack ? err.stack : err);
     await printVotes(err);
-    process.exitCode = 1;
+    // A failed group may leave clients open (a Promise.all of connects
+    // that failed half way): exit rather than wait for them.
+    process.exit(1);
   } finally {
     answers?.close(); // an open stdin would keep the process alive
   }

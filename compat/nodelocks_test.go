@@ -28,7 +28,8 @@ func runNodeGroups(t *testing.T, script string, groups []nodeGroup) {
 	})
 }
 
-// TestRedisSemaphore runs redis-semaphore 5.7 with ioredis 5: Mutex
+// TestRedisSemaphore runs redis-semaphore 5.7 with ioredis 5 (and the
+// Mutex once more with ioredis 6 over RESP3): Mutex
 // (acquire, refresh across several intervals, release gone from every
 // backend, acquiredExternally, onLockLost only when the key is really
 // gone), RedlockMutex over three clients on db 1, 2 and 3, and Semaphore,
@@ -36,6 +37,7 @@ func runNodeGroups(t *testing.T, script string, groups []nodeGroup) {
 func TestRedisSemaphore(t *testing.T) {
 	runNodeGroups(t, "semaphore.mjs", []nodeGroup{
 		{"mutex", []string{"mutex-acquire", "mutex-refresh", "mutex-release"}},
+		{"mutex-resp3", []string{"mutex-acquire", "mutex-refresh", "mutex-release"}},
 		{"external", []string{"mutex-acquired-externally"}},
 		{"lost", []string{"mutex-lock-lost"}},
 		{"redlock-mutex", []string{"redlock-mutex"}},

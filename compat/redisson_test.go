@@ -19,7 +19,8 @@ import (
 // Redisson (Java) cannot run here, so TestRedissonRLock replays what its
 // RLock sends, byte for byte: the lock, unlock and watchdog renewal
 // scripts of Redisson 3.52.0 (testdata/redisson/*.lua), with the KEYS and
-// ARGV Redisson passes, over RESP2 (Redisson's default protocol).
+// ARGV Redisson passes, over RESP2 (Redisson's default protocol) and RESP3
+// (its protocol option; pub/sub messages then arrive as push messages).
 
 // redissonScript is one script of testdata/redisson: its first line names
 // the Redisson version and source file, the rest is the script.
@@ -53,9 +54,9 @@ type redisson struct {
 	scripts map[string]redissonScript
 }
 
-func newRedisson(t *testing.T, addr string, cache bool, scripts map[string]redissonScript) *redisson {
+func newRedisson(t *testing.T, addr string, protocol int, cache bool, scripts map[string]redissonScript) *redisson {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: protocol, DisableIdentity: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	return &redisson{c: c, id: randomHex(16), cache: cache, scripts: scripts}
 }
@@ -135,14 +136,18 @@ func TestRedissonRLock(t *testing.T) {
 		scripts[n] = loadRedissonScript(t, n)
 	}
 	eachTarget(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		const name = "redisson:rlock"
-		holder := rlock{r: newRedisson(t, tg.addr, true, scripts), name: name, threadID: 1, leaseMS: 30000}
-		// The waiter is another Redisson instance, through the other proxy.
-		waiter := rlock{r: newRedisson(t, tg.other, false, scripts), name: name, threadID: 7, leaseMS: 1000}
-		t.Run("lock", func(t *testing.T) { redissonLockReenter(ctx, t, tg, holder, waiter) })
-		t.Run("unlock", func(t *testing.T) { redissonUnlockWakes(ctx, t, tg, holder, waiter) })
-		t.Run("renew", func(t *testing.T) { redissonRenew(ctx, t, tg, waiter, holder) })
+		for _, protocol := range []int{2, 3} {
+			t.Run(fmt.Sprintf("resp%d", protocol), func(t *testing.T) {
+				ctx := testCtx(t)
+				name := fmt.Sprintf("redisson:rlock:%d", protocol)
+				holder := rlock{r: newRedisson(t, tg.addr, protocol, true, scripts), name: name, threadID: 1, leaseMS: 30000}
+				// The waiter is another Redisson instance, through the other proxy.
+				waiter := rlock{r: newRedisson(t, tg.other, protocol, false, scripts), name: name, threadID: 7, leaseMS: 1000}
+				t.Run("lock", func(t *testing.T) { redissonLockReenter(ctx, t, tg, holder, waiter) })
+				t.Run("unlock", func(t *testing.T) { redissonUnlockWakes(ctx, t, tg, holder, waiter) })
+				t.Run("renew", func(t *testing.T) { redissonRenew(ctx, t, tg, waiter, holder) })
+			})
+		}
 	})
 }
 
@@ -153,6 +158,10 @@ func redissonLockReenter(ctx context.Context, t *testing.T, tg target, holder, o
 	wantHolds(ctx, t, tg, holder, "1")
 	if v, err := other.tryLock(ctx); err != nil || !isPTTL(v, holder.leaseMS) {
 		t.Fatalf("lock by another thread: %v, %v; want the PTTL", v, err)
+	}
+	// The hash is a lock to every other kind of claim on the key too.
+	if ok, err := other.r.c.SetNX(ctx, holder.name, "x", time.Second).Result(); err != nil || ok {
+		t.Fatalf("SET NX PX over the held RLock: %v, %v; want not set", ok, err)
 	}
 	if v, err := holder.tryLock(ctx); err != nil || v != nil {
 		t.Fatalf("reentry: %v, %v; want nil", v, err)
@@ -191,7 +200,7 @@ func redissonUnlockWakes(ctx context.Context, t *testing.T, tg target, holder, w
 // unlock message (0) came.
 func wantOneUnlockMessage(ctx context.Context, t *testing.T, tg target, ps *redis.PubSub, channel string) {
 	t.Helper()
-	publisher := redis.NewClient(&redis.Options{Addr: tg.other, Protocol: 2, DisableIdentity: true})
+	publisher := redis.NewClient(&redis.Options{Addr: tg.other, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
 	defer publisher.Close()
 	if err := publisher.Publish(ctx, channel, "marker").Err(); err != nil {
 		t.Fatalf("PUBLISH marker: %v", err)

@@ -1,6 +1,7 @@
 // redis-semaphore 5.7, unchanged, with ioredis 5 clients pointed at
-// REDLOCKD_ADDR. Mutex keys are "mutex:<name>" (the library's prefix).
+// REDLOCKD_ADDR (and ioredis 6, RESP3, for the Mutex once more). Mutex keys are "mutex:<name>" (the library's prefix).
 import Redis from "ioredis5";
+import Redis6 from "ioredis";
 import { LostLockError, Mutex, RedlockMutex, Semaphore } from "redis-semaphore";
 import { check, connect, eq, ok, pause, rejects, run, sleep, target } from "./lib.mjs";
 
@@ -12,8 +13,8 @@ const timing = { lockTimeout: 1000, refreshInterval: 300 };
 const lostErrors = [];
 const notLost = (err) => lostErrors.push(err);
 
-async function withClient(fn) {
-  const c = await connect(Redis);
+async function withClient(fn, RedisClass = Redis) {
+  const c = await connect(RedisClass);
   try {
     await fn(c);
   } finally {
@@ -147,6 +148,8 @@ async function semaphore(c) {
 
 await run({
   mutex: () => withClient(mutex),
+  // ioredis 6 speaks RESP3 by default: the same steps over RESP3.
+  "mutex-resp3": () => withClient(mutex, Redis6),
   external: () => withClient(external),
   lost: () => withClient(lost),
   "redlock-mutex": redlockMutex,

@@ -151,9 +151,9 @@ const (
 	// UndoEval: where a key of Keys is still as the Eval recorded at Mark
 	// left it, put it back as it was before (absent, or its old value and
 	// expiry; absent when that expiry has passed); a key changed since is
-	// left alone. The record at Mark then says "undone" (for the Eval's
-	// TTL), so an Eval of Mark arriving later undoes itself. OK: something
-	// was put back.
+	// left alone. The record at Mark then says "undone" (for TTL, the
+	// Eval's), so an Eval of Mark arriving later undoes itself. OK:
+	// something was put back.
 	UndoEval
 	// RaiseHorizon and ReadHorizon keep the node's lock horizon (see
 	// their implementation's documentation).

@@ -52,6 +52,7 @@ type pendingRelease struct {
 type undoEval struct {
 	keys []string
 	db   int
+	ttl  time.Duration
 }
 
 // undoHold is what UndoHold needs besides key and mark.
@@ -128,7 +129,7 @@ func (r *retrier) addUndo(i int, key, mark, keep string, ttl time.Duration) {
 // addUndoEval remembers an UndoEval of the script round marked at mark
 // on node i that did not get an answer; the mark lives ttl.
 func (r *retrier) addUndoEval(i int, keys []string, mark string, db int, ttl time.Duration) {
-	r.push(i, pendingRelease{key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{keys, db}})
+	r.push(i, pendingRelease{key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{keys, db, ttl}})
 }
 
 // push queues e for node i and arms the next retry round.
@@ -249,7 +250,7 @@ func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted 
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}
 	if e.eval != nil {
-		cmd = Cmd{Kind: UndoEval, Keys: e.eval.keys, Mark: e.token, DB: e.eval.db}
+		cmd = Cmd{Kind: UndoEval, Keys: e.eval.keys, Mark: e.token, DB: e.eval.db, TTL: e.eval.ttl}
 	}
 	rep := Call(ctx, n, cmd)
 	if e.undo != nil || e.eval != nil {

@@ -231,7 +231,7 @@ func (c *Cluster) undoEval(g *round, cmd Cmd, v Value, failed error) {
 	if !slices.ContainsFunc(g.calls, func(nc nodeCall) bool { return undo(nc.i) }) {
 		return // the usual round: every node gave the reply
 	}
-	ucmd := Cmd{Kind: UndoEval, Keys: cmd.Keys, Mark: cmd.Mark, DB: cmd.DB}
+	ucmd := Cmd{Kind: UndoEval, Keys: cmd.Keys, Mark: cmd.Mark, DB: cmd.DB, TTL: cmd.TTL}
 	ask := func(i int) (Cmd, bool) { return ucmd, undo(i) }
 	r, _ := c.collect(OpScript, ask, okVote)
 	for i := range r.calls {

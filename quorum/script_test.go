@@ -197,7 +197,7 @@ func TestEvalUndoRetried(t *testing.T) {
 	}
 	cmds := ens[2].calls()
 	last := cmds[len(cmds)-1]
-	if last.Kind != UndoEval || last.Mark != cmds[0].Mark || last.DB != 3 || len(last.Keys) != 2 {
+	if last.Kind != UndoEval || last.Mark != cmds[0].Mark || last.DB != 3 || len(last.Keys) != 2 || last.TTL != cfg.MaxTTL {
 		t.Fatalf("retried %+v", last)
 	}
 }

@@ -201,3 +201,29 @@ func TestEvalUndoRetried(t *testing.T) {
 		t.Fatalf("retried %+v", last)
 	}
 }
+
+// TestEvalReported: a script's round is one "script" operation, its node
+// calls (the undo's too) reported under it.
+func TestEvalReported(t *testing.T) {
+	_, ns := evalNodes(val(iv(1)), val(iv(1)), val(iv(0)))
+	rec := &recObserver{}
+	cfg := testConfig()
+	cfg.Observer = rec
+	c := newCluster(t, ns, cfg)
+	defer c.Close()
+	if _, err := c.Eval(context.Background(), &Script{Src: "x", SHA: "y"}, 0, []string{"k"}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	ops, nodes := rec.take()
+	if len(ops) != 1 || ops[0].op != OpScript || ops[0].outcome != OutcomeOK {
+		t.Fatalf("ops = %+v", ops)
+	}
+	if len(nodes) != 4 {
+		t.Fatalf("node calls = %+v; want 3 runs and 1 undo", nodes)
+	}
+	for _, n := range nodes {
+		if n.op != OpScript {
+			t.Fatalf("node call reported as %q", n.op)
+		}
+	}
+}

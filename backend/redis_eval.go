@@ -130,7 +130,9 @@ func isNodeFailure(err error) bool {
 	return errors.As(err, &se) && nodeFailureCodes[se.Code]
 }
 
-// buildEval builds a client's script: plain, or marked (see above).
+// buildEval builds a client's script: plain, or marked (see above). It
+// runs on the node's line as it is: cmd.DB is not applied until the node
+// keeps a line per database.
 func (c *call) buildEval(cmd *quorum.Cmd) error {
 	if cmd.Script == nil {
 		return errors.New("no script")

@@ -332,3 +332,20 @@ func TestReplicatedTwoProxies(t *testing.T) {
 		t.Fatalf("backends hold %q", vals)
 	}
 }
+
+// TestReplicatedReleaseOfWaitedLock: a LOCK … WAIT gets the lock that a
+// script released, and a FENCE lock's token is released by script too.
+func TestReplicatedReleaseOfWaitedLock(t *testing.T) {
+	servers, h, f := scriptStack(t, nil)
+	tok, _ := lockReply(t, f.do("LOCK", "k", "60000", "FENCE"))
+	waiter := client(t, h)
+	got := make(chan string, 1)
+	go func() { got <- waiter.do("LOCK", "k", "60000", "WAIT", "10000") }()
+	if r := f.do(eval(semaphoreRelease, k1("k"), tok)...); r != ":1" {
+		t.Fatalf("release by script = %s", r)
+	}
+	wtok, _ := lockReply(t, <-got)
+	if vals := valuesOf(servers, "k"); !allAre(vals, wtok) {
+		t.Fatalf("backends hold %q; want the waiter's token", vals)
+	}
+}

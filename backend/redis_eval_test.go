@@ -194,11 +194,13 @@ func TestRedisUndoEvalExpiredBefore(t *testing.T) {
 	r := newTestRedis(t, srv.Addr())
 	c := srv.Client()
 	ctx := t.Context()
-	if err := c.Set(ctx, "k", "tok", 30*time.Millisecond).Err(); err != nil {
+	if err := c.Set(ctx, "k", "tok", 500*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
 	mk := "redlockd:script:{k}:1"
-	mustValue(t, quorum.Call(ctx, r, markedEvalCmd(mk, delScript, []string{"k"})))
+	if got := mustValue(t, quorum.Call(ctx, r, markedEvalCmd(mk, delScript, []string{"k"}))); got.Int != 1 {
+		t.Fatalf("del = %+v; the key expired before the script (a loaded machine?)", got)
+	}
 	exp, _ := c.HGet(ctx, mk, "be2").Int64()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if now, _ := c.Time(ctx).Result(); now.UnixMilli() > exp {

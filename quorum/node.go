@@ -142,7 +142,8 @@ const (
 	//   - Limit (every Eval): a key of Keys that the script leaves present
 	//     without an expiry is given Limit as its ttl, in the same atomic
 	//     step (0: left as it is); no script makes a lock that never
-	//     expires.
+	//     expires. (Without Mark the script does not write, or has no
+	//     keys: there is nothing to limit.)
 	// With Mark, TTL (reply) is the longest remaining ttl among Keys
 	// after the script (0 when none has one).
 	// If UndoEval of Mark arrived first, the script's effect is taken back

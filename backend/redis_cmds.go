@@ -59,6 +59,10 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 	switch cmd.Kind {
 	case quorum.SetNXAll, quorum.ExtendAll, quorum.ReleaseEach:
 		return c.buildMulti(cmd, channel)
+	case quorum.Eval:
+		return c.buildEval(cmd)
+	case quorum.UndoEval:
+		return c.buildUndoEval(cmd)
 	case quorum.HoldOwner:
 		c.script(holdOwnerScript, readHold, []string{k, hk, cmd.Mark}, cmd.Prefix, cmd.Token, c.ms(cmd.TTL))
 	case quorum.UndoHold:

@@ -53,6 +53,7 @@ type call struct {
 	line     string
 	s        *script // nil for a plain command
 	evaled   bool    // sent again as EVAL after NOSCRIPT
+	marked   *markedEval
 	read     readFn
 	nkeys    int   // ReleaseEach: how many answers to expect
 	err      error // the first bad argument
@@ -64,20 +65,18 @@ type readFn func(c *call, rep reply) (quorum.Reply, error)
 // answer implements answerer.
 func (c *call) answer(rep reply, err error) {
 	if err == nil {
-		err = rep.err()
-	}
-	if err != nil && c.s != nil && !c.evaled && errors.Is(err, errNoScript) {
-		// The server lost its scripts (a restart, SCRIPT FLUSH): send the
-		// text, which also caches it, under the same deadline.
-		c.evaled = true
-		r := new(request)
-		r.buf = evalForm(c.req.buf, c.s)
-		c.m.submit(r, c.deadline, c.line, c)
-		return
+		if err = rep.err(); err != nil && c.scriptOwnError(err) {
+			err = nil // a client's script answered with an error: its reply
+		}
 	}
 	var out quorum.Reply
 	if err == nil {
 		out, err = c.read(c, rep)
+	}
+	// The server lost its scripts (a restart, SCRIPT FLUSH): send the
+	// text, which also caches it, under the same deadline.
+	if err != nil && errors.Is(err, errNoScript) && c.resend() {
+		return
 	}
 	if err != nil {
 		out = quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)}

@@ -64,12 +64,13 @@ type Handler struct {
 	nconns   atomic.Int64
 	stats    stats
 	bound    bindings // locks bound to a connection (session_locks.go)
+	scripts  *scriptCache
 }
 
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
-	return &Handler{cluster: cluster, opts: opts, started: time.Now()}
+	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache()}
 }
 
 // clusterOf is the lock service of session s's database (SELECT): every

@@ -102,7 +102,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command"},
 		{[]string{"FOO", "bar"}, "-ERR unknown command 'FOO', with args beginning with: 'bar' "},
 		{[]string{"EVALSHA", "0000000000000000000000000000000000000000", "1", "k", "t"}, "-NOSCRIPT No matching script. Please use EVAL."},
-		{[]string{"EVAL", "return 1", "0"}, "-" + msgOnlyLocks},
+		{[]string{"EVAL_RO", "return redis.call('del', KEYS[1])", "1", "k"}, "-" + msgROScript},
 		{[]string{"EVAL", cadScript, "x", "k"}, "-ERR value is not an integer or out of range"},
 		{[]string{"EVAL", cadScript, "3", "k"}, "-ERR Number of keys can't be greater than number of args"},
 		{[]string{"EVAL", cadScript, "-1", "k"}, "-ERR Number of keys can't be negative"},

@@ -51,6 +51,11 @@ type Config struct {
 	// know its lock's ttl is retried this long at most. Default 60s (the
 	// binary passes --max-ttl).
 	MaxTTL time.Duration
+	// SessionTTL is the ttl a replicated script's key gets where the
+	// script leaves it without an expiry (Cmd.Limit of Eval), so that no
+	// script can make a lock that never expires. Default 30s (the binary
+	// passes --session-ttl).
+	SessionTTL time.Duration
 }
 
 const defaultMaxTTL = 60 * time.Second
@@ -65,6 +70,7 @@ func DefaultConfig() Config {
 		Now:           time.Now,
 		ReleaseRetry:  200 * time.Millisecond,
 		MaxTTL:        defaultMaxTTL,
+		SessionTTL:    30 * time.Second,
 		// A restarted node may have lost any lock it granted; the longest
 		// one can live MaxTTL.
 		RestartQuarantine: defaultMaxTTL,
@@ -82,8 +88,8 @@ func (c Config) Validate() error {
 		return errors.New("quorum: need 0 <= RetryDelayMin <= RetryDelayMax")
 	case c.RestartQuarantine < 0:
 		return errors.New("quorum: RestartQuarantine must not be negative")
-	case c.ReleaseRetry < 0 || c.MaxTTL < 0:
-		return errors.New("quorum: ReleaseRetry and MaxTTL must not be negative")
+	case c.ReleaseRetry < 0 || c.MaxTTL < 0 || c.SessionTTL < 0:
+		return errors.New("quorum: ReleaseRetry, MaxTTL and SessionTTL must not be negative")
 	}
 	return nil
 }

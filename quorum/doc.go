@@ -6,7 +6,9 @@
 // the votes are tallied; and the rule of the operation decides. An
 // operation declares only what each node is asked, how a reply votes, and
 // what undoes a grant after a failed round (an acquire: a release wherever
-// the round may have stored its token; an extend: nothing). The majority
+// the round may have stored its token; an extend: nothing; a client's
+// replicated script: an undo of its recorded run wherever the answer
+// differs from the reply, script.go). The majority
 // rule Q = N/2+1, the validity arithmetic (ttl - elapsed - drift, on Go's
 // monotonic clock), the cleanup after a failed grant, the retries of
 // releases a node did not answer (bounded, per node, until it answers or

@@ -44,6 +44,16 @@ type pendingRelease struct {
 	// (token is then its mark key) instead of a compare-and-delete. It is
 	// exact and leaves a mark against a late arrival, so one answer ends it.
 	undo *undoHold
+	// eval, when set, makes the entry an UndoEval of a replicated script's
+	// round (token is then its mark key). Like an UndoHold it is exact.
+	eval *undoEval
+}
+
+// undoEval is what UndoEval needs besides the mark.
+type undoEval struct {
+	keys []string
+	db   int
+	ttl  time.Duration
 }
 
 // undoHold is what UndoHold needs besides key and mark.
@@ -115,6 +125,12 @@ func (r *retrier) add(i, db int, key, token string, ttl time.Duration, answeredA
 // db) on node i that did not get an answer.
 func (r *retrier) addUndo(i, db int, key, mark, keep string, ttl time.Duration) {
 	r.push(i, pendingRelease{db: db, key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{keep, ttl}})
+}
+
+// addUndoEval remembers an UndoEval of the script round marked at mark
+// on node i that did not get an answer; the mark lives ttl.
+func (r *retrier) addUndoEval(i int, keys []string, mark string, db int, ttl time.Duration) {
+	r.push(i, pendingRelease{db: db, key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{keys, db, ttl}})
 }
 
 // push queues e for node i and arms the next retry round.
@@ -234,9 +250,12 @@ func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted 
 	if e.undo != nil {
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}
+	if e.eval != nil {
+		cmd = Cmd{Kind: UndoEval, Keys: e.eval.keys, Mark: e.token, DB: e.eval.db, TTL: e.eval.ttl}
+	}
 	cmd.DB = e.db
 	rep := Call(ctx, n, cmd)
-	if e.undo != nil {
+	if e.undo != nil || e.eval != nil {
 		return rep.Err == nil, rep.Err
 	}
 	return rep.OK, rep.Err

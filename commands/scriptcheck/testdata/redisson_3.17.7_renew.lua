@@ -1,0 +1,2 @@
+-- Redisson 3.17.7 RLock (RedissonBaseLock.java renewExpirationAsync), watchdog renewal script
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;

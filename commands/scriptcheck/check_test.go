@@ -179,10 +179,10 @@ func TestCheckBounds(t *testing.T) {
 		t.Fatalf("a body over 64 KiB: %v", err)
 	}
 	for name, src := range map[string]string{
-		"nots":        "return " + strings.Repeat("not ", 5000) + "1",
-		"ifs":         strings.Repeat("if true then ", 3000) + strings.Repeat("end ", 3000),
-		"concat":      "return KEYS[1]" + strings.Repeat(" .. KEYS[1]", 5000),
-		"tables":      "return " + strings.Repeat("{", 5000) + strings.Repeat("}", 5000),
+		"nots":   "return " + strings.Repeat("not ", 5000) + "1",
+		"ifs":    strings.Repeat("if true then ", 3000) + strings.Repeat("end ", 3000),
+		"concat": "return KEYS[1]" + strings.Repeat(" .. KEYS[1]", 5000),
+		"tables": "return " + strings.Repeat("{", 5000) + strings.Repeat("}", 5000),
 	} {
 		_, err := Check(src)
 		if err == nil || strings.ContainsAny(err.Error(), "\r\n") {

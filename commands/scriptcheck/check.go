@@ -109,8 +109,13 @@ func parseScript(src string) (chunk []ast.Stmt, err error) {
 		}
 	}()
 	chunk, err = parse.Parse(strings.NewReader(src), "user_script")
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, compileError(syntaxMessage(err))
+	case chunk == nil:
+		// The parser stopped on something that is not an error value: it
+		// gives an empty chunk, never nil, for a body it read through.
+		return nil, compileError("user_script: the parser stopped")
 	}
 	return chunk, nil
 }

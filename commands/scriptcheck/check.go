@@ -90,8 +90,20 @@ func analyse(chunk []ast.Stmt) (info Info, err error) {
 }
 
 func refuse(reason string) error {
-	return errors.New("ERR redlockd cannot replicate this script: " + oneLine(reason))
+	return errors.New("ERR redlockd cannot replicate this script: " + cut(reason))
 }
+
+// cut keeps an error's text short and on one line: names in it come from
+// the script, and a RESP error cannot hold a newline.
+func cut(s string) string {
+	if len(s) > maxReason {
+		s = strings.ToValidUTF8(s[:maxReason], "") + "…"
+	}
+	return oneLine(s)
+}
+
+// maxReason bounds the reason of a refusal, in bytes.
+const maxReason = 512
 
 // parseScript parses src as Redis compiles a script body: a leading
 // "#!lua" line (Redis 7's flags) is not Lua.
@@ -134,7 +146,7 @@ func syntaxMessage(err error) string {
 }
 
 func compileError(msg string) error {
-	return errors.New("ERR Error compiling script (new function): " + oneLine(msg))
+	return errors.New("ERR Error compiling script (new function): " + cut(msg))
 }
 
 // oneLine keeps an error to one line: a RESP error cannot hold a newline.

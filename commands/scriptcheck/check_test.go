@@ -3,6 +3,7 @@ package scriptcheck
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,23 @@ func TestCheckSyntaxError(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "user_script:2:") && !strings.Contains(err.Error(), "<eof>") {
 		t.Fatalf("error %v does not say where", err)
+	}
+}
+
+// TestCheckLongNames: names taken from the script are cut in errors.
+func TestCheckLongNames(t *testing.T) {
+	long := strings.Repeat("x", 10000)
+	for _, src := range []string{
+		"return redis.call('" + long + "', KEYS[1])",
+		"return redis.call('GET', '" + long + "')",
+		"return " + long + "()",
+		"local " + long + " = 1; " + long + "()",
+		"return '" + long,
+	} {
+		_, err := Check(src)
+		if err == nil || len(err.Error()) > 700 || strings.ContainsAny(err.Error(), "\r\n") {
+			t.Fatalf("error of %d bytes: %.100v…, want a short one-line refusal", len(fmt.Sprint(err)), err)
+		}
 	}
 }
 

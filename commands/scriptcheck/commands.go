@@ -88,7 +88,7 @@ var refused = func() map[string]family {
 
 // refusedCommand is the reason a script may not call name.
 func refusedCommand(name string) string {
-	up := strings.ToUpper(name)
+	up := strings.ToUpper(clip(name))
 	f, ok := refused[up]
 	if !ok && strings.HasPrefix(up, "Z") && up != "" {
 		f, ok = famZSet, true
@@ -97,4 +97,14 @@ func refusedCommand(name string) string {
 		return fmt.Sprintf("command '%s' is not an exclusive, expiring claim", up)
 	}
 	return fmt.Sprintf("command '%s' (%s) is not an exclusive, expiring claim; %s", up, f.name, f.why)
+}
+
+// clip shortens a name taken from the script for an error: a literal may
+// be long, an error should not be.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
 }

@@ -289,11 +289,11 @@ func (w *walker) keyArg(cmd string, e ast.Expr, last bool) {
 func describe(e ast.Expr) string {
 	switch e := e.(type) {
 	case *ast.StringExpr:
-		return strconv.Quote(e.Value)
+		return strconv.Quote(clip(e.Value))
 	case *ast.NumberExpr:
-		return e.Value
+		return clip(e.Value)
 	case *ast.IdentExpr:
-		return "'" + e.Value + "'"
+		return "'" + clip(e.Value) + "'"
 	case *ast.AttrGetExpr:
 		if id, ok := e.Object.(*ast.IdentExpr); ok {
 			return fmt.Sprintf("%s[…]", id.Value)

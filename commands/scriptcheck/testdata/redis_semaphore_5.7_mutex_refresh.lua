@@ -1,4 +1,4 @@
--- redis-semaphore 5.7.0, lib/mutex/refresh.js expireIfEqualLua (npm package)
+-- redis-semaphore 5.7.0, lib/mutex/refresh.js expireIfEqualLua (npm package), SHA1 594683e49a64ebaf975caf5f8079a1d097c438f1
 
   local key = KEYS[1]
   local identifier = ARGV[1]

@@ -1,4 +1,4 @@
--- redis-semaphore 5.7.0, lib/semaphore/acquire/lua.js acquireLua (npm package)
+-- redis-semaphore 5.7.0, lib/semaphore/acquire/lua.js acquireLua (npm package), SHA1 43ebdb49120d170e08af560cb4e46e36f8585936
 
   local key = KEYS[1]
   local limit = tonumber(ARGV[1])

@@ -1,4 +1,4 @@
--- redis-semaphore 5.7.0, lib/semaphore/refresh/lua.js refreshLua (npm package)
+-- redis-semaphore 5.7.0, lib/semaphore/refresh/lua.js refreshLua (npm package), SHA1 999a49a1d07671a8027165641001f5bad44608b3
 
   local key = KEYS[1]
   local limit = tonumber(ARGV[1])

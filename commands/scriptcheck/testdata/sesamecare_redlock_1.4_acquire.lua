@@ -1,4 +1,4 @@
--- @sesamecare-oss/redlock 1.4.0, build/scripts.js ACQUIRE_SCRIPT (npm package)
+-- @sesamecare-oss/redlock 1.4.0, build/scripts.js ACQUIRE_SCRIPT (npm package), SHA1 1b77b94aa78451d55dfa97e18819bfbfc596cb5b
 
   
   -- Protected call to execute SELECT command if supported

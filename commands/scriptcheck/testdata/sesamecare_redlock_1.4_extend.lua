@@ -1,4 +1,4 @@
--- @sesamecare-oss/redlock 1.4.0, build/scripts.js EXTEND_SCRIPT (npm package)
+-- @sesamecare-oss/redlock 1.4.0, build/scripts.js EXTEND_SCRIPT (npm package), SHA1 820e9778d2b6733e9ed771e4be90ae73a95a6f3b
 
   
   -- Protected call to execute SELECT command if supported

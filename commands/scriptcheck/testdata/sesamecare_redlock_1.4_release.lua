@@ -1,4 +1,4 @@
--- @sesamecare-oss/redlock 1.4.0, build/scripts.js RELEASE_SCRIPT (npm package)
+-- @sesamecare-oss/redlock 1.4.0, build/scripts.js RELEASE_SCRIPT (npm package), SHA1 df51f6837dcfe303d334e6abea9aeae192bab216
 
   
   -- Protected call to execute SELECT command if supported

@@ -43,3 +43,4 @@ go test -count=1 -run 'Alloc' ./quorum/ ./backend/ ./proxy/ ./commands/
 # A short fuzzing run of the client-facing input paths (their seeds ran above).
 go test -run='^$' -fuzz=FuzzRequestStream -fuzztime=10s -fuzzminimizetime=5s ./proxy/
 go test -run='^$' -fuzz=FuzzExec -fuzztime=10s -fuzzminimizetime=5s ./commands/
+go test -run='^$' -fuzz=FuzzCheck -fuzztime=10s -fuzzminimizetime=5s ./commands/scriptcheck/

@@ -57,6 +57,7 @@ var memKinds = [...]struct {
 	quorum.Subscribe:        {"Subscribe", 0, (*memOp).notYet},
 	quorum.Unsubscribe:      {"Unsubscribe", 0, (*memOp).notYet},
 	quorum.Publish:          {"Publish", 0, (*memOp).notYet},
+	quorum.CompareAndSwap:   {"CompareAndSwap", memNeedTTL, (*memOp).compareAndSwap},
 }
 
 // notYet answers a kind the node does not run yet.

@@ -48,6 +48,8 @@ func (c *call) build(cmd *quorum.Cmd, channel string) error {
 		c.command(readFence, "get", k)
 	case quorum.RaiseFence:
 		c.script(raiseFenceScript, readN, []string{k}, strconv.FormatInt(cmd.N, 10), c.ms(cmd.TTL))
+	case quorum.CompareAndSwap:
+		return c.buildSwap(cmd)
 	default:
 		return c.buildMore(cmd, channel)
 	}

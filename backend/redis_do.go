@@ -147,7 +147,7 @@ var opNames = [...]string{
 	quorum.ReadFence: "read fence", quorum.RaiseFence: "raise fence",
 	quorum.Eval: "EVALSHA", quorum.UndoEval: "undo script", quorum.RaiseHorizon: "raise horizon",
 	quorum.ReadHorizon: "read horizon", quorum.Subscribe: "SUBSCRIBE", quorum.Unsubscribe: "UNSUBSCRIBE",
-	quorum.Publish: "PUBLISH",
+	quorum.Publish: "PUBLISH", quorum.CompareAndSwap: "compare-and-swap",
 }
 
 func (c *call) op() string {

@@ -139,13 +139,12 @@ func isDelExCond(s string) bool {
 }
 
 // setIfEq: SET key token [XX] PX ms IFEQ token extends the lock: OK when
-// token held it on a majority (ttl replaced), null when not. A different
-// new value would hand the lock to another token, which is not a lock
-// operation.
+// token held it on a majority (ttl replaced), null when not. With another
+// value, SET key new [PX ms] IFEQ old hands the lock over (handOver).
 func (h *Handler) setIfEq(c *call, o setOpts) {
 	switch {
 	case *o.ifeq != c.arg(1):
-		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ must compare with the value being set (an extend)"))
+		h.handOver(c, o)
 		return
 	case o.ttl == 0:
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ needs an expiry: SET key token PX ms IFEQ token"))

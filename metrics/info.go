@@ -62,7 +62,7 @@ var lockCounters = []struct {
 
 var (
 	// grantOps are the operations that hand a lock to a token.
-	grantOps = []string{quorum.OpAcquire, quorum.OpReenter, quorum.OpForceSet}
+	grantOps = []string{quorum.OpAcquire, quorum.OpReenter, quorum.OpForceSet, quorum.OpHandOver}
 	// lockOps are those and the extends: what a client's lock asked for.
 	lockOps = append(append([]string(nil), grantOps...), quorum.OpExtend)
 )

@@ -166,6 +166,10 @@ const (
 	Subscribe
 	Unsubscribe
 	Publish
+	// CompareAndSwap: if Key holds Old, store Key=Token for TTL (SET key
+	// new PX ttl IFEQ old). OK: swapped. N: 1 swapped, 0 held by another
+	// token, -1 absent.
+	CompareAndSwap
 )
 
 // Cmd is one operation asked of one node; the fields each kind reads are
@@ -189,6 +193,8 @@ type Cmd struct {
 	// Eval: the script and its arguments.
 	Script *Script
 	Args   []string
+	// CompareAndSwap: the token Key must hold.
+	Old string
 }
 
 // Script is a Lua body that a node runs by its SHA1, loading it where the

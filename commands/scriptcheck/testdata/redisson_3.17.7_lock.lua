@@ -1,0 +1,2 @@
+-- Redisson 3.17.7 RLock lock script: RedissonLock.java tryLockInnerAsync, its Java string literals joined (redisson 3.17.7 sources), SHA1 dad0f8d619e548e04f21fb48d50be5034df3adae
+if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);

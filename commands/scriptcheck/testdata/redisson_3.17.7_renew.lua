@@ -1,0 +1,2 @@
+-- Redisson 3.x RLock watchdog renewal script: RedissonBaseLock.java renewExpirationAsync, its Java string literals joined (the same Lua text across 3.x, e.g. 3.17.7), SHA1 8e19a1ddbdee9138df9f32a480c57addab4353d1
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;

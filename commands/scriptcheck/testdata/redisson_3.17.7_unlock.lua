@@ -1,0 +1,2 @@
+-- Redisson 3.17.7 RLock unlock script: RedissonLock.java unlockInnerAsync, its Java string literals joined (redisson 3.17.7 sources), SHA1 3ffe249c16dee540ac8ab32e39bd408626b9aff7
+if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;

@@ -1,0 +1,2 @@
+-- Redisson 3.45.1 RLock lock script: RedissonLock.java tryLockInnerAsync, its Java string literals joined (redisson 3.45.1 sources), SHA1 149c5a8bf18676fd99e9e6e24923bd64d9b62f94
+if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);

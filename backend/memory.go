@@ -44,6 +44,8 @@ type Memory struct {
 	calls  map[string]int
 	now    func() time.Time // time.Now; tests replace it
 
+	scripts memScripts // hashes and undo records, under mu
+
 	delayed  delayQueue
 	releases releaseWatchers
 }
@@ -100,7 +102,7 @@ func (m *Memory) Calls(op string) int {
 // Do implements quorum.Node. Without a delay (and nothing delayed still
 // to run) it answers before it returns; with one it answers from a timer.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	m.start(deadline, memCmd{cmd}, r)
+	m.start(deadline, memCmd{Cmd: cmd, deadline: deadline}, r)
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
@@ -119,6 +121,7 @@ func (m *Memory) Close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	m.keys = make(map[string]entry)
+	m.scripts = memScripts{}
 	return nil
 }
 
@@ -177,15 +180,19 @@ func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 	return rep
 }
 
-// lookup returns key's live entry, dropping it if it has expired.
-// The caller holds m.mu.
+// lookup returns key's live entry, dropping it if it has expired. A hash
+// a script wrote is a present entry with an empty token. The caller holds
+// m.mu.
 func (m *Memory) lookup(key string, now time.Time) (entry, bool) {
 	e, ok := m.keys[key]
-	if ok && !now.Before(e.expires) {
+	switch {
+	case !ok:
+		return m.hashAsEntry(key, now)
+	case !now.Before(e.expires):
 		delete(m.keys, key)
 		return entry{}, false
 	}
-	return e, ok
+	return e, true
 }
 
 // store writes an entry and sweeps expired keys once enough writes have
@@ -194,8 +201,14 @@ func (m *Memory) lookup(key string, now time.Time) (entry, bool) {
 // keys written since the last sweep. The caller holds m.mu.
 func (m *Memory) store(key, token string, expires time.Time) {
 	m.keys[key] = entry{token: token, expires: expires}
+	m.dropHash(key)
+	m.wrote()
+}
+
+// wrote counts a write and sweeps once enough have accumulated.
+func (m *Memory) wrote() {
 	m.writes++
-	if m.writes < 64+len(m.keys)/2 {
+	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records))/2 {
 		return
 	}
 	m.writes = 0
@@ -205,4 +218,5 @@ func (m *Memory) store(key, token string, expires time.Time) {
 			delete(m.keys, k)
 		}
 	}
+	m.sweepScripts(now)
 }

@@ -8,8 +8,12 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// memCmd is a quorum.Cmd as the in-memory node runs it.
-type memCmd struct{ quorum.Cmd }
+// memCmd is a quorum.Cmd as the in-memory node runs it, with the deadline
+// given to Do (zero: none), which bounds a script's run.
+type memCmd struct {
+	quorum.Cmd
+	deadline time.Time
+}
 
 // holdsKey is where the hold count of Key lives. Only the owner commands
 // need it, so it is not made for every command.
@@ -50,8 +54,8 @@ var memKinds = [...]struct {
 	quorum.RestoreHeld:      {"RestoreHeld", memNeedTTL, (*memOp).restoreHeld},
 	quorum.ReadFence:        {"ReadFence", 0, (*memOp).readFence},
 	quorum.RaiseFence:       {"RaiseFence", memNeedTTL, (*memOp).raiseFence},
-	quorum.Eval:             {"Eval", 0, (*memOp).notYet},
-	quorum.UndoEval:         {"UndoEval", 0, (*memOp).notYet},
+	quorum.Eval:             {"Eval", 0, (*memOp).eval},
+	quorum.UndoEval:         {"UndoEval", 0, (*memOp).undoEval},
 	quorum.RaiseHorizon:     {"RaiseHorizon", 0, (*memOp).notYet},
 	quorum.ReadHorizon:      {"ReadHorizon", 0, (*memOp).notYet},
 	quorum.Subscribe:        {"Subscribe", 0, (*memOp).notYet},
@@ -115,6 +119,7 @@ func (s *memOp) put(key, token string, ttl time.Duration) {
 // drop deletes key; with notify, a marked key's release is announced.
 func (s *memOp) drop(key string, notify bool) {
 	delete(s.m.keys, key)
+	s.m.dropHash(key)
 	if notify && s.marked(key) {
 		s.announce = append(s.announce, key)
 	}
@@ -171,12 +176,15 @@ func (s *memOp) compareAndExtend() quorum.Reply {
 	return quorum.Reply{OK: true}
 }
 
-// get answers a present key's remaining ttl, always > 0: the node never
-// stores a key without an expiry.
+// get answers a present key's remaining ttl, negative for a key a script
+// left without expiry (the node stores no other).
 func (s *memOp) get() quorum.Reply {
 	e, ok := s.lookup(s.c.Key)
-	if !ok {
+	switch {
+	case !ok:
 		return quorum.Reply{}
+	case e.expires.Equal(memNoExpiry):
+		return quorum.Reply{OK: true, Token: e.token, TTL: -1}
 	}
 	return quorum.Reply{OK: true, Token: e.token, TTL: e.expires.Sub(s.now)}
 }

@@ -1,0 +1,428 @@
+package backend
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// luaCase is one script run on a real redis-server and on an in-memory
+// node, after the same setup script: their replies must agree, and so
+// must the keys afterwards. status: the reply is a status (go-redis reads
+// one as a string), checked on the node's side.
+type luaCase struct {
+	name   string
+	setup  string
+	script string
+	keys   []string
+	args   []string
+	status bool
+}
+
+func luaScriptOf(src string) *quorum.Script {
+	sum := sha1.Sum([]byte(src))
+	return &quorum.Script{Src: src, SHA: hex.EncodeToString(sum[:])}
+}
+
+func evalCmd(src string, keys []string, args ...string) quorum.Cmd {
+	return quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(src), Keys: keys, Args: args}
+}
+
+var (
+	k1   = []string{"{t}k1"}
+	k12  = []string{"{t}k1", "{t}k2"}
+	far  = "4102444800000" // 2100-01-01 in unix ms
+	farS = "4102444800"
+)
+
+var luaStringCases = []luaCase{
+	{name: "GET absent", script: `return redis.call('get', KEYS[1])`, keys: k1},
+	{name: "SET then GET", script: `redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])`, keys: k1, args: []string{"v"}},
+	{name: "SET status", script: `return redis.call('set', KEYS[1], 'v')`, keys: k1, status: true},
+	{name: "SET NX held", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.call('set', KEYS[1], 'b', 'NX')`, keys: k1},
+	{name: "SET XX absent", script: `return redis.call('set', KEYS[1], 'b', 'XX')`, keys: k1},
+	{name: "SET XX held", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.call('set', KEYS[1], 'b', 'XX')`, keys: k1, status: true},
+	{name: "SET NX PX", script: `return {redis.call('set', KEYS[1], 'v', 'NX', 'PX', 5000), redis.call('pttl', KEYS[1])}`, keys: k1},
+	{name: "SET EX", script: `redis.call('set', KEYS[1], 'v', 'ex', 7); return redis.call('pttl', KEYS[1])`, keys: k1},
+	{name: "SET PXAT", script: `redis.call('set', KEYS[1], 'v', 'PXAT', ARGV[1]); return redis.call('pexpiretime', KEYS[1])`, keys: k1, args: []string{far}},
+	{name: "SET EXAT", script: `redis.call('set', KEYS[1], 'v', 'EXAT', ARGV[1]); return redis.call('expiretime', KEYS[1])`, keys: k1, args: []string{farS}},
+	{name: "SET PXAT past", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('set', KEYS[1], 'v', 'PXAT', 1000), redis.call('exists', KEYS[1])}`, keys: k1},
+	{name: "SET KEEPTTL", script: `redis.call('set', KEYS[1], 'a', 'PX', 9000); redis.call('set', KEYS[1], 'b', 'KEEPTTL'); return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}`, keys: k1},
+	{name: "SET drops the ttl", script: `redis.call('set', KEYS[1], 'a', 'PX', 9000); redis.call('set', KEYS[1], 'b'); return redis.call('pttl', KEYS[1])`, keys: k1},
+	{name: "SET GET", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('set', KEYS[1], 'b', 'GET'), redis.call('get', KEYS[1])}`, keys: k1},
+	{name: "SET GET NX held", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('set', KEYS[1], 'b', 'NX', 'GET'), redis.call('get', KEYS[1])}`, keys: k1},
+	{name: "SET GET absent", script: `return {redis.call('set', KEYS[1], 'b', 'GET'), redis.call('get', KEYS[1])}`, keys: k1},
+	{name: "SET GET on a hash", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `return redis.pcall('set', KEYS[1], 'b', 'GET')['err']`, keys: k1},
+	{name: "SET over a hash", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `redis.call('set', KEYS[1], 'b'); return {redis.call('type', KEYS[1]), redis.call('get', KEYS[1])}`, keys: k1},
+	{name: "SET NX XX", script: `return redis.pcall('set', KEYS[1], 'v', 'NX', 'XX')['err']`, keys: k1},
+	{name: "SET EX KEEPTTL", script: `return redis.pcall('set', KEYS[1], 'v', 'EX', 1, 'KEEPTTL')['err']`, keys: k1},
+	{name: "SET PX PX", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', 1, 'PX', 2)['err']`, keys: k1},
+	{name: "SET PX missing", script: `return redis.pcall('set', KEYS[1], 'v', 'PX')['err']`, keys: k1},
+	{name: "SET PX zero", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', 0)['err']`, keys: k1},
+	{name: "SET PX word", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', 'x')['err']`, keys: k1},
+	{name: "SET PX plus", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', '+5')['err']`, keys: k1},
+	{name: "SET EX overflow", script: `return redis.pcall('set', KEYS[1], 'v', 'EX', '9223372036854775')['err']`, keys: k1},
+	{name: "SET number args", script: `redis.call('set', KEYS[1], 10); redis.call('set', KEYS[2], 1.5); return {redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}`, keys: k12},
+	{name: "SET float arg", script: `redis.call('set', KEYS[1], 0.1); return redis.call('get', KEYS[1])`, keys: k1},
+	{name: "SET table arg", script: `return redis.pcall('set', KEYS[1], {})['err']`, keys: k1},
+	{name: "SETNX", setup: `redis.call('set', KEYS[2], 'a')`, script: `return {redis.call('setnx', KEYS[1], 'v'), redis.call('setnx', KEYS[2], 'v'), redis.call('pttl', KEYS[1])}`, keys: k12},
+	{name: "SETEX", script: `return {redis.call('setex', KEYS[1], 5, 'v'), redis.call('pttl', KEYS[1]), redis.call('get', KEYS[1])}`, keys: k1},
+	{name: "SETEX zero", script: `return redis.pcall('setex', KEYS[1], 0, 'v')['err']`, keys: k1},
+	{name: "PSETEX", script: `return {redis.call('psetex', KEYS[1], 5000, 'v'), redis.call('pttl', KEYS[1])}`, keys: k1},
+	{name: "PSETEX negative", script: `return redis.pcall('psetex', KEYS[1], -5, 'v')['err']`, keys: k1},
+	{name: "GETDEL", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('getdel', KEYS[1]), redis.call('getdel', KEYS[1]), redis.call('exists', KEYS[1])}`, keys: k1},
+	{name: "GETDEL hash", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `return redis.pcall('getdel', KEYS[1])['err']`, keys: k1},
+	{name: "DEL", setup: `redis.call('set', KEYS[1], 'a'); redis.call('hset', KEYS[2], 'f', 'v')`, script: `return {redis.call('del', KEYS[1], KEYS[2], 'x'), redis.call('del', KEYS[1])}`, keys: k12},
+	{name: "UNLINK", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.call('unlink', KEYS[1], KEYS[2])`, keys: k12},
+	{name: "EXISTS", setup: `redis.call('set', KEYS[1], 'a'); redis.call('hset', KEYS[2], 'f', 'v')`, script: `return redis.call('exists', KEYS[1], KEYS[1], KEYS[2], 'x')`, keys: k12},
+	{name: "STRLEN", setup: `redis.call('set', KEYS[1], 'abc')`, script: `return {redis.call('strlen', KEYS[1]), redis.call('strlen', KEYS[2])}`, keys: k12},
+	{name: "STRLEN hash", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `return redis.pcall('strlen', KEYS[1])['err']`, keys: k1},
+	{name: "TYPE", setup: `redis.call('set', KEYS[1], 'a'); redis.call('hset', KEYS[2], 'f', 'v')`, script: `return {redis.call('type', KEYS[1]), redis.call('type', KEYS[2]), redis.call('type', 'none')}`, keys: k12},
+	{name: "TYPE status", script: `return redis.call('type', KEYS[1])`, keys: k1, status: true},
+	{name: "GET on a hash", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `return redis.pcall('get', KEYS[1])['err']`, keys: k1},
+	{name: "GET on a hash aborts", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `redis.call('get', KEYS[1]); redis.call('set', KEYS[2], 'x')`, keys: k12},
+}
+
+var luaTTLCases = []luaCase{
+	{name: "PEXPIRE PTTL", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('pexpire', KEYS[1], 4000), redis.call('pttl', KEYS[1]), redis.call('pttl', KEYS[2])}`, keys: k12},
+	{name: "PTTL none", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('pttl', KEYS[1]), redis.call('ttl', KEYS[1]), redis.call('pexpiretime', KEYS[1]), redis.call('expiretime', KEYS[2])}`, keys: k12},
+	{name: "EXPIRE TTL", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('expire', KEYS[1], 5), redis.call('ttl', KEYS[1]), redis.call('pttl', KEYS[1])}`, keys: k1},
+	{name: "TTL rounds", setup: `redis.call('set', KEYS[1], 'a'); redis.call('set', KEYS[2], 'a')`, script: `redis.call('pexpire', KEYS[1], 1600); redis.call('pexpire', KEYS[2], 1400); return {redis.call('ttl', KEYS[1]), redis.call('ttl', KEYS[2])}`, keys: k12},
+	{name: "PEXPIREAT", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('pexpireat', KEYS[1], ARGV[1]), redis.call('pexpiretime', KEYS[1]), redis.call('expiretime', KEYS[1])}`, keys: k1, args: []string{far}},
+	{name: "EXPIREAT", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `return {redis.call('expireat', KEYS[1], ARGV[1]), redis.call('expiretime', KEYS[1])}`, keys: k1, args: []string{farS}},
+	{name: "PEXPIRE absent", script: `return redis.call('pexpire', KEYS[1], 100)`, keys: k1},
+	{name: "PEXPIRE negative deletes", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('pexpire', KEYS[1], -1), redis.call('exists', KEYS[1])}`, keys: k1},
+	{name: "EXPIREAT past deletes", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `return {redis.call('expireat', KEYS[1], 1), redis.call('exists', KEYS[1])}`, keys: k1},
+	{name: "PEXPIRE NX XX", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('pexpire', KEYS[1], 1000, 'xx'), redis.call('pexpire', KEYS[1], 2000, 'NX'), redis.call('pexpire', KEYS[1], 3000, 'NX'), redis.call('pexpire', KEYS[1], 4000, 'XX'), redis.call('pttl', KEYS[1])}`, keys: k1},
+	{name: "PEXPIRE GT LT", setup: `redis.call('set', KEYS[1], 'a')`, script: `return {redis.call('pexpire', KEYS[1], 1000, 'GT'), redis.call('pexpire', KEYS[1], 5000, 'LT'), redis.call('pexpire', KEYS[1], 4000, 'GT'), redis.call('pexpire', KEYS[1], 6000, 'GT'), redis.call('pexpire', KEYS[1], 7000, 'LT'), redis.call('pexpire', KEYS[1], 3000, 'LT'), redis.call('pttl', KEYS[1])}`, keys: k1},
+	{name: "PEXPIRE NX GT", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('pexpire', KEYS[1], 10, 'NX', 'GT')['err']`, keys: k1},
+	{name: "PEXPIRE GT LT together", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('pexpire', KEYS[1], 10, 'GT', 'LT')['err']`, keys: k1},
+	{name: "PEXPIRE bad option", script: `return redis.pcall('pexpire', KEYS[1], 10, 'foo')['err']`, keys: k1},
+	{name: "PEXPIRE word", script: `return redis.pcall('pexpire', KEYS[1], 'x')['err']`, keys: k1},
+	{name: "EXPIRE overflow", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('expire', KEYS[1], '9223372036854775')['err']`, keys: k1},
+	{name: "PEXPIRE overflow", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('pexpire', KEYS[1], '9223372036854775000')['err']`, keys: k1},
+	{name: "EXPIRE arity", script: `return redis.pcall('expire', KEYS[1])['err']`, keys: k1},
+}
+
+var luaHashCases = []luaCase{
+	{name: "HSET HGET", script: `return {redis.call('hset', KEYS[1], 'a', '1', 'b', '2'), redis.call('hset', KEYS[1], 'a', '3', 'c', '4'), redis.call('hget', KEYS[1], 'a'), redis.call('hget', KEYS[1], 'x'), redis.call('hget', KEYS[2], 'a')}`, keys: k12},
+	{name: "HSET odd", script: `return redis.pcall('hset', KEYS[1], 'a', '1', 'b')['err']`, keys: k1},
+	{name: "HSET on a string", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('hset', KEYS[1], 'a', '1')['err']`, keys: k1},
+	{name: "HMSET", script: `return redis.call('hmset', KEYS[1], 'a', '1', 'b', '2')`, keys: k1, status: true},
+	{name: "HSETNX", setup: `redis.call('hset', KEYS[1], 'a', '1')`, script: `return {redis.call('hsetnx', KEYS[1], 'a', '2'), redis.call('hsetnx', KEYS[1], 'b', '3'), redis.call('hsetnx', KEYS[2], 'b', '3'), redis.call('hget', KEYS[1], 'a')}`, keys: k12},
+	{name: "HDEL", setup: `redis.call('hset', KEYS[1], 'a', '1', 'b', '2', 'c', '3')`, script: `return {redis.call('hdel', KEYS[1], 'a', 'x', 'c'), redis.call('hdel', KEYS[2], 'a'), redis.call('hlen', KEYS[1])}`, keys: k12},
+	{name: "HDEL last field", setup: `redis.call('hset', KEYS[1], 'a', '1')`, script: `return {redis.call('hdel', KEYS[1], 'a'), redis.call('exists', KEYS[1]), redis.call('type', KEYS[1])}`, keys: k1},
+	{name: "HEXISTS", setup: `redis.call('hset', KEYS[1], 'a', '1')`, script: `return {redis.call('hexists', KEYS[1], 'a'), redis.call('hexists', KEYS[1], 'b'), redis.call('hexists', KEYS[2], 'a')}`, keys: k12},
+	{name: "HINCRBY", setup: `redis.call('hset', KEYS[1], 'a', '5')`, script: `return {redis.call('hincrby', KEYS[1], 'a', 3), redis.call('hincrby', KEYS[1], 'b', -2), redis.call('hincrby', KEYS[2], 'c', 1), redis.call('pttl', KEYS[2])}`, keys: k12},
+	{name: "HINCRBY not a number", setup: `redis.call('hset', KEYS[1], 'a', 'x')`, script: `return redis.pcall('hincrby', KEYS[1], 'a', 1)['err']`, keys: k1},
+	{name: "HINCRBY bad increment", script: `return redis.pcall('hincrby', KEYS[1], 'a', 'y')['err']`, keys: k1},
+	{name: "HINCRBY overflow", setup: `redis.call('hset', KEYS[1], 'a', '9223372036854775807')`, script: `return redis.pcall('hincrby', KEYS[1], 'a', 1)['err']`, keys: k1},
+	{name: "HINCRBY on a string", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('hincrby', KEYS[1], 'a', 1)['err']`, keys: k1},
+	{name: "HLEN", setup: `redis.call('hset', KEYS[1], 'a', '1', 'b', '2')`, script: `return {redis.call('hlen', KEYS[1]), redis.call('hlen', KEYS[2])}`, keys: k12},
+	{name: "HGETALL HKEYS HVALS", setup: `redis.call('hset', KEYS[1], 'z', '1', 'a', '2', 'm', '3'); redis.call('hdel', KEYS[1], 'a'); redis.call('hset', KEYS[1], 'b', '4')`,
+		script: `return {redis.call('hgetall', KEYS[1]), redis.call('hkeys', KEYS[1]), redis.call('hvals', KEYS[1]), redis.call('hgetall', KEYS[2])}`, keys: k12},
+	{name: "HMGET", setup: `redis.call('hset', KEYS[1], 'a', '1', 'b', '2')`, script: `return {redis.call('hmget', KEYS[1], 'b', 'x', 'a'), redis.call('hmget', KEYS[2], 'a')}`, keys: k12},
+	{name: "HGET on a string", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('hget', KEYS[1], 'f')['err']`, keys: k1},
+	{name: "HGETALL on a string", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('hgetall', KEYS[1])`, keys: k1},
+	{name: "hash ttl", script: `redis.call('hset', KEYS[1], 'a', '1'); local t = redis.call('pttl', KEYS[1]); redis.call('pexpire', KEYS[1], 3000); redis.call('hset', KEYS[1], 'b', '2'); return {t, redis.call('pttl', KEYS[1])}`, keys: k1},
+}
+
+var luaMiscCases = []luaCase{
+	{name: "PUBLISH", script: `return redis.call('publish', 'ch', 'msg')`},
+	{name: "SELECT", script: `redis.call('select', 3); redis.call('set', KEYS[1], 'v'); local in3 = redis.call('get', KEYS[1]); redis.call('select', 0); return {in3, redis.call('get', KEYS[1])}`, keys: k1},
+	{name: "SELECT status", script: `return redis.call('select', 2)`, status: true},
+	{name: "SELECT out of range", script: `return redis.pcall('select', 16)['err']`},
+	{name: "SELECT word", script: `return redis.pcall('select', 'x')['err']`},
+	{name: "number truncated", script: `return {3.7, -3.7, 0.5}`},
+	{name: "booleans", script: `return {true, false, 1}`},
+	{name: "false", script: `return false`},
+	{name: "nil", script: `return nil`},
+	{name: "no return", script: `local x = 1`},
+	{name: "array stops at nil", script: `return {1, 2, nil, 4}`},
+	{name: "nested", script: `return {1, {2, 'x', {false}}, 'y'}`},
+	{name: "ok table", script: `return {ok = 'fine'}`, status: true},
+	{name: "err table", script: `return {err = 'My Error'}`},
+	{name: "error_reply", script: `return redis.error_reply('CODE text')`},
+	{name: "status_reply", script: `return redis.status_reply('Yes')`, status: true},
+	{name: "status in an array", script: `return {redis.call('set', KEYS[1], 'v'), redis.status_reply('x')}`, keys: k1},
+	{name: "call reply as Lua", setup: `redis.call('set', KEYS[1], 'a')`,
+		script: `local s = redis.call('set', KEYS[1], 'b'); local g = redis.call('get', KEYS[2]); return {type(s), s.ok, type(g), tostring(g), type(redis.call('exists', KEYS[1]))}`, keys: k12},
+	{name: "sha1hex", script: `return redis.sha1hex('abc')`},
+	{name: "pcall error table", setup: `redis.call('set', KEYS[1], 'a')`, script: `local r = redis.pcall('hget', KEYS[1], 'f'); return {type(r), r.err}`, keys: k1},
+	{name: "pcall error returned", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('hget', KEYS[1], 'f')`, keys: k1},
+	{name: "call error aborts", setup: `redis.call('set', KEYS[1], 'a')`, script: `redis.call('hget', KEYS[1], 'f'); return 1`, keys: k1},
+	{name: "call error caught by pcall", setup: `redis.call('set', KEYS[1], 'a')`, script: `local ok, e = pcall(function() return redis.call('hget', KEYS[1], 'f') end); return {tostring(ok), type(e), e}`, keys: k1},
+	{name: "runtime error", script: `return nil + 1`},
+	{name: "error()", script: `error('boom')`},
+	{name: "no arguments", script: `return redis.pcall()['err']`},
+	{name: "wrong arity", script: `return redis.pcall('get')['err']`},
+	{name: "replicate_commands", script: `return redis.replicate_commands()`},
+	{name: "setresp 2", script: `redis.setresp(2); return 1`},
+	{name: "log", script: `redis.log(redis.LOG_WARNING, 'from a script'); return redis.LOG_NOTICE`},
+	{name: "global write", script: `x = 1; return 1`},
+	{name: "string and table libs", script: `local t = {}; table.insert(t, string.upper('a')); table.insert(t, string.format('%d', 7)); return {t[1], t[2], math.floor(2.5), #KEYS, #ARGV, table.getn(ARGV)}`, keys: k1, args: []string{"x", "y"}},
+	{name: "no os", script: `return type(os)`},
+	{name: "compile error", script: `return (`},
+}
+
+// luaHashLock is a Redisson-style reentrant lock on a hash.
+const luaHashLock = `if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);`
+
+func TestMemoryEvalAsRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	groups := map[string][]luaCase{"strings": luaStringCases, "ttls": luaTTLCases, "hashes": luaHashCases,
+		"misc": luaMiscCases, "libraries": libraryCases(t)}
+	for group, cases := range groups {
+		for _, tc := range cases {
+			t.Run(group+"/"+tc.name, func(t *testing.T) { compareWithRedis(t, rdb, tc) })
+		}
+	}
+}
+
+// compareWithRedis runs tc on a flushed Redis and a fresh in-memory node.
+func compareWithRedis(t *testing.T, rdb *redis.Client, tc luaCase) {
+	t.Helper()
+	ctx := t.Context()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMemory("mem")
+	t.Cleanup(func() { _ = m.Close() })
+	if tc.setup != "" {
+		if err := rdb.Eval(ctx, tc.setup, tc.keys, strArgs(tc.args)...).Err(); err != nil && err != redis.Nil {
+			t.Fatalf("setup on redis: %v", err)
+		}
+		rep := quorum.Call(ctx, m, evalCmd(tc.setup, tc.keys, tc.args...))
+		if rep.Err != nil || rep.Value == nil || rep.Value.Kind == quorum.ErrorValue {
+			t.Fatalf("setup on the node: %+v %+v", rep, rep.Value)
+		}
+	}
+	res, err := rdb.Eval(ctx, tc.script, tc.keys, strArgs(tc.args)...).Result()
+	want := fromGoRedis(res, err)
+	rep := quorum.Call(ctx, m, evalCmd(tc.script, tc.keys, tc.args...))
+	if rep.Err != nil || rep.Value == nil {
+		t.Fatalf("node: %+v", rep)
+	}
+	got := *rep.Value
+	if tc.status && got.Kind != quorum.StatusValue {
+		t.Errorf("node's reply %+v is not a status", got)
+	}
+	if !sameValue(got, want) {
+		t.Errorf("node replied %s, redis %s", showValue(got), showValue(want))
+	}
+	for _, db := range []int{0, 3} {
+		for _, k := range tc.keys {
+			compareKey(t, rdb, m, db, k)
+		}
+	}
+}
+
+func strArgs(args []string) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
+}
+
+// fromGoRedis converts what go-redis read. A status reads as a string, so
+// it becomes a bulk: sameValue takes either for it.
+func fromGoRedis(res any, err error) quorum.Value {
+	switch {
+	case err == redis.Nil:
+		return quorum.Value{Kind: quorum.NilValue}
+	case err != nil:
+		return quorum.Value{Kind: quorum.ErrorValue, Str: err.Error()}
+	}
+	switch v := res.(type) {
+	case int64:
+		return quorum.Value{Kind: quorum.IntValue, Int: v}
+	case string:
+		return quorum.Value{Kind: quorum.BulkValue, Str: v}
+	case nil:
+		return quorum.Value{Kind: quorum.NilValue}
+	case error:
+		return quorum.Value{Kind: quorum.ErrorValue, Str: v.Error()}
+	case []any:
+		arr := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{}}
+		for _, e := range v {
+			arr.Elems = append(arr.Elems, fromGoRedis(e, nil))
+		}
+		return arr
+	}
+	return quorum.Value{Kind: quorum.ErrorValue, Str: fmt.Sprintf("unexpected %T", res)}
+}
+
+// sameValue compares a node's reply with Redis's: a status with the
+// string go-redis read for it, an error by its code (Redis adds where in
+// the script it was raised).
+func sameValue(got, want quorum.Value) bool {
+	switch {
+	case got.Kind == quorum.StatusValue && want.Kind == quorum.BulkValue:
+		return got.Str == want.Str
+	case got.Kind != want.Kind:
+		return false
+	case got.Kind == quorum.ErrorValue:
+		gc, _, _ := strings.Cut(got.Str, " ")
+		wc, _, _ := strings.Cut(want.Str, " ")
+		return gc == wc
+	case got.Kind == quorum.ArrayValue:
+		if len(got.Elems) != len(want.Elems) {
+			return false
+		}
+		for i := range got.Elems {
+			if !sameValue(got.Elems[i], want.Elems[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return got.Str == want.Str && (got.Int == want.Int || ttlNear(got.Int, want.Int))
+}
+
+// ttlNear accepts two ttls in ms a few ms apart: Redis 7.0 reads its clock
+// anew for each command of a script, so a PTTL right after a PEXPIRE may
+// be a ms short. The node's time stands still during a script.
+func ttlNear(a, b int64) bool {
+	return a >= 1000 && b >= 1000 && a-b <= 5 && b-a <= 5
+}
+
+func showValue(v quorum.Value) string {
+	switch v.Kind {
+	case quorum.NilValue:
+		return "nil"
+	case quorum.IntValue:
+		return fmt.Sprint(v.Int)
+	case quorum.ArrayValue:
+		parts := make([]string, len(v.Elems))
+		for i, e := range v.Elems {
+			parts[i] = showValue(e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return fmt.Sprintf("%d:%q", v.Kind, v.Str)
+}
+
+// luaDump reads a key of db: its type, its value (a hash's fields in
+// order), and its pttl, last.
+const luaDump = `redis.call('select', ARGV[1])
+local t = redis.call('type', KEYS[1]).ok
+local v = false
+if t == 'string' then v = redis.call('get', KEYS[1]) elseif t == 'hash' then v = redis.call('hgetall', KEYS[1]) end
+return {t, v, redis.call('pttl', KEYS[1])}`
+
+// compareKey compares key of db on both sides; the pttls may differ by
+// the time between the reads.
+func compareKey(t *testing.T, rdb *redis.Client, m *Memory, db int, key string) {
+	t.Helper()
+	res, err := rdb.Eval(t.Context(), luaDump, []string{key}, db).Result()
+	want := fromGoRedis(res, err)
+	rep := quorum.Call(t.Context(), m, evalCmd(luaDump, []string{key}, fmt.Sprint(db)))
+	if rep.Value == nil || want.Kind != quorum.ArrayValue || len(want.Elems) != 3 {
+		t.Fatalf("dump of %s: node %+v, redis %s", key, rep, showValue(want))
+	}
+	got := *rep.Value
+	gt, wt := got.Elems[2].Int, want.Elems[2].Int
+	if !sameValue(quorum.Value{Kind: quorum.ArrayValue, Elems: got.Elems[:2]}, quorum.Value{Kind: quorum.ArrayValue, Elems: want.Elems[:2]}) ||
+		(gt < 0 || wt < 0) && gt != wt || gt-wt > 1000 || wt-gt > 1000 {
+		t.Errorf("db %d key %s: node has %s, redis %s", db, key, showValue(got), showValue(want))
+	}
+}
+
+// libraryScripts reads the lock libraries' script bodies from the
+// commands package's source, so that the node runs them byte for byte.
+func libraryScripts(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("../commands/scripts_*_bodies.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no script bodies found: %v", err)
+	}
+	out := map[string]string{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Values) == 1 {
+				if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					out[vs.Names[0].Name] = constant.StringVal(constant.MakeFromLiteral(lit.Value, lit.Kind, 0))
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// libraryCases runs every library script, and the hash lock, with each of
+// its keys absent, held by the script's token, and held by another.
+func libraryCases(t *testing.T) []luaCase {
+	bodies := libraryScripts(t)
+	bodies["hashLock"] = luaHashLock
+	states := []struct{ name, setup string }{
+		{"absent", ""},
+		{"own", `for _, k in ipairs(KEYS) do redis.call('set', k, 'tok', 'PX', 20000) end`},
+		{"other", `for _, k in ipairs(KEYS) do redis.call('set', k, 'other', 'PX', 20000) end`},
+		{"own hash", `for _, k in ipairs(KEYS) do redis.call('hset', k, 'tok', 1); redis.call('pexpire', k, 20000) end`},
+		{"other hash", `for _, k in ipairs(KEYS) do redis.call('hset', k, 'other', 1); redis.call('pexpire', k, 20000) end`},
+	}
+	var cases []luaCase
+	for name, body := range bodies {
+		args := []string{"tok", "10000", "0"}
+		if name == "hashLock" {
+			args = []string{"10000", "tok"}
+		}
+		for _, st := range states {
+			cases = append(cases, luaCase{name: name + " " + st.name, setup: st.setup, script: body, keys: k12, args: args})
+		}
+	}
+	if len(cases) < 20*len(states) {
+		t.Fatalf("only %d library cases", len(cases))
+	}
+	return cases
+}
+
+
+// TestMemoryEvalDeadline: a script that never ends is stopped at the
+// node's deadline, answers a late error, and leaves nothing it wrote.
+func TestMemoryEvalDeadline(t *testing.T) {
+	for _, src := range []string{
+		`while true do end`,
+		`redis.call('set', KEYS[1], 'v'); redis.call('del', KEYS[2]); while true do end`,
+		`while true do pcall(function() while true do end end) end`,
+	} {
+		t.Run(src, func(t *testing.T) {
+			m, _ := newTestMemory(t)
+			quorum.Call(t.Context(), m, memSetNX("{t}k2", "held", time.Minute))
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			defer cancel()
+			rep := quorum.Call(ctx, m, evalCmd(src, k12))
+			if !errors.Is(rep.Err, context.DeadlineExceeded) {
+				t.Fatalf("reply %+v, want a deadline error", rep)
+			}
+			checkMemKeys(t, m, map[string]string{"{t}k1": "", "{t}k2": "held"}, map[string]time.Duration{"{t}k2": time.Minute})
+			after := quorum.Call(t.Context(), m, evalCmd(`return 7`, nil))
+			if after.Value == nil || after.Value.Int != 7 {
+				t.Fatalf("node after the stopped script: %+v", after)
+			}
+		})
+	}
+}

@@ -45,6 +45,10 @@ type Memory struct {
 	now    func() time.Time // time.Now; tests replace it
 
 	scripts memScripts // hashes and undo records, under mu
+	// deadline is the one given to Do for the command running under mu
+	// (zero: none); it bounds a script. It lives here rather than in each
+	// command so that the native commands carry nothing more.
+	deadline time.Time
 
 	delayed  delayQueue
 	releases releaseWatchers
@@ -102,7 +106,7 @@ func (m *Memory) Calls(op string) int {
 // Do implements quorum.Node. Without a delay (and nothing delayed still
 // to run) it answers before it returns; with one it answers from a timer.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	m.start(deadline, memCmd{Cmd: cmd, deadline: deadline}, r)
+	m.start(deadline, memCmd{cmd}, r)
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
@@ -143,7 +147,7 @@ func (m *Memory) start(deadline time.Time, c memCmd, r quorum.Receiver) {
 		// It would answer too late: the node never runs it.
 		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errMemLate}) })
 	case !m.delayed.push(delay, func() { r.Receive(m.runLate(deadline, c, fault)) }):
-		r.Receive(m.run(c, fault))
+		r.Receive(m.run(deadline, c, fault))
 	}
 }
 
@@ -152,14 +156,14 @@ func (m *Memory) runLate(deadline time.Time, c memCmd, fault error) quorum.Reply
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		return quorum.Reply{Err: errMemLate}
 	}
-	return m.run(c, fault)
+	return m.run(deadline, c, fault)
 }
 
 // run executes c under the lock and announces what it released once the
 // lock is let go, so that a watcher may call back into the node. now is
 // read inside the lock so that expiry decisions are ordered with the
 // writes they race against.
-func (m *Memory) run(c memCmd, fault error) quorum.Reply {
+func (m *Memory) run(deadline time.Time, c memCmd, fault error) quorum.Reply {
 	if fault != nil {
 		return quorum.Reply{Err: fault}
 	}
@@ -171,6 +175,7 @@ func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 		m.mu.Unlock()
 		return quorum.Reply{Err: ErrClosed}
 	}
+	m.deadline = deadline
 	s := memOp{m: m, c: c, now: m.now()}
 	rep := s.exec()
 	m.mu.Unlock()
@@ -186,6 +191,8 @@ func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 func (m *Memory) lookup(key string, now time.Time) (entry, bool) {
 	e, ok := m.keys[key]
 	switch {
+	case !ok && len(m.scripts.hashes) == 0:
+		return entry{}, false
 	case !ok:
 		return m.hashAsEntry(key, now)
 	case !now.Before(e.expires):

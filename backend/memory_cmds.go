@@ -8,12 +8,8 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// memCmd is a quorum.Cmd as the in-memory node runs it, with the deadline
-// given to Do (zero: none), which bounds a script's run.
-type memCmd struct {
-	quorum.Cmd
-	deadline time.Time
-}
+// memCmd is a quorum.Cmd as the in-memory node runs it.
+type memCmd struct{ quorum.Cmd }
 
 // holdsKey is where the hold count of Key lives. Only the owner commands
 // need it, so it is not made for every command.

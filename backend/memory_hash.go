@@ -124,9 +124,6 @@ func (m *Memory) lookupHash(key string, now time.Time) *memHash {
 // with its expiry and an empty token, so that SET NX and the other claims
 // find the key taken, as on Redis.
 func (m *Memory) hashAsEntry(key string, now time.Time) (entry, bool) {
-	if len(m.scripts.hashes) == 0 {
-		return entry{}, false
-	}
 	if h := m.lookupHash(key, now); h != nil {
 		return entry{expires: h.expires}, true
 	}

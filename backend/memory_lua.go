@@ -81,7 +81,7 @@ type touchedKey struct {
 
 // run executes proto until it returns, fails, or meets the deadline.
 func (r *luaRun) run(proto *lua.FunctionProto) (v quorum.Value, late bool) {
-	dl := r.s.c.deadline
+	dl := r.s.m.deadline
 	if dl.IsZero() {
 		dl = time.Now().Add(memScriptBudget)
 	}

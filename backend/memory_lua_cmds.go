@@ -153,13 +153,18 @@ func (r *luaRun) expiryAfter(n int64, unit time.Duration, absolute bool) (time.T
 		}
 		ms = n * 1000
 	}
-	if !absolute {
-		if ms > math.MaxInt64-r.nowMS() {
-			return time.Time{}, false
-		}
-		ms += r.nowMS()
+	if absolute {
+		return r.at(ms), true
 	}
-	return r.at(ms), true
+	if ms > math.MaxInt64-r.nowMS() {
+		return time.Time{}, false
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return r.at(ms + r.nowMS()), true // past a Duration: centuries away
+	}
+	// From now on the node's clock, as its native commands count: not
+	// rounded to the ms.
+	return r.s.now.Add(time.Duration(ms) * time.Millisecond), true
 }
 
 func (r *luaRun) getdel(args []string) quorum.Value {

@@ -400,7 +400,6 @@ func libraryCases(t *testing.T) []luaCase {
 	return cases
 }
 
-
 // TestMemoryEvalDeadline: a script that never ends is stopped at the
 // node's deadline, answers a late error, and leaves nothing it wrote.
 func TestMemoryEvalDeadline(t *testing.T) {
@@ -424,5 +423,260 @@ func TestMemoryEvalDeadline(t *testing.T) {
 				t.Fatalf("node after the stopped script: %+v", after)
 			}
 		})
+	}
+}
+
+// evalOn runs src on m and returns its reply, failing on the node's error.
+func evalOn(t *testing.T, m *Memory, cmd quorum.Cmd) quorum.Reply {
+	t.Helper()
+	rep := quorum.Call(t.Context(), m, cmd)
+	if rep.Err != nil || rep.Value == nil {
+		t.Fatalf("Eval: %+v", rep)
+	}
+	return rep
+}
+
+// TestMemoryEvalNodeOnly: what the node does on purpose unlike a Redis
+// server: no unsafe library, only the admitted commands, bounded replies
+// and allocations.
+func TestMemoryEvalNodeOnly(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string // showValue of the reply, or an error's code
+	}{
+		{"no unsafe globals", `local out = {}
+			for _, n in ipairs({'dofile', 'loadfile', 'load', 'loadstring', 'require', 'module', 'os', 'io', 'debug', 'package', 'coroutine', 'channel', 'print'}) do
+				table.insert(out, type(rawget(_G, n)))
+			end
+			return table.concat(out, ',')`, `2:"nil,nil,nil,nil,nil,nil,nil,nil,nil,nil,nil,nil,nil"`},
+		{"undefined global read", `return undefined_thing`, "ERR"},
+		{"command not admitted", `return redis.call('incr', KEYS[1])`, "ERR"},
+		{"unknown command", `return redis.pcall('nosuch')`, "ERR"},
+		{"setresp 3", `redis.setresp(3); return 1`, "ERR"},
+		{"huge string.rep", `return string.rep('x', 1e12)`, "ERR"},
+		{"string.rep", `return string.rep('ab', 3)`, `2:"ababab"`},
+		{"self-holding table", `local t = {}; t[1] = t; local ok = pcall(function() return redis.call('set', KEYS[1], t) end); return ok`, "nil"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newTestMemory(t)
+			got := evalOn(t, m, evalCmd(tc.src, k1)).Value
+			s := showValue(*got)
+			if got.Kind == quorum.ErrorValue {
+				s, _, _ = strings.Cut(got.Str, " ")
+			}
+			if s != tc.want {
+				t.Errorf("reply %s (%+v), want %s", s, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMemoryEvalSelfHoldingTable: a reply table that holds itself is cut
+// at a bounded depth with an error, not converted forever.
+func TestMemoryEvalSelfHoldingTable(t *testing.T) {
+	m, _ := newTestMemory(t)
+	v := *evalOn(t, m, evalCmd(`local t = {}; t[1] = t; return t`, nil)).Value
+	depth := 0
+	for v.Kind == quorum.ArrayValue && len(v.Elems) == 1 {
+		v = v.Elems[0]
+		depth++
+	}
+	if v.Kind != quorum.ErrorValue || depth != luaMaxDepth {
+		t.Fatalf("innermost %+v at depth %d, want an error at %d", v, depth, luaMaxDepth)
+	}
+}
+
+// TestMemoryEvalDB: the script starts in Cmd.DB, SELECT moves it, and
+// each db's key lives at memKey.
+func TestMemoryEvalDB(t *testing.T) {
+	m, _ := newTestMemory(t)
+	cmd := evalCmd(`redis.call('set', KEYS[1], 'in2', 'PX', 1000); redis.call('select', 5); redis.call('hset', KEYS[1], 'f', 'in5'); return redis.call('exists', KEYS[1])`, k1)
+	cmd.DB = 2
+	if rep := evalOn(t, m, cmd); rep.Value.Kind != quorum.IntValue || rep.Value.Int != 1 {
+		t.Fatalf("reply %+v", rep.Value)
+	}
+	checkMemKeys(t, m, map[string]string{k1[0]: "", memKey(2, k1[0]): "in2"}, nil)
+	m.mu.Lock()
+	h := m.scripts.hashes[memKey(5, k1[0])]
+	m.mu.Unlock()
+	if h == nil {
+		t.Fatal("no hash in db 5")
+	}
+	if v, _ := h.get("f"); v != "in5" {
+		t.Fatalf("hash field = %q", v)
+	}
+	bad := evalCmd(`return 1`, nil)
+	bad.DB = 16
+	if rep := quorum.Call(t.Context(), m, bad); rep.Err == nil {
+		t.Fatalf("db 16: %+v, want an error", rep)
+	}
+}
+
+// TestMemoryEvalLimitAndTTL: a key a script leaves without expiry gets
+// Limit (Mark or not); Reply.TTL is the longest among the keys written.
+func TestMemoryEvalLimitAndTTL(t *testing.T) {
+	m, _ := newTestMemory(t)
+	src := `redis.call('set', KEYS[1], 'a'); redis.call('hset', KEYS[2], 'f', 1); redis.call('set', 'other', 'x', 'PX', 90000); return 1`
+	cmd := evalCmd(src, k12)
+	cmd.Limit = 30 * time.Second
+	rep := evalOn(t, m, cmd)
+	if rep.TTL != 90*time.Second {
+		t.Errorf("TTL %v, want 90s", rep.TTL)
+	}
+	checkMemKeys(t, m, map[string]string{k12[0]: "a"}, map[string]time.Duration{k12[0]: 30 * time.Second, k12[1]: 30 * time.Second})
+
+	rep = evalOn(t, m, evalCmd(`redis.call('set', KEYS[1], 'b'); return 1`, k1))
+	if rep.TTL >= 0 {
+		t.Errorf("TTL %v for a key left without expiry, want negative", rep.TTL)
+	}
+	if got := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Get, Key: k1[0]}); !got.OK || got.TTL >= 0 {
+		t.Errorf("Get of a key without expiry: %+v", got)
+	}
+	rep = evalOn(t, m, evalCmd(`return redis.call('get', KEYS[1])`, k1))
+	if rep.TTL != 0 {
+		t.Errorf("TTL %v of a script that wrote nothing, want 0", rep.TTL)
+	}
+}
+
+// luaRelease is a lock library's release: delete the key if it holds
+// ARGV[1].
+const luaRelease = `local token = redis.call('get', KEYS[1])
+if not token or token ~= ARGV[1] then return 0 end
+redis.call('del', KEYS[1])
+return 1`
+
+// markedEval is an Eval recorded at mark for a minute.
+func markedEval(src, mark string, keys []string, args ...string) quorum.Cmd {
+	c := evalCmd(src, keys, args...)
+	c.Mark, c.TTL, c.Limit = mark, time.Minute, 30*time.Second
+	return c
+}
+
+func undoEval(mark string, keys []string) quorum.Cmd {
+	return quorum.Cmd{Kind: quorum.UndoEval, Mark: mark, Keys: keys}
+}
+
+// TestMemoryUndoEval: UndoEval puts back what a marked script changed,
+// where nothing changed the key since, once.
+func TestMemoryUndoEval(t *testing.T) {
+	held := memSetNX(k1[0], "a", 7*time.Second)
+	tests := []struct {
+		name   string
+		before []quorum.Cmd
+		eval   quorum.Cmd
+		after  []quorum.Cmd // between the Eval and the undo
+		undone bool
+		vals   map[string]string
+		ttls   map[string]time.Duration
+		hash   bool // k1 holds a hash afterwards
+	}{
+		{name: "deleted key comes back with its ttl", before: []quorum.Cmd{held},
+			eval: markedEval(luaRelease, "m", k1, "a"), undone: true,
+			vals: map[string]string{k1[0]: "a"}, ttls: map[string]time.Duration{k1[0]: 7 * time.Second}},
+		{name: "created key goes", eval: markedEval(`return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000)`, "m", k1, "b"),
+			undone: true, vals: map[string]string{k1[0]: ""}},
+		{name: "extended key gets its old ttl", before: []quorum.Cmd{held},
+			eval: markedEval(`return redis.call('pexpire', KEYS[1], 60000)`, "m", k1), undone: true,
+			ttls: map[string]time.Duration{k1[0]: 7 * time.Second}},
+		{name: "key changed since stays", eval: markedEval(`return redis.call('set', KEYS[1], 'b', 'PX', 10000)`, "m", k1),
+			after: []quorum.Cmd{{Kind: quorum.Set, Key: k1[0], Token: "c", TTL: time.Second}},
+			vals:  map[string]string{k1[0]: "c"}, ttls: map[string]time.Duration{k1[0]: time.Second}},
+		{name: "key extended since stays", eval: markedEval(`return redis.call('set', KEYS[1], 'b', 'PX', 10000)`, "m", k1),
+			after: []quorum.Cmd{{Kind: quorum.Expire, Key: k1[0], TTL: time.Hour}},
+			vals:  map[string]string{k1[0]: "b"}, ttls: map[string]time.Duration{k1[0]: time.Hour}},
+		{name: "hash lock goes", eval: markedEval(luaHashLock, "m", k1, "10000", "tok"), undone: true,
+			vals: map[string]string{k1[0]: ""}},
+		{name: "reentered hash lock drops one hold",
+			before: []quorum.Cmd{markedEval(luaHashLock, "m0", k1, "10000", "tok")},
+			eval:   markedEval(luaHashLock, "m", k1, "20000", "tok"), undone: true, hash: true,
+			ttls: map[string]time.Duration{k1[0]: 10 * time.Second}},
+		{name: "script that changed nothing", before: []quorum.Cmd{held},
+			eval: markedEval(`return redis.call('set', KEYS[1], 'b', 'NX', 'PX', 10000)`, "m", k1),
+			vals: map[string]string{k1[0]: "a"}},
+		{name: "other mark", before: []quorum.Cmd{held}, eval: markedEval(`return redis.call('del', KEYS[1])`, "m2", k1),
+			vals: map[string]string{k1[0]: ""}},
+		{name: "script error keeps its record", before: []quorum.Cmd{held},
+			eval: markedEval(`redis.call('del', KEYS[1]); return redis.call('hget', KEYS[1], 'x', 'y')`, "m", k1), undone: true,
+			vals: map[string]string{k1[0]: "a"}},
+		{name: "select", eval: markedEval(`redis.call('select', 4); return redis.call('set', KEYS[1], 'b', 'PX', 10000)`, "m", k1),
+			undone: true, vals: map[string]string{memKey(4, k1[0]): ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newTestMemory(t)
+			for _, c := range append(append(append([]quorum.Cmd(nil), tc.before...), tc.eval), tc.after...) {
+				if r := quorum.Call(t.Context(), m, c); r.Err != nil {
+					t.Fatalf("%+v: %v", c, r.Err)
+				}
+			}
+			if got := quorum.Call(t.Context(), m, undoEval("m", k1)); got.OK != tc.undone || got.Err != nil {
+				t.Fatalf("UndoEval = %+v, want OK %v", got, tc.undone)
+			}
+			checkMemKeys(t, m, tc.vals, tc.ttls)
+			if got := evalOn(t, m, evalCmd(`return redis.call('type', KEYS[1])`, k1)).Value.Str == "hash"; got != tc.hash {
+				t.Errorf("k1 is a hash: %v, want %v", got, tc.hash)
+			}
+			if again := quorum.Call(t.Context(), m, undoEval("m", k1)); again.OK {
+				t.Errorf("second UndoEval = %+v, want nothing undone", again)
+			}
+		})
+	}
+}
+
+// TestMemoryUndoEvalRecordExpires: the record lives for the Eval's TTL.
+func TestMemoryUndoEvalRecordExpires(t *testing.T) {
+	m, clock := newTestMemory(t)
+	evalOn(t, m, markedEval(`return redis.call('set', KEYS[1], 'b', 'PX', 600000)`, "m", k1))
+	clock.advance(time.Minute)
+	if got := quorum.Call(t.Context(), m, undoEval("m", k1)); got.OK {
+		t.Fatalf("UndoEval after the record's ttl = %+v", got)
+	}
+	checkMemKeys(t, m, map[string]string{k1[0]: "b"}, nil)
+}
+
+// TestMemoryEvalHashAndNativeCommands: a hash a script holds is a taken
+// key for the native claims, and a native SET replaces it.
+func TestMemoryEvalHashAndNativeCommands(t *testing.T) {
+	m, _ := newTestMemory(t)
+	evalOn(t, m, evalCmd(luaHashLock, k1, "10000", "tok"))
+	if got := quorum.Call(t.Context(), m, memSetNX(k1[0], "a", time.Minute)); got.OK {
+		t.Fatalf("SetNX over a hash lock = %+v", got)
+	}
+	if got := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Get, Key: k1[0]}); !got.OK || got.TTL != 10*time.Second {
+		t.Fatalf("Get of a hash lock = %+v", got)
+	}
+	quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Set, Key: k1[0], Token: "a", TTL: time.Minute})
+	if got := evalOn(t, m, evalCmd(`return redis.call('type', KEYS[1])`, k1)).Value.Str; got != "string" {
+		t.Fatalf("type after a native SET: %q", got)
+	}
+	if got := evalOn(t, m, evalCmd(luaHashLock, k1, "10000", "tok")).Value; got.Kind != quorum.ErrorValue {
+		t.Fatalf("hash lock over a string: %+v, want WRONGTYPE", got)
+	}
+}
+
+// TestMemoryEvalFaultAndDelay: Eval goes through the node's fault and
+// delay hooks and is counted, like every other command.
+func TestMemoryEvalFaultAndDelay(t *testing.T) {
+	m, _ := newTestMemory(t)
+	boom := errors.New("boom")
+	m.SetFault(boom)
+	if got := quorum.Call(t.Context(), m, evalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, boom) {
+		t.Fatalf("Eval with a fault = %+v", got)
+	}
+	checkMemKeys(t, m, map[string]string{k1[0]: ""}, nil)
+	m.SetFault(nil)
+	m.SetDelay(time.Hour)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if got := quorum.Call(ctx, m, evalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, context.DeadlineExceeded) {
+		t.Fatalf("Eval delayed past its deadline = %+v", got)
+	}
+	m.SetDelay(time.Millisecond)
+	if got := quorum.Call(t.Context(), m, evalCmd(`return 5`, nil)); got.Value == nil || got.Value.Int != 5 {
+		t.Fatalf("delayed Eval = %+v", got)
+	}
+	if n := m.Calls("Eval"); n != 3 {
+		t.Fatalf("Calls(Eval) = %d, want 3", n)
 	}
 }

@@ -680,3 +680,32 @@ func TestMemoryEvalFaultAndDelay(t *testing.T) {
 		t.Fatalf("Calls(Eval) = %d, want 3", n)
 	}
 }
+
+// TestMemoryEvalAnnouncesRelease: a script that deletes a key someone
+// waits for announces its release, as a native release does; a script
+// stopped at its deadline announces nothing, having deleted nothing.
+func TestMemoryEvalAnnouncesRelease(t *testing.T) {
+	m, _ := newTestMemory(t)
+	var released []string
+	m.Watch(quorum.Watcher{Released: func(k string) { released = append(released, k) }})
+	quorum.Call(t.Context(), m, memSetNX(k1[0], "a", time.Minute))
+	// A second claim marks the key as waited for.
+	quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.SetNX, Key: k1[0], Token: "b", TTL: time.Minute, Add: time.Minute})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	if rep := quorum.Call(ctx, m, evalCmd(`redis.call('del', KEYS[1]); while true do end`, k1)); rep.Err == nil {
+		t.Fatalf("runaway script: %+v", rep)
+	}
+	if len(released) != 0 {
+		t.Fatalf("a stopped script announced %v", released)
+	}
+	checkMemKeys(t, m, map[string]string{k1[0]: "a"}, nil)
+
+	if rep := evalOn(t, m, evalCmd(luaRelease, k1, "a")); rep.Value.Int != 1 {
+		t.Fatalf("release script: %+v", rep.Value)
+	}
+	if len(released) != 1 || released[0] != k1[0] {
+		t.Fatalf("released %v, want [%s]", released, k1[0])
+	}
+}

@@ -127,10 +127,19 @@ func (r *luaRun) scriptError(err error) quorum.Value {
 var luaUnsafe = []string{"dofile", "loadfile", "load", "loadstring", "module", "require",
 	"print", "newproxy", "_printregs", "_GOPHER_LUA_VERSION"}
 
+// A script's interpreter starts small (most lock scripts need a few
+// dozen slots) and may grow to these bounds: Redis's own limit on nested
+// calls, and a data stack far past any lock script's.
+const (
+	luaCallDepth   = 200
+	luaRegistryMax = 1 << 20
+)
+
 // newState is a fresh interpreter with the safe libraries, KEYS, ARGV
 // and redis. A fresh one per run means no script sees another's globals.
 func (r *luaRun) newState() *lua.LState {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, RegistrySize: 256, RegistryMaxSize: luaRegistryMax,
+		CallStackSize: luaCallDepth, MinimizeStackMemory: true})
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -145,7 +154,9 @@ func (r *luaRun) newState() *lua.LState {
 	}
 	if str, ok := L.GetGlobal("string").(*lua.LTable); ok {
 		str.RawSetString("rep", L.NewFunction(luaStrRep))
+		str.RawSetString("byte", L.NewFunction(luaStrByte))
 	}
+	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
 	L.SetGlobal("KEYS", stringsTable(L, r.s.c.Keys))
 	L.SetGlobal("ARGV", stringsTable(L, r.s.c.Args))
 	L.SetGlobal("redis", r.redisTable(L))
@@ -179,6 +190,45 @@ func luaStrRep(L *lua.LState) int {
 	}
 	L.Push(lua.LString(strings.Repeat(str, max(n, 0))))
 	return 1
+}
+
+// luaMaxResults bounds what one call of unpack or string.byte returns,
+// as Lua 5.1's stack limit does: the interpreter pushes them in one step
+// that no deadline interrupts.
+const luaMaxResults = 8000
+
+func luaUnpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	i, j := L.OptInt(2, 1), L.OptInt(3, t.Len())
+	return pushRange(L, i, j, "too many results to unpack", func(k int) lua.LValue { return t.RawGetInt(k) })
+}
+
+func luaStrByte(L *lua.LState) int {
+	s := L.CheckString(1)
+	i := L.OptInt(2, 1)
+	j := L.OptInt(3, i)
+	if i < 0 {
+		i = max(len(s)+i+1, 1)
+	}
+	if j < 0 {
+		j = len(s) + j + 1
+	}
+	i, j = max(i, 1), min(j, len(s))
+	return pushRange(L, i, j, "string slice too long", func(k int) lua.LValue { return lua.LNumber(s[k-1]) })
+}
+
+// pushRange pushes at(i)…at(j), refusing more than luaMaxResults.
+func pushRange(L *lua.LState, i, j int, tooMany string, at func(int) lua.LValue) int {
+	if i > j {
+		return 0
+	}
+	if n := j - i; n < 0 || n >= luaMaxResults { // n < 0: it overflowed
+		L.RaiseError("%s", tooMany)
+	}
+	for k := i; k <= j; k++ {
+		L.Push(at(k))
+	}
+	return j - i + 1
 }
 
 func stringsTable(L *lua.LState, ss []string) *lua.LTable {

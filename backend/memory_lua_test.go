@@ -455,6 +455,11 @@ func TestMemoryEvalNodeOnly(t *testing.T) {
 		{"setresp 3", `redis.setresp(3); return 1`, "ERR"},
 		{"huge string.rep", `return string.rep('x', 1e12)`, "ERR"},
 		{"string.rep", `return string.rep('ab', 3)`, `2:"ababab"`},
+		{"deep recursion", `local function f(n) return 1 + f(n) end; return f(1)`, "ERR"},
+		{"huge unpack", `return select('#', unpack({}, 1, 1e8))`, "ERR"},
+		{"unpack", `return {unpack({1, 2, 3}, 2)}`, "[2 3]"},
+		{"huge string.byte", `return select('#', string.byte(string.rep('x', 1e6), 1, -1))`, "ERR"},
+		{"string.byte", `return {string.byte('abc', -2, -1)}`, "[98 99]"},
 		{"self-holding table", `local t = {}; t[1] = t; local ok = pcall(function() return redis.call('set', KEYS[1], t) end); return ok`, "nil"},
 	}
 	for _, tc := range tests {

@@ -155,6 +155,9 @@ func (r *luaRun) newState() *lua.LState {
 	if str, ok := L.GetGlobal("string").(*lua.LTable); ok {
 		str.RawSetString("rep", L.NewFunction(luaStrRep))
 		str.RawSetString("byte", L.NewFunction(luaStrByte))
+		if gsub, ok := str.RawGetString("gsub").(*lua.LFunction); ok && gsub.GFunction != nil {
+			str.RawSetString("gsub", L.NewFunction(boundedGsub(gsub.GFunction)))
+		}
 	}
 	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
 	L.SetGlobal("KEYS", stringsTable(L, r.s.c.Keys))
@@ -190,6 +193,19 @@ func luaStrRep(L *lua.LState) int {
 	}
 	L.Push(lua.LString(strings.Repeat(str, max(n, 0))))
 	return 1
+}
+
+// boundedGsub refuses a string replacement whose result could pass
+// luaRepMax: each match of s expands to at most len(repl) times itself.
+// A function or table replacement runs Lua, which the deadline stops.
+func boundedGsub(gsub lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		s := L.CheckString(1)
+		if repl, ok := L.Get(3).(lua.LString); ok && (len(s)+1)*len(repl) > luaRepMax {
+			L.RaiseError("string.gsub: result too large")
+		}
+		return gsub(L)
+	}
 }
 
 // luaMaxResults bounds what one call of unpack or string.byte returns,

@@ -460,6 +460,8 @@ func TestMemoryEvalNodeOnly(t *testing.T) {
 		{"unpack", `return {unpack({1, 2, 3}, 2)}`, "[2 3]"},
 		{"huge string.byte", `return select('#', string.byte(string.rep('x', 1e6), 1, -1))`, "ERR"},
 		{"string.byte", `return {string.byte('abc', -2, -1)}`, "[98 99]"},
+		{"huge gsub", `local s = string.rep('x', 60000); return #s:gsub('x', s)`, "ERR"},
+		{"gsub", `return (string.gsub('a-b', '-', '+'))`, `2:"a+b"`},
 		{"self-holding table", `local t = {}; t[1] = t; local ok = pcall(function() return redis.call('set', KEYS[1], t) end); return ok`, "nil"},
 	}
 	for _, tc := range tests {

@@ -29,7 +29,8 @@ var _ quorum.Node = (*Memory)(nil)
 // Memory is an in-process node: a map of key to token and expiry, that
 // runs every quorum.Cmd as one step under its lock. Expired keys behave as
 // absent; they are dropped when touched and by a sweep that runs every so
-// many writes, so no goroutine is needed.
+// many writes, so no goroutine is needed. Replicated scripts (Eval) run
+// in a Lua interpreter over the same keys, and may also store hashes.
 //
 // SetFault, SetDelay and Calls are hooks for the quorum's unit tests.
 type Memory struct {

@@ -188,6 +188,8 @@ var memDoCases = []memDoCase{
 	{name: "Eval", cmd: quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('set', KEYS[1], ARGV[1], 'PX', 5000)`), Keys: []string{memK}, Args: []string{"v"}},
 		want:  quorum.Reply{OK: true, Value: &quorum.Value{Kind: quorum.StatusValue, Str: "OK"}, TTL: 5 * time.Second},
 		after: map[string]string{memK: "v"}, ttls: map[string]time.Duration{memK: 5 * time.Second}},
+	{name: "Eval marked without a ttl", cmd: quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1"},
+		before: []quorum.Cmd{memSetNX(memK, "a", time.Minute)}, want: quorum.Reply{Err: ErrInvalidTTL}, after: map[string]string{memK: "a"}},
 	{name: "Eval without a script", cmd: quorum.Cmd{Kind: quorum.Eval, Keys: []string{memK}}, want: quorum.Reply{Err: errAnyMem}},
 	{name: "UndoEval", before: []quorum.Cmd{memSetNX(memK, "a", 7*time.Second),
 		{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},

@@ -267,9 +267,14 @@ func (r *luaRun) redisTable(L *lua.LState) *lua.LTable {
 		"log":                luaLog,
 		"setresp":            luaSetResp,
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		// The node replicates nothing: a script's effects are its own.
+		"set_repl": func(L *lua.LState) int { L.CheckInt(1); return 0 },
 	})
 	for i, name := range []string{"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"} {
 		t.RawSetString(name, lua.LNumber(i))
+	}
+	for name, v := range map[string]int{"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
+		t.RawSetString(name, lua.LNumber(v))
 	}
 	return t
 }

@@ -172,6 +172,7 @@ var luaMiscCases = []luaCase{
 	{name: "no arguments", script: `return redis.pcall()['err']`},
 	{name: "wrong arity", script: `return redis.pcall('get')['err']`},
 	{name: "replicate_commands", script: `return redis.replicate_commands()`},
+	{name: "set_repl", script: `redis.set_repl(redis.REPL_ALL); return redis.REPL_AOF`},
 	{name: "setresp 2", script: `redis.setresp(2); return 1`},
 	{name: "log", script: `redis.log(redis.LOG_WARNING, 'from a script'); return redis.LOG_NOTICE`},
 	{name: "global write", script: `x = 1; return 1`},
@@ -606,6 +607,9 @@ func TestMemoryUndoEval(t *testing.T) {
 		{name: "script error keeps its record", before: []quorum.Cmd{held},
 			eval: markedEval(`redis.call('del', KEYS[1]); return redis.call('hget', KEYS[1], 'x', 'y')`, "m", k1), undone: true,
 			vals: map[string]string{k1[0]: "a"}},
+		{name: "repeated run of one mark", eval: markedEval(`return redis.call('pexpire', KEYS[1], 90000)`, "m", k1),
+			before: []quorum.Cmd{markedEval(`return redis.call('set', KEYS[1], 'b', 'NX', 'PX', 10000)`, "m", k1)},
+			undone: true, vals: map[string]string{k1[0]: ""}},
 		{name: "select", eval: markedEval(`redis.call('select', 4); return redis.call('set', KEYS[1], 'b', 'PX', 10000)`, "m", k1),
 			undone: true, vals: map[string]string{memKey(4, k1[0]): ""}},
 	}

@@ -29,7 +29,8 @@ var _ quorum.Node = (*Memory)(nil)
 // Memory is an in-process node: a map of key to token and expiry, that
 // runs every quorum.Cmd as one step under its lock. Expired keys behave as
 // absent; they are dropped when touched and by a sweep that runs every so
-// many writes, so no goroutine is needed.
+// many writes, so no goroutine is needed. Replicated scripts (Eval) run
+// in a Lua interpreter over the same keys, and may also store hashes.
 //
 // SetFault, SetDelay and Calls are hooks for the quorum's unit tests.
 type Memory struct {
@@ -43,6 +44,12 @@ type Memory struct {
 	delay  time.Duration
 	calls  map[string]int
 	now    func() time.Time // time.Now; tests replace it
+
+	scripts memScripts // hashes and undo records, under mu
+	// deadline is the one given to Do for the command running under mu
+	// (zero: none); it bounds a script. It lives here rather than in each
+	// command so that the native commands carry nothing more.
+	deadline time.Time
 
 	delayed  delayQueue
 	releases releaseWatchers
@@ -119,6 +126,7 @@ func (m *Memory) Close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	m.keys = make(map[string]entry)
+	m.scripts = memScripts{}
 	return nil
 }
 
@@ -140,7 +148,7 @@ func (m *Memory) start(deadline time.Time, c memCmd, r quorum.Receiver) {
 		// It would answer too late: the node never runs it.
 		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errMemLate}) })
 	case !m.delayed.push(delay, func() { r.Receive(m.runLate(deadline, c, fault)) }):
-		r.Receive(m.run(c, fault))
+		r.Receive(m.run(deadline, c, fault))
 	}
 }
 
@@ -149,14 +157,14 @@ func (m *Memory) runLate(deadline time.Time, c memCmd, fault error) quorum.Reply
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		return quorum.Reply{Err: errMemLate}
 	}
-	return m.run(c, fault)
+	return m.run(deadline, c, fault)
 }
 
 // run executes c under the lock and announces what it released once the
 // lock is let go, so that a watcher may call back into the node. now is
 // read inside the lock so that expiry decisions are ordered with the
 // writes they race against.
-func (m *Memory) run(c memCmd, fault error) quorum.Reply {
+func (m *Memory) run(deadline time.Time, c memCmd, fault error) quorum.Reply {
 	if fault != nil {
 		return quorum.Reply{Err: fault}
 	}
@@ -168,24 +176,31 @@ func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 		m.mu.Unlock()
 		return quorum.Reply{Err: ErrClosed}
 	}
+	m.deadline = deadline
 	s := memOp{m: m, c: c, now: m.now()}
 	rep := s.exec()
 	m.mu.Unlock()
-	for _, k := range s.announce {
-		m.releases.notify(c.DB, k)
+	for _, r := range s.announce {
+		m.releases.notify(r.db, r.key)
 	}
 	return rep
 }
 
-// lookup returns key's live entry, dropping it if it has expired.
-// The caller holds m.mu.
+// lookup returns key's live entry, dropping it if it has expired. A hash
+// a script wrote is a present entry with an empty token. The caller holds
+// m.mu.
 func (m *Memory) lookup(key string, now time.Time) (entry, bool) {
 	e, ok := m.keys[key]
-	if ok && !now.Before(e.expires) {
+	switch {
+	case !ok && len(m.scripts.hashes) == 0:
+		return entry{}, false
+	case !ok:
+		return m.hashAsEntry(key, now)
+	case !now.Before(e.expires):
 		delete(m.keys, key)
 		return entry{}, false
 	}
-	return e, ok
+	return e, true
 }
 
 // store writes an entry and sweeps expired keys once enough writes have
@@ -194,8 +209,14 @@ func (m *Memory) lookup(key string, now time.Time) (entry, bool) {
 // keys written since the last sweep. The caller holds m.mu.
 func (m *Memory) store(key, token string, expires time.Time) {
 	m.keys[key] = entry{token: token, expires: expires}
+	m.dropHash(key)
+	m.wrote()
+}
+
+// wrote counts a write and sweeps once enough have accumulated.
+func (m *Memory) wrote() {
 	m.writes++
-	if m.writes < 64+len(m.keys)/2 {
+	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records))/2 {
 		return
 	}
 	m.writes = 0
@@ -205,4 +226,5 @@ func (m *Memory) store(key, token string, expires time.Time) {
 			delete(m.keys, k)
 		}
 	}
+	m.sweepScripts(now)
 }

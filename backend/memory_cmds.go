@@ -50,8 +50,8 @@ var memKinds = [...]struct {
 	quorum.RestoreHeld:      {"RestoreHeld", memNeedTTL, (*memOp).restoreHeld},
 	quorum.ReadFence:        {"ReadFence", 0, (*memOp).readFence},
 	quorum.RaiseFence:       {"RaiseFence", memNeedTTL, (*memOp).raiseFence},
-	quorum.Eval:             {"Eval", 0, (*memOp).notYet},
-	quorum.UndoEval:         {"UndoEval", 0, (*memOp).notYet},
+	quorum.Eval:             {"Eval", 0, (*memOp).eval},
+	quorum.UndoEval:         {"UndoEval", 0, (*memOp).undoEval},
 	quorum.RaiseHorizon:     {"RaiseHorizon", 0, (*memOp).notYet},
 	quorum.ReadHorizon:      {"ReadHorizon", 0, (*memOp).notYet},
 	quorum.Subscribe:        {"Subscribe", 0, (*memOp).notYet},
@@ -99,7 +99,7 @@ type memOp struct {
 	m        *Memory
 	c        memCmd
 	now      time.Time
-	announce []string // released keys (of c.DB) to announce once the lock is let go
+	announce []memRelease // released keys to announce once the lock is let go
 }
 
 func (s *memOp) exec() quorum.Reply { return memKinds[s.c.Kind].run(s) }
@@ -113,7 +113,11 @@ func (s *memOp) store(key, token string, expires time.Time) {
 }
 
 // del deletes key, announcing nothing.
-func (s *memOp) del(key string) { delete(s.m.keys, memKey(s.c.DB, key)) }
+func (s *memOp) del(key string) {
+	k := memKey(s.c.DB, key)
+	delete(s.m.keys, k)
+	s.m.dropHash(k)
+}
 
 // holds reports whether key is live and holds token.
 func (s *memOp) holds(key, token string) bool {
@@ -126,11 +130,27 @@ func (s *memOp) put(key, token string, ttl time.Duration) {
 	s.store(key, token, s.now.Add(ttl))
 }
 
+// memRelease is a released key of database db.
+type memRelease struct {
+	db  int
+	key string
+}
+
+// dropPhys is drop of the node's key phys (memKey of a database and key),
+// in that database whatever c.DB is: a script may have selected another.
+func (s *memOp) dropPhys(phys string, notify bool) {
+	db, key := memSplit(phys)
+	saved := s.c.DB
+	s.c.DB = db
+	s.drop(key, notify)
+	s.c.DB = saved
+}
+
 // drop deletes key; with notify, a marked key's release is announced.
 func (s *memOp) drop(key string, notify bool) {
 	s.del(key)
 	if notify && s.marked(key) {
-		s.announce = append(s.announce, key)
+		s.announce = append(s.announce, memRelease{s.c.DB, key})
 	}
 }
 
@@ -185,12 +205,15 @@ func (s *memOp) compareAndExtend() quorum.Reply {
 	return quorum.Reply{OK: true}
 }
 
-// get answers a present key's remaining ttl, always > 0: the node never
-// stores a key without an expiry.
+// get answers a present key's remaining ttl, negative for a key a script
+// left without expiry (the node stores no other).
 func (s *memOp) get() quorum.Reply {
 	e, ok := s.lookup(s.c.Key)
-	if !ok {
+	switch {
+	case !ok:
 		return quorum.Reply{}
+	case e.expires.Equal(memNoExpiry):
+		return quorum.Reply{OK: true, Token: e.token, TTL: -1}
 	}
 	return quorum.Reply{OK: true, Token: e.token, TTL: e.expires.Sub(s.now)}
 }

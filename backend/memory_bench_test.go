@@ -1,0 +1,71 @@
+package backend
+
+import (
+	"strconv"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// memNoReply takes a reply and drops it, without allocating.
+var memNoReply = quorum.ReceiverFunc(func(quorum.Reply) {})
+
+// BenchmarkMemoryNative is a native lock and release on the in-memory
+// node, over a thousand live keys: the string path that scripts must not
+// slow down.
+func BenchmarkMemoryNative(b *testing.B) {
+	m := NewMemory("bench")
+	defer m.Close()
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+		m.Do(time.Time{}, memSetNX(keys[i], "held", time.Hour), memNoReply)
+	}
+	lock := memSetNX("lock", "tok", time.Minute)
+	release := quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "lock", Token: "tok"}
+	miss := quorum.Cmd{Kind: quorum.Get, Key: "absent"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		m.Do(time.Time{}, lock, memNoReply)
+		m.Do(time.Time{}, miss, memNoReply)
+		m.Do(time.Time{}, release, memNoReply)
+	}
+}
+
+// BenchmarkMemoryEval is a library's release script on the node.
+func BenchmarkMemoryEval(b *testing.B) {
+	m := NewMemory("bench")
+	defer m.Close()
+	release := memEvalCmd(luaRelease, []string{"lock"}, "tok")
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Do(time.Time{}, memSetNX("lock", "tok", time.Minute), memNoReply)
+		m.Do(time.Time{}, release, memNoReply)
+	}
+}
+
+// TestMemoryNativeCost: a key stays a token and an expiry, and the native
+// commands allocate no more than they did before hashes existed.
+func TestMemoryNativeCost(t *testing.T) {
+	if size := unsafe.Sizeof(entry{}); size != unsafe.Sizeof("")+unsafe.Sizeof(time.Time{}) {
+		t.Errorf("entry is %d bytes: more than a token and an expiry", size)
+	}
+	m := NewMemory("cost")
+	defer m.Close()
+	lock := memSetNX("lock", "tok", time.Minute)
+	release := quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "lock", Token: "tok"}
+	miss := quorum.Cmd{Kind: quorum.Get, Key: "absent"}
+	allocs := testing.AllocsPerRun(200, func() {
+		m.Do(time.Time{}, lock, memNoReply)
+		m.Do(time.Time{}, miss, memNoReply)
+		m.Do(time.Time{}, release, memNoReply)
+	})
+	// Three each (the deferred run's closure, the step, the reply's
+	// journey) is what they cost before the node ran scripts.
+	if allocs > 9 {
+		t.Errorf("native lock, miss and release: %v allocations, want at most 9", allocs)
+	}
+}

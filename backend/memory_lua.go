@@ -1,0 +1,498 @@
+package backend
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+var (
+	// errScriptLate is a script that ran into its deadline: it was stopped
+	// and what it wrote was taken back, so the node answers as if late.
+	errScriptLate   = fmt.Errorf("backend: script stopped at the deadline: %w", context.DeadlineExceeded)
+	errEvalNoScript = errors.New("backend: Eval without a script")
+)
+
+// memScriptBudget bounds a script given no deadline.
+const memScriptBudget = 5 * time.Second
+
+// luaChunkName is what runtime errors name the script, as Redis does.
+const luaChunkName = "user_script"
+
+// eval is quorum.Eval: the script runs under the node's lock, so it is
+// atomic on the node, with time standing still at the command's start as
+// on Redis. OK: the script ran (its reply may still be an error).
+func (s *memOp) eval() quorum.Reply {
+	switch {
+	case s.c.Script == nil:
+		return quorum.Reply{Err: errEvalNoScript}
+	case s.c.DB < 0 || s.c.DB >= memDBs:
+		return quorum.Reply{Err: errBadDB}
+	case s.c.Mark != "" && s.c.TTL <= 0:
+		return quorum.Reply{Err: ErrInvalidTTL}
+	}
+	proto, err := compileScript(s.c.Script)
+	if err != nil {
+		v := errorValue("ERR Error compiling script (new function): " + err.Error())
+		return quorum.Reply{OK: true, Value: &v}
+	}
+	r := &luaRun{s: s, db: s.c.DB}
+	v, late := r.run(proto)
+	if late {
+		r.rollback()
+		return quorum.Reply{Err: errScriptLate}
+	}
+	ttl := r.finish()
+	return quorum.Reply{OK: true, Value: &v, TTL: ttl}
+}
+
+// memDBs is how many databases SELECT reaches, as on a default Redis.
+const memDBs = 16
+
+// luaRun is one script's run: its current db and every key it wrote, with
+// the key as it was before the first write.
+type luaRun struct {
+	s       *memOp
+	db      int
+	touched []touchedKey
+	// callErr is the last error redis.call raised: the script's reply
+	// when it goes uncaught, without the "ERR" of a runtime error.
+	callErr string
+}
+
+type touchedKey struct {
+	key    string // the node's key: memKey(db, key)
+	before memState
+}
+
+// run executes proto until it returns, fails, or meets the deadline.
+func (r *luaRun) run(proto *lua.FunctionProto) (v quorum.Value, late bool) {
+	dl := r.s.m.deadline
+	if dl.IsZero() {
+		dl = time.Now().Add(memScriptBudget)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	L := r.newState()
+	defer L.Close()
+	L.SetContext(ctx)
+	L.Push(L.NewFunctionFromProto(proto))
+	err := L.PCall(0, 1, nil)
+	if ctx.Err() != nil {
+		return quorum.Value{}, true
+	}
+	if err != nil {
+		return r.scriptError(err), false
+	}
+	return luaToValue(L.Get(-1), 0), false
+}
+
+// scriptError is the reply of a script that raised err: redis.call's
+// error, or an error table, answers its text; anything else is a runtime
+// error.
+func (r *luaRun) scriptError(err error) quorum.Value {
+	var ae *lua.ApiError
+	if !errors.As(err, &ae) {
+		return errorValue("ERR " + err.Error())
+	}
+	switch o := ae.Object.(type) {
+	case *lua.LTable:
+		if e, ok := o.RawGetString("err").(lua.LString); ok {
+			return errorValue(string(e))
+		}
+	case lua.LString:
+		if r.callErr != "" && string(o) == r.callErr {
+			return errorValue(r.callErr)
+		}
+	}
+	return errorValue("ERR " + ae.Object.String())
+}
+
+// luaUnsafe are the globals of the base library a script must not have:
+// they read files, compile code at run time or reach the host.
+var luaUnsafe = []string{"dofile", "loadfile", "load", "loadstring", "module", "require",
+	"print", "newproxy", "_printregs", "_GOPHER_LUA_VERSION"}
+
+// A script's interpreter starts small (most lock scripts need a few
+// dozen slots) and may grow to these bounds: Redis's own limit on nested
+// calls, and a data stack far past any lock script's.
+const (
+	luaCallDepth   = 200
+	luaRegistryMax = 1 << 20
+)
+
+// newState is a fresh interpreter with the safe libraries, KEYS, ARGV
+// and redis. A fresh one per run means no script sees another's globals.
+func (r *luaRun) newState() *lua.LState {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, RegistrySize: 256, RegistryMaxSize: luaRegistryMax,
+		CallStackSize: luaCallDepth, MinimizeStackMemory: true})
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.StringLibName, lua.OpenString},
+		{lua.TabLibName, lua.OpenTable}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	for _, name := range luaUnsafe {
+		L.SetGlobal(name, lua.LNil)
+	}
+	if str, ok := L.GetGlobal("string").(*lua.LTable); ok {
+		str.RawSetString("rep", L.NewFunction(luaStrRep))
+		str.RawSetString("byte", L.NewFunction(luaStrByte))
+		if gsub, ok := str.RawGetString("gsub").(*lua.LFunction); ok && gsub.GFunction != nil {
+			str.RawSetString("gsub", L.NewFunction(boundedGsub(gsub.GFunction)))
+		}
+	}
+	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
+	L.SetGlobal("KEYS", stringsTable(L, r.s.c.Keys))
+	L.SetGlobal("ARGV", stringsTable(L, r.s.c.Args))
+	L.SetGlobal("redis", r.redisTable(L))
+	protectGlobals(L)
+	return L
+}
+
+// protectGlobals makes reading or creating an undefined global an error,
+// as Redis 7 does, so that a script behaves alike on both kinds of node.
+func protectGlobals(L *lua.LState) {
+	mt := L.NewTable()
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	}))
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckString(2))
+		return 0
+	}))
+	L.SetMetatable(L.G.Global, mt)
+}
+
+// luaRepMax bounds string.rep, whose result the interpreter allocates in
+// one step that no deadline interrupts.
+const luaRepMax = 64 << 20
+
+func luaStrRep(L *lua.LState) int {
+	str, n := L.CheckString(1), L.CheckInt(2)
+	if n > 0 && len(str) > 0 && n > luaRepMax/len(str) {
+		L.RaiseError("string.rep: result too large")
+	}
+	L.Push(lua.LString(strings.Repeat(str, max(n, 0))))
+	return 1
+}
+
+// boundedGsub refuses a string replacement whose result could pass
+// luaRepMax: each match of s expands to at most len(repl) times itself.
+// A function or table replacement runs Lua, which the deadline stops.
+func boundedGsub(gsub lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		s := L.CheckString(1)
+		if repl, ok := L.Get(3).(lua.LString); ok && (len(s)+1)*len(repl) > luaRepMax {
+			L.RaiseError("string.gsub: result too large")
+		}
+		return gsub(L)
+	}
+}
+
+// luaMaxResults bounds what one call of unpack or string.byte returns,
+// as Lua 5.1's stack limit does: the interpreter pushes them in one step
+// that no deadline interrupts.
+const luaMaxResults = 8000
+
+func luaUnpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	i, j := L.OptInt(2, 1), L.OptInt(3, t.Len())
+	return pushRange(L, i, j, "too many results to unpack", func(k int) lua.LValue { return t.RawGetInt(k) })
+}
+
+func luaStrByte(L *lua.LState) int {
+	s := L.CheckString(1)
+	i := L.OptInt(2, 1)
+	j := L.OptInt(3, i)
+	if i < 0 {
+		i = max(len(s)+i+1, 1)
+	}
+	if j < 0 {
+		j = len(s) + j + 1
+	}
+	i, j = max(i, 1), min(j, len(s))
+	return pushRange(L, i, j, "string slice too long", func(k int) lua.LValue { return lua.LNumber(s[k-1]) })
+}
+
+// pushRange pushes at(i)…at(j), refusing more than luaMaxResults.
+func pushRange(L *lua.LState, i, j int, tooMany string, at func(int) lua.LValue) int {
+	if i > j {
+		return 0
+	}
+	if n := j - i; n < 0 || n >= luaMaxResults { // n < 0: it overflowed
+		L.RaiseError("%s", tooMany)
+	}
+	for k := i; k <= j; k++ {
+		L.Push(at(k))
+	}
+	return j - i + 1
+}
+
+func stringsTable(L *lua.LState, ss []string) *lua.LTable {
+	t := L.CreateTable(len(ss), 0)
+	for i, s := range ss {
+		t.RawSetInt(i+1, lua.LString(s))
+	}
+	return t
+}
+
+// redisTable is the script's redis library.
+func (r *luaRun) redisTable(L *lua.LState) *lua.LTable {
+	t := L.NewTable()
+	L.SetFuncs(t, map[string]lua.LGFunction{
+		"call":               func(L *lua.LState) int { return r.call(L, true) },
+		"pcall":              func(L *lua.LState) int { return r.call(L, false) },
+		"error_reply":        func(L *lua.LState) int { return replyTable(L, "err") },
+		"status_reply":       func(L *lua.LState) int { return replyTable(L, "ok") },
+		"sha1hex":            luaSHA1Hex,
+		"log":                luaLog,
+		"setresp":            luaSetResp,
+		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		// The node replicates nothing: a script's effects are its own.
+		"set_repl": func(L *lua.LState) int { L.CheckInt(1); return 0 },
+	})
+	for i, name := range []string{"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"} {
+		t.RawSetString(name, lua.LNumber(i))
+	}
+	for name, v := range map[string]int{"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
+		t.RawSetString(name, lua.LNumber(v))
+	}
+	return t
+}
+
+// call is redis.call (raise: an error reply raises its text, which a
+// Lua pcall catches as a string, as on Redis 7) and redis.pcall (it
+// returns the error as a table).
+func (r *luaRun) call(L *lua.LState, raise bool) int {
+	args, msg := luaArgs(L)
+	v := errorValue(msg)
+	if msg == "" {
+		v = r.command(args)
+	}
+	if raise && v.Kind == quorum.ErrorValue {
+		r.callErr = v.Str
+		L.Error(lua.LString(v.Str), 0)
+	}
+	L.Push(valueToLua(L, v))
+	return 1
+}
+
+// luaArgs reads a redis.call's arguments: strings, or numbers as Redis
+// prints them. msg is the error when they are not.
+func luaArgs(L *lua.LState) ([]string, string) {
+	n := L.GetTop()
+	if n == 0 {
+		return nil, "ERR Please specify at least one argument for this redis lib call"
+	}
+	args := make([]string, n)
+	for i := range args {
+		switch v := L.Get(i + 1).(type) {
+		case lua.LString:
+			args[i] = string(v)
+		case lua.LNumber:
+			args[i] = luaNumberArg(v)
+		default:
+			return nil, "ERR Lua redis lib command arguments must be strings or integers"
+		}
+	}
+	return args, ""
+}
+
+// luaNumberArg prints a number argument as Redis does: an integer as one,
+// anything else with 17 significant digits.
+func luaNumberArg(n lua.LNumber) string {
+	f := float64(n)
+	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', 17, 64)
+}
+
+func replyTable(L *lua.LState, field string) int {
+	t := L.CreateTable(0, 1)
+	t.RawSetString(field, lua.LString(L.CheckString(1)))
+	L.Push(t)
+	return 1
+}
+
+func luaSHA1Hex(L *lua.LState) int {
+	sum := sha1.Sum([]byte(L.CheckString(1)))
+	L.Push(lua.LString(hex.EncodeToString(sum[:])))
+	return 1
+}
+
+// luaLog takes redis.log's lines to the default logger at debug level:
+// the same line comes from every node of the quorum.
+func luaLog(L *lua.LState) int {
+	if L.GetTop() < 2 {
+		L.RaiseError("redis.log() requires two arguments or more.")
+	}
+	L.CheckInt(1)
+	parts := make([]string, 0, L.GetTop()-1)
+	for i := 2; i <= L.GetTop(); i++ {
+		parts = append(parts, L.CheckString(i))
+	}
+	slog.Debug(strings.Join(parts, " "), "component", "script")
+	return 0
+}
+
+// luaSetResp accepts RESP2 only: the node converts replies as RESP2 does.
+func luaSetResp(L *lua.LState) int {
+	switch L.CheckInt(1) {
+	case 2:
+		return 0
+	case 3:
+		L.RaiseError("RESP3 is not supported by the in-memory node's scripts")
+	default:
+		L.RaiseError("RESP version must be 2 or 3.")
+	}
+	return 0
+}
+
+// luaMaxDepth bounds the nesting of a reply table, so that a table that
+// holds itself is an error and not an endless conversion.
+const luaMaxDepth = 64
+
+// luaToValue converts a script's reply as Redis 7 does.
+func luaToValue(lv lua.LValue, depth int) quorum.Value {
+	switch v := lv.(type) {
+	case lua.LString:
+		return quorum.Value{Kind: quorum.BulkValue, Str: string(v)}
+	case lua.LNumber:
+		return quorum.Value{Kind: quorum.IntValue, Int: int64(v)}
+	case lua.LBool:
+		if v {
+			return quorum.Value{Kind: quorum.IntValue, Int: 1}
+		}
+	case *lua.LTable:
+		return tableToValue(v, depth)
+	}
+	return quorum.Value{Kind: quorum.NilValue}
+}
+
+func tableToValue(t *lua.LTable, depth int) quorum.Value {
+	if depth >= luaMaxDepth {
+		return errorValue("ERR reached lua stack limit")
+	}
+	if e, ok := t.RawGetString("err").(lua.LString); ok {
+		return errorValue(string(e))
+	}
+	if s, ok := t.RawGetString("ok").(lua.LString); ok {
+		return quorum.Value{Kind: quorum.StatusValue, Str: string(s)}
+	}
+	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{}}
+	for i := 1; ; i++ {
+		e := t.RawGetInt(i)
+		if e == lua.LNil {
+			return arr
+		}
+		arr.Elems = append(arr.Elems, luaToValue(e, depth+1))
+	}
+}
+
+// valueToLua converts a command's reply for the script as Redis 7 does.
+func valueToLua(L *lua.LState, v quorum.Value) lua.LValue {
+	switch v.Kind {
+	case quorum.IntValue:
+		return lua.LNumber(v.Int)
+	case quorum.BulkValue:
+		return lua.LString(v.Str)
+	case quorum.StatusValue:
+		return fieldTable(L, "ok", v.Str)
+	case quorum.ErrorValue:
+		return fieldTable(L, "err", v.Str)
+	case quorum.ArrayValue:
+		t := L.CreateTable(len(v.Elems), 0)
+		for i, e := range v.Elems {
+			t.RawSetInt(i+1, valueToLua(L, e))
+		}
+		return t
+	}
+	return lua.LFalse
+}
+
+func fieldTable(L *lua.LState, field, s string) *lua.LTable {
+	t := L.CreateTable(0, 1)
+	t.RawSetString(field, lua.LString(s))
+	return t
+}
+
+func errorValue(msg string) quorum.Value {
+	return quorum.Value{Kind: quorum.ErrorValue, Str: msg}
+}
+
+// luaProtos caches compiled scripts by SHA1 for every node of the
+// process: a compiled function is read-only and shared by interpreters.
+var luaProtos struct {
+	sync.Mutex
+	m map[string]luaProto
+}
+
+type luaProto struct {
+	src   string
+	proto *lua.FunctionProto
+}
+
+// luaProtosMax bounds the cache; past it an arbitrary entry makes room.
+const luaProtosMax = 1024
+
+// compileScript returns sc compiled, from the cache when a script of the
+// same SHA1 and text was compiled before.
+func compileScript(sc *quorum.Script) (*lua.FunctionProto, error) {
+	luaProtos.Lock()
+	p, ok := luaProtos.m[sc.SHA]
+	luaProtos.Unlock()
+	if ok && p.src == sc.Src {
+		return p.proto, nil
+	}
+	proto, err := compileLua(sc.Src)
+	if err != nil {
+		return nil, err
+	}
+	luaProtos.Lock()
+	defer luaProtos.Unlock()
+	if luaProtos.m == nil {
+		luaProtos.m = make(map[string]luaProto)
+	}
+	if len(luaProtos.m) >= luaProtosMax {
+		for k := range luaProtos.m {
+			delete(luaProtos.m, k)
+			break
+		}
+	}
+	luaProtos.m[sc.SHA] = luaProto{src: sc.Src, proto: proto}
+	return proto, nil
+}
+
+// compileLua parses and compiles src; a panic of the parser on some
+// input is a compile error, never the node's crash.
+func compileLua(src string) (proto *lua.FunctionProto, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	chunk, err := parse.Parse(strings.NewReader(src), luaChunkName)
+	if err != nil {
+		return nil, err
+	}
+	return lua.Compile(chunk, luaChunkName)
+}

@@ -1,0 +1,163 @@
+package backend
+
+import (
+	"slices"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// memState is a key as a script found or left it: absent, a string, or a
+// hash (a copy), with its expiry.
+type memState struct {
+	present bool
+	str     string
+	hash    *memHash // nil for a string
+	expires time.Time
+}
+
+func (a memState) equal(b memState) bool {
+	switch {
+	case a.present != b.present:
+		return false
+	case !a.present:
+		return true
+	case (a.hash == nil) != (b.hash == nil):
+		return false
+	case a.hash != nil:
+		return a.hash.equal(b.hash)
+	}
+	return a.str == b.str && a.expires.Equal(b.expires)
+}
+
+// evalRecord is how a marked Eval found and left the keys it wrote, kept
+// until expires for UndoEval.
+type evalRecord struct {
+	expires time.Time
+	keys    []evalKey
+}
+
+type evalKey struct {
+	key           string // the node's key
+	before, after memState
+}
+
+// stateOf reads key's live state, copying a hash so that later writes do
+// not change it.
+func (s *memOp) stateOf(key string) memState {
+	if e, ok := s.m.keys[key]; ok {
+		if !s.now.Before(e.expires) {
+			delete(s.m.keys, key)
+			return memState{}
+		}
+		return memState{present: true, str: e.token, expires: e.expires}
+	}
+	if h := s.m.lookupHash(key, s.now); h != nil {
+		return memState{present: true, hash: h.clone(), expires: h.expires}
+	}
+	return memState{}
+}
+
+// restore puts key back to st. Deleting a key that a script created is a
+// release, announced to its waiters like any other.
+func (s *memOp) restore(key string, st memState) {
+	switch {
+	case !st.present:
+		s.dropPhys(key, true)
+	case st.hash != nil:
+		s.m.putHash(key, st.hash.clone())
+		s.m.wrote()
+	default:
+		s.m.store(key, st.str, st.expires)
+	}
+}
+
+// undoEval is quorum.UndoEval.
+func (s *memOp) undoEval() quorum.Reply {
+	rec := s.m.scripts.records[s.c.Mark]
+	if rec == nil || !s.now.Before(rec.expires) {
+		delete(s.m.scripts.records, s.c.Mark)
+		return quorum.Reply{}
+	}
+	delete(s.m.scripts.records, s.c.Mark)
+	undone := false
+	for _, k := range rec.keys {
+		if k.before.equal(k.after) || !s.stateOf(k.key).equal(k.after) {
+			continue // unchanged by the script, or changed since
+		}
+		s.restore(k.key, k.before)
+		undone = true
+	}
+	return quorum.Reply{OK: undone}
+}
+
+// rollback puts back every key a script stopped at its deadline wrote, so
+// that a late answer leaves nothing behind, and forgets the releases it
+// would have announced.
+func (r *luaRun) rollback() {
+	for i := len(r.touched) - 1; i >= 0; i-- {
+		r.s.restore(r.touched[i].key, r.touched[i].before)
+	}
+	r.s.announce = nil
+}
+
+// finish gives every key the script left without expiry the command's
+// Limit, records the run at Mark, and returns the longest ttl among the
+// keys it wrote (negative when one keeps no expiry).
+func (r *luaRun) finish() time.Duration {
+	s := r.s
+	var longest time.Duration
+	keys := make([]evalKey, 0, len(r.touched))
+	for _, t := range r.touched {
+		after := s.stateOf(t.key)
+		if after.present && after.expires.Equal(memNoExpiry) && s.c.Limit > 0 {
+			after.expires = s.now.Add(s.c.Limit)
+			r.setExpiry(t.key, after.expires)
+		}
+		if after.present {
+			longest = longerTTL(longest, after.expires.Sub(s.now), after.expires.Equal(memNoExpiry))
+		}
+		keys = append(keys, evalKey{key: t.key, before: t.before, after: after})
+	}
+	if s.c.Mark != "" {
+		r.record(keys)
+	}
+	return longest
+}
+
+func longerTTL(cur, ttl time.Duration, none bool) time.Duration {
+	if none || cur < 0 {
+		return -1
+	}
+	return max(cur, ttl)
+}
+
+// record keeps keys at Mark for TTL. A repeated Eval of one mark keeps
+// the earliest before-state of each key, so the undo goes back to where
+// the first run started.
+func (r *luaRun) record(keys []evalKey) {
+	s := r.s
+	if old := s.m.scripts.records[s.c.Mark]; old != nil && s.now.Before(old.expires) {
+		keys = mergeRecord(old.keys, keys)
+	}
+	if s.m.scripts.records == nil {
+		s.m.scripts.records = make(map[string]*evalRecord)
+	}
+	s.m.scripts.records[s.c.Mark] = &evalRecord{expires: s.now.Add(s.c.TTL), keys: keys}
+	s.m.wrote()
+}
+
+// mergeRecord is the record of two runs of one mark: the first run's
+// before-states, the last state of each key.
+func mergeRecord(old, cur []evalKey) []evalKey {
+	merged := append([]evalKey(nil), old...)
+	for _, k := range cur {
+		i := slices.IndexFunc(merged, func(o evalKey) bool { return o.key == k.key })
+		if i < 0 {
+			merged = append(merged, k)
+			continue
+		}
+		merged[i].after = k.after
+	}
+	return merged
+}

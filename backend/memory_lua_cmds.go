@@ -34,7 +34,7 @@ func init() {
 		"hsetnx": {4, (*luaRun).hsetnx}, "hdel": {-3, (*luaRun).hdel}, "hexists": {3, (*luaRun).hexists},
 		"hincrby": {4, (*luaRun).hincrby}, "hlen": {2, (*luaRun).hlen}, "hgetall": {2, (*luaRun).hgetall},
 		"hkeys": {2, (*luaRun).hkeys}, "hvals": {2, (*luaRun).hvals}, "hmget": {-3, (*luaRun).hmget},
-		"publish": {3, (*luaRun).publish}, "select": {2, (*luaRun).selectDB},
+		"publish": {3, (*luaRun).publish}, "spublish": {3, (*luaRun).publish}, "select": {2, (*luaRun).selectDB},
 	}
 }
 

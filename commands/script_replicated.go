@@ -29,6 +29,10 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 			return
 		}
 	}
+	if err := scriptcheck.ArgNamesOK(e.info, args); err != nil {
+		c.w.WriteError(checkRefusal(err))
+		return
+	}
 	db, ok := scriptDB(c.s.DB(), e.info, args)
 	if !ok {
 		c.w.WriteError(msgDBIndex)

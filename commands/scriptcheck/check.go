@@ -33,6 +33,9 @@ type Info struct {
 	DB    int
 	// Publishes: the script calls PUBLISH (its channel is not a key).
 	Publishes bool
+	// NameArgs are the n of every ARGV[n] the script uses as a command
+	// name; ArgNamesOK checks their values when the script is run.
+	NameArgs []int
 }
 
 // Limits on what Check reads: Check runs once per new script body, but a

@@ -42,7 +42,8 @@ var admitted = map[string]allowed{
 	"HINCRBY": {keyFirst, true}, "HLEN": {keyFirst, false}, "HGETALL": {keyFirst, false},
 	"HKEYS": {keyFirst, false}, "HVALS": {keyFirst, false}, "HMGET": {keyFirst, false},
 	// pub/sub: what lock libraries wake their waiters with
-	"PUBLISH": {keyNone, false},
+	"PUBLISH":  {keyNone, false},
+	"SPUBLISH": {keyNone, false},
 }
 
 // family is a group of refused commands with the reason they are refused.

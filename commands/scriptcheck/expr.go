@@ -2,6 +2,7 @@ package scriptcheck
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -248,7 +249,8 @@ func (w *walker) command(c *ast.FuncCallExpr) {
 	}
 	lit, ok := c.Args[0].(*ast.StringExpr)
 	if !ok {
-		fail("a command name computed at run time")
+		w.namedByArg(c)
+		return
 	}
 	name := strings.ToUpper(lit.Value)
 	if name == "SELECT" {
@@ -272,6 +274,48 @@ func (w *walker) command(c *ast.FuncCallExpr) {
 		w.expr(arg, useValue)
 	}
 }
+
+// namedByArg checks a call whose command name is ARGV[n] (Redisson's
+// unlock publishes with the command its client passes: PUBLISH, or
+// SPUBLISH in sharded mode). Such a call may only publish: its arguments
+// are values, and the proxy checks ARGV[n] when the script is run
+// (Info.NameArgs).
+func (w *walker) namedByArg(c *ast.FuncCallExpr) {
+	a, ok := c.Args[0].(*ast.AttrGetExpr)
+	n, isArg := 0, ok && w.global(a.Object, "ARGV")
+	if isArg {
+		n, isArg = w.argvIndex(a)
+	}
+	if !isArg {
+		fail("a command name computed at run time")
+	}
+	w.sawCommand = true
+	w.info.Publishes = true
+	if !slices.Contains(w.info.NameArgs, n) {
+		w.info.NameArgs = append(w.info.NameArgs, n)
+	}
+	for _, arg := range c.Args[1:] {
+		w.expr(arg, useValue)
+	}
+}
+
+// ArgNamesOK reports whether the ARGV values that name commands
+// (Info.NameArgs) name only a publish; args are the script's ARGV. The
+// error names the first that does not, ready to be a RESP error.
+func ArgNamesOK(info Info, args []string) error {
+	for _, n := range info.NameArgs {
+		if n > len(args) {
+			return refuse(fmt.Sprintf("ARGV[%d] names a command but is missing", n))
+		}
+		if name := strings.ToUpper(args[n-1]); !publishNames[name] {
+			return refuse(fmt.Sprintf("command '%s' named by ARGV[%d]: only PUBLISH or SPUBLISH may be named by an argument", clip(args[n-1]), n))
+		}
+	}
+	return nil
+}
+
+// publishNames are the commands an argument may name.
+var publishNames = map[string]bool{"PUBLISH": true, "SPUBLISH": true}
 
 // keyArg checks the argument of a key position: derived from KEYS, or
 // unpack(KEYS) as the last argument (every value it adds is a key).

@@ -15,7 +15,7 @@ import (
 // and no literal of a seed holds.
 var (
 	sandboxKeys = []string{"\x01key-one", "\x01key-two", "\x01key-three"}
-	sandboxArgv = []string{"1", "1000", "argv-three"}
+	sandboxArgv = []string{"1", "1000", "argv-three", "publish"}
 )
 
 // sandboxRun runs an admitted script in gopher-lua with a redis.call and
@@ -187,7 +187,10 @@ func FuzzCheck(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		_, err := Check(src)
+		info, err := Check(src)
+		if err == nil {
+			err = ArgNamesOK(info, sandboxArgv) // the proxy's check at run time
+		}
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\r\n") {
 				t.Fatalf("error %q is not one line", err)
@@ -207,13 +210,14 @@ func TestSandboxSeesViolations(t *testing.T) {
 		`redis.call('GET', 'foo')`,
 		`redis.call('ZADD', KEYS[1], 1, 'x')`,
 		`redis.call('DEL', KEYS[1], ARGV[1])`,
+		`redis.call(ARGV[1], KEYS[1])`,
 	} {
 		if v := sandboxRun(src); len(v) == 0 {
 			t.Errorf("the sandbox saw nothing wrong in %q", src)
 		}
 	}
 	for _, src := range fuzzSeeds(t) {
-		if _, err := Check(src); err == nil {
+		if info, err := Check(src); err == nil && ArgNamesOK(info, sandboxArgv) == nil {
 			if v := sandboxRun(src); len(v) > 0 {
 				t.Errorf("admitted seed %q ran %v", src, v)
 			}

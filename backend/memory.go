@@ -46,6 +46,7 @@ type Memory struct {
 
 	delayed  delayQueue
 	releases releaseWatchers
+	pubsub   memPubSub
 }
 
 type entry struct {
@@ -104,10 +105,13 @@ func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
-// marked keys. A Memory node has no server to identify.
+// marked keys, w.Message of the messages published on the node. A Memory node has no server to identify.
 func (m *Memory) Watch(w quorum.Watcher) bool {
 	if w.Released != nil {
 		m.releases.add(w.Released)
+	}
+	if w.Message != nil {
+		m.pubsub.addWatcher(w.Message)
 	}
 	return false
 }
@@ -174,6 +178,7 @@ func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 	for _, k := range s.announce {
 		m.releases.notify(k)
 	}
+	m.pubsub.deliver(s.published)
 	return rep
 }
 

@@ -52,6 +52,11 @@ type redisWatch struct {
 	releases []func(key string)
 	servers  []func(quorum.ServerInfo)
 	sub      net.Conn // the subscription's connection, closed by stop
+	subbing  bool     // the subscription loop runs
+
+	// clients are the clients' pub/sub subscriptions, which share the
+	// subscription connection with the release channel.
+	clients clientSubs
 }
 
 // newRedisWatch returns the watch of a node; its connection settings are
@@ -83,10 +88,14 @@ func (r *Redis) Watch(in quorum.Watcher) bool {
 	}
 	if in.Released != nil {
 		w.releases = append(w.releases, in.Released)
-		if len(w.releases) == 1 {
-			w.wg.Add(1)
-			go w.subscribeLoop()
-		}
+	}
+	if in.Message != nil {
+		w.clients.addWatcher(in.Message)
+	}
+	if (in.Released != nil || in.Message != nil) && !w.subbing {
+		w.subbing = true
+		w.wg.Add(1)
+		go w.subscribeLoop()
 	}
 	if in.Server != nil {
 		w.servers = append(w.servers, in.Server)
@@ -234,9 +243,10 @@ func (w *redisWatch) lookedAt(text string, err error) error {
 	return nil
 }
 
-// subscribeLoop delivers the keys announced on the release channel over a
-// connection of its own, reconnecting (and resubscribing) whenever it
-// fails, until the node is closed.
+// subscribeLoop delivers the keys announced on the release channel, and
+// the messages of the clients' subscriptions, over a connection of its
+// own, reconnecting (and resubscribing) whenever it fails, until the node
+// is closed.
 func (w *redisWatch) subscribeLoop() {
 	defer w.wg.Done()
 	for {
@@ -265,7 +275,8 @@ func (w *redisWatch) subscribe() {
 	c := &conn{nc: nc}
 	heard := time.Now()
 	_ = nc.SetWriteDeadline(heard.Add(w.interval))
-	if c.write("subscribe", w.channel) != nil {
+	defer w.clients.disconnected()
+	if w.clients.connected(c, w.channel) != nil {
 		return
 	}
 	for {
@@ -278,8 +289,7 @@ func (w *redisWatch) subscribe() {
 		case !isTimeout(err) || time.Since(heard) >= 3*w.interval:
 			return
 		default:
-			_ = nc.SetWriteDeadline(time.Now().Add(w.interval))
-			if c.write("ping") != nil {
+			if w.clients.ping(c, time.Now().Add(w.interval)) != nil {
 				return
 			}
 		}
@@ -298,11 +308,24 @@ func (w *redisWatch) setSub(nc net.Conn) bool {
 	return true
 }
 
-// pushed reads one push of the subscription: a message carries a released
-// key; the subscribe confirmation and pongs only show the link is alive.
+// pushed reads one push of the subscription: a message on the release
+// channel carries a released key; other messages are the clients';
+// confirmations answer the Subscribe or Unsubscribe that waits for them;
+// pongs only show the link is alive.
 func (w *redisWatch) pushed(rep reply) {
-	if rep.kind == '*' && len(rep.elems) == 3 && rep.elems[0].str == "message" {
-		w.deliver(rep.elems[2].str)
+	if rep.kind != '*' || len(rep.elems) < 3 {
+		return
+	}
+	e := rep.elems
+	switch kind := e[0].str; {
+	case kind == "message" && e[1].str == w.channel:
+		w.deliver(e[2].str)
+	case kind == "message":
+		w.clients.deliver(e[1].str, "", e[2].str)
+	case kind == "pmessage" && len(e) == 4:
+		w.clients.deliver(e[2].str, e[1].str, e[3].str)
+	case e[2].kind == ':':
+		w.clients.confirmed(kind, e[1].str)
 	}
 }
 

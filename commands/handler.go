@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlockd/redlockd/pubsub"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -64,12 +65,14 @@ type Handler struct {
 	nconns   atomic.Int64
 	stats    stats
 	bound    bindings // locks bound to a connection (session_locks.go)
+	hub      *pubsub.Hub
 }
 
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
-	return &Handler{cluster: cluster, opts: opts, started: time.Now()}
+	hub := pubsub.New(cluster.Nodes(), pubsub.Options{NodeTimeout: cluster.Config().NodeTimeout})
+	return &Handler{cluster: cluster, opts: opts, started: time.Now(), hub: hub}
 }
 
 // NewSession starts the state of one client connection from addr.
@@ -95,6 +98,7 @@ func (h *Handler) CloseSession(s *Session) {
 		return
 	}
 	s.cancel()
+	h.unsubscribeAll(s)
 	h.releaseSessionLocks(s)
 	h.nconns.Add(-1)
 }

@@ -1,0 +1,197 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// errSubDown answers a Subscribe or Unsubscribe while the node's
+// subscription connection is down: the change is kept and made on the
+// server when the connection is back.
+var errSubDown = errors.New("subscription connection down; restored on reconnect")
+
+// subTopic is a channel or a pattern the node is subscribed to.
+type subTopic struct {
+	pattern bool
+	name    string
+}
+
+// verb is the command that subscribes (on) or unsubscribes the topic.
+func (t subTopic) verb(on bool) string {
+	v := "subscribe"
+	if !on {
+		v = "unsubscribe"
+	}
+	if t.pattern {
+		v = "p" + v
+	}
+	return v
+}
+
+// subWait is a Subscribe or Unsubscribe waiting for the server's
+// confirmation, answered once: by it, by its deadline, or by the loss of
+// the connection.
+type subWait struct {
+	once  sync.Once
+	rcv   quorum.Receiver
+	timer *time.Timer
+}
+
+func (sw *subWait) answer(rep quorum.Reply) {
+	sw.once.Do(func() {
+		if sw.timer != nil {
+			sw.timer.Stop()
+		}
+		sw.rcv.Receive(rep)
+	})
+}
+
+// clientSubs are the node's subscriptions for the clients' pub/sub,
+// carried by the subscription connection beside the release channel.
+type clientSubs struct {
+	mu      sync.Mutex
+	c       *conn // the live subscription connection; nil while down
+	counts  map[subTopic]int
+	waiting map[string][]*subWait // by verb and name, oldest first
+	message []func(channel, pattern, payload string)
+}
+
+// change runs a Subscribe (on) or an Unsubscribe of cmd's topic.
+func (s *clientSubs) change(deadline time.Time, cmd quorum.Cmd, on bool, rcv quorum.Receiver) {
+	t := subTopic{pattern: cmd.N == 1, name: cmd.Key}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil {
+		s.counts = make(map[subTopic]int)
+	}
+	n := s.counts[t]
+	switch {
+	case on:
+		s.counts[t] = n + 1
+	case n > 1:
+		s.counts[t] = n - 1
+	case n == 1:
+		delete(s.counts, t)
+	}
+	if (on && n > 0) || (!on && n != 1) {
+		rcv.Receive(quorum.Reply{OK: true}) // the server's state is unchanged
+		return
+	}
+	if s.c == nil {
+		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", t.verb(on), errSubDown)})
+		return
+	}
+	s.send(deadline, t.verb(on), t.name, rcv)
+}
+
+// send writes one (un)subscription and waits for its confirmation; s.mu
+// is held. A failed write closes the connection, which the subscription
+// loop then reconnects (and subscribes again).
+func (s *clientSubs) send(deadline time.Time, verb, name string, rcv quorum.Receiver) {
+	sw := &subWait{rcv: rcv}
+	key := verb + " " + name
+	if s.waiting == nil {
+		s.waiting = make(map[string][]*subWait)
+	}
+	s.waiting[key] = append(s.waiting[key], sw)
+	if !deadline.IsZero() {
+		err := fmt.Errorf("backend: %s: no confirmation by the deadline: %w", verb, context.DeadlineExceeded)
+		sw.timer = time.AfterFunc(time.Until(deadline), func() { sw.answer(quorum.Reply{Err: err}) })
+		_ = s.c.nc.SetWriteDeadline(deadline)
+	}
+	if err := s.c.write(verb, name); err != nil {
+		_ = s.c.nc.Close()
+	}
+}
+
+// connected makes c the subscription connection and subscribes it to
+// every topic, with the release channel when there is one ("" for none).
+func (s *clientSubs) connected(c *conn, release string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c = c
+	chans, pats := []string{"subscribe"}, []string{"psubscribe"}
+	if release != "" {
+		chans = append(chans, release)
+	}
+	for t := range s.counts {
+		if t.pattern {
+			pats = append(pats, t.name)
+		} else {
+			chans = append(chans, t.name)
+		}
+	}
+	if len(chans) > 1 {
+		if err := c.write(chans...); err != nil {
+			return err
+		}
+	}
+	if len(pats) > 1 {
+		return c.write(pats...)
+	}
+	return nil
+}
+
+// disconnected forgets the connection and fails what waited on it.
+func (s *clientSubs) disconnected() {
+	s.mu.Lock()
+	waiting := s.waiting
+	s.c, s.waiting = nil, nil
+	s.mu.Unlock()
+	for key, ws := range waiting {
+		for _, sw := range ws {
+			sw.answer(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", key, errSubDown)})
+		}
+	}
+}
+
+// ping writes a PING on the live connection, under the lock that orders
+// every write of it.
+func (s *clientSubs) ping(c *conn, deadline time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = c.nc.SetWriteDeadline(deadline)
+	return c.write("ping")
+}
+
+// confirmed answers the oldest change waiting for the server's
+// confirmation rep (["subscribe", name, count] and the like).
+func (s *clientSubs) confirmed(verb, name string) {
+	key := verb + " " + name
+	s.mu.Lock()
+	ws := s.waiting[key]
+	var sw *subWait
+	if len(ws) > 0 {
+		sw = ws[0]
+		if len(ws) == 1 {
+			delete(s.waiting, key)
+		} else {
+			s.waiting[key] = ws[1:]
+		}
+	}
+	s.mu.Unlock()
+	if sw != nil {
+		sw.answer(quorum.Reply{OK: true})
+	}
+}
+
+func (s *clientSubs) addWatcher(fn func(channel, pattern, payload string)) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.message = append(s.message, fn)
+	return len(s.message)
+}
+
+func (s *clientSubs) deliver(channel, pattern, payload string) {
+	s.mu.Lock()
+	fns := s.message
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(channel, pattern, payload)
+	}
+}

@@ -52,7 +52,8 @@ type Message struct {
 }
 
 // Subscriber takes the messages of its topics. Deliver runs on the
-// goroutine of the node that delivered the message and must not block.
+// goroutine of the node that delivered the message, under the Hub's lock:
+// it must not block nor call the Hub.
 type Subscriber interface{ Deliver(Message) }
 
 // Hub carries the clients' subscriptions over every node. It is safe for
@@ -218,18 +219,17 @@ func (h *Hub) received(i int, channel, pattern, payload string) {
 	}
 	k := keyOf(channel, pattern, payload)
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	ts := h.topics[t]
 	if ts == nil || !h.dedup.first(k, i, h.opts.Now()) {
-		h.mu.Unlock()
 		return
 	}
-	subs := make([]Subscriber, 0, len(ts.subs))
-	for s := range ts.subs {
-		subs = append(subs, s)
-	}
-	h.mu.Unlock()
+	// Delivered under the lock (Deliver does not block): the first copies
+	// of two messages may come from two nodes' goroutines, and the one
+	// found first must be queued first, or subscribers would get
+	// messages out of their publishing order.
 	m := Message{Channel: channel, Pattern: pattern, Payload: payload}
-	for _, s := range subs {
+	for s := range ts.subs {
 		s.Deliver(m)
 	}
 }

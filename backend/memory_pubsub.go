@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/redlockd/redlockd/internal/glob"
@@ -42,23 +43,28 @@ func (p *memPubSub) change(t subTopic, on bool) {
 	}
 }
 
-// matches lists the deliveries of a message on channel and counts its
-// receivers as the server counts subscribed connections.
+// matches lists the deliveries of a message on channel, the channel's
+// first and then the patterns' (sorted), as Redis sends "message" before
+// "pmessage"; it counts its receivers as the server counts subscribed
+// connections.
 func (p *memPubSub) matches(channel, payload string) ([]memMessage, int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []memMessage
-	var n int64
+	n := int64(p.counts[subTopic{name: channel}])
+	if n > 0 {
+		out = append(out, memMessage{channel, "", payload})
+	}
+	var pats []string
 	for t, c := range p.counts {
-		switch {
-		case !t.pattern && t.name == channel:
-			out = append(out, memMessage{channel, "", payload})
-		case t.pattern && glob.Match(t.name, channel):
-			out = append(out, memMessage{channel, t.name, payload})
-		default:
-			continue
+		if t.pattern && glob.Match(t.name, channel) {
+			pats = append(pats, t.name)
+			n += int64(c)
 		}
-		n += int64(c)
+	}
+	slices.Sort(pats)
+	for _, pat := range pats {
+		out = append(out, memMessage{channel, pat, payload})
 	}
 	return out, n
 }

@@ -84,8 +84,13 @@ func (o *outbox) signal() {
 	}
 }
 
-// hold stops (true) or resumes (false) the writing of messages.
+// hold stops (true) or resumes (false) the writing of messages. A
+// connection state made without an outbox (tests that drive serveBatch
+// directly) has none to hold.
 func (o *outbox) hold(on bool) {
+	if o == nil {
+		return
+	}
 	o.mu.Lock()
 	o.held = on
 	o.mu.Unlock()
@@ -96,6 +101,9 @@ func (o *outbox) hold(on bool) {
 
 // close ends the writer once the connection is closed, and waits for it.
 func (o *outbox) close() {
+	if o == nil {
+		return
+	}
 	o.mu.Lock()
 	o.closed = true
 	running := o.running

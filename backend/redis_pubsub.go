@@ -35,20 +35,16 @@ func (t subTopic) verb(on bool) string {
 
 // subWait is a Subscribe or Unsubscribe waiting for the server's
 // confirmation, answered once: by it, by its deadline, or by the loss of
-// the connection.
+// the connection. Its deadline's timer is left to fire (within the node
+// timeout) rather than stopped: the timer may fire before send has even
+// stored it.
 type subWait struct {
-	once  sync.Once
-	rcv   quorum.Receiver
-	timer *time.Timer
+	once sync.Once
+	rcv  quorum.Receiver
 }
 
 func (sw *subWait) answer(rep quorum.Reply) {
-	sw.once.Do(func() {
-		if sw.timer != nil {
-			sw.timer.Stop()
-		}
-		sw.rcv.Receive(rep)
-	})
+	sw.once.Do(func() { sw.rcv.Receive(rep) })
 }
 
 // clientSubs are the node's subscriptions for the clients' pub/sub,
@@ -101,7 +97,7 @@ func (s *clientSubs) send(deadline time.Time, verb, name string, rcv quorum.Rece
 	s.waiting[key] = append(s.waiting[key], sw)
 	if !deadline.IsZero() {
 		err := fmt.Errorf("backend: %s: no confirmation by the deadline: %w", verb, context.DeadlineExceeded)
-		sw.timer = time.AfterFunc(time.Until(deadline), func() { sw.answer(quorum.Reply{Err: err}) })
+		time.AfterFunc(time.Until(deadline), func() { sw.answer(quorum.Reply{Err: err}) })
 		_ = s.c.nc.SetWriteDeadline(deadline)
 	}
 	if err := s.c.write(verb, name); err != nil {

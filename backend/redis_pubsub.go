@@ -10,9 +10,10 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// errSubDown answers a Subscribe or Unsubscribe while the node's
-// subscription connection is down: the change is kept and made on the
-// server when the connection is back.
+// errSubDown is in the error of a Subscribe that the server did not
+// confirm in time (its subscription connection is down or slow): the
+// subscription is kept, and made on the server when the connection is
+// back.
 var errSubDown = errors.New("subscription connection down; restored on reconnect")
 
 // subTopic is a channel or a pattern the node is subscribed to.
@@ -74,21 +75,27 @@ func (s *clientSubs) change(deadline time.Time, cmd quorum.Cmd, on bool, rcv quo
 	case n == 1:
 		delete(s.counts, t)
 	}
-	if (on && n > 0) || (!on && n != 1) {
-		rcv.Receive(quorum.Reply{OK: true}) // the server's state is unchanged
+	if (on && n > 0) || (!on && (n != 1 || s.c == nil)) {
+		// The server's state is unchanged, or (an Unsubscribe while the
+		// connection is down) will be once it reconnects without it.
+		rcv.Receive(quorum.Reply{OK: true})
 		return
 	}
+	s.wait(deadline, t.verb(on), t.name, rcv)
 	if s.c == nil {
-		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", t.verb(on), errSubDown)})
-		return
+		return // connected subscribes it, and its confirmation answers
 	}
-	s.send(deadline, t.verb(on), t.name, rcv)
+	if !deadline.IsZero() {
+		_ = s.c.nc.SetWriteDeadline(deadline)
+	}
+	if err := s.c.write(t.verb(on), t.name); err != nil {
+		_ = s.c.nc.Close() // the loop reconnects, and subscribes again
+	}
 }
 
-// send writes one (un)subscription and waits for its confirmation; s.mu
-// is held. A failed write closes the connection, which the subscription
-// loop then reconnects (and subscribes again).
-func (s *clientSubs) send(deadline time.Time, verb, name string, rcv quorum.Receiver) {
+// wait makes rcv wait for the server's confirmation of verb on name, or
+// for the deadline; s.mu is held.
+func (s *clientSubs) wait(deadline time.Time, verb, name string, rcv quorum.Receiver) {
 	sw := &subWait{rcv: rcv}
 	key := verb + " " + name
 	if s.waiting == nil {
@@ -96,12 +103,8 @@ func (s *clientSubs) send(deadline time.Time, verb, name string, rcv quorum.Rece
 	}
 	s.waiting[key] = append(s.waiting[key], sw)
 	if !deadline.IsZero() {
-		err := fmt.Errorf("backend: %s: no confirmation by the deadline: %w", verb, context.DeadlineExceeded)
+		err := fmt.Errorf("backend: %s: no confirmation by the deadline (%w): %w", verb, errSubDown, context.DeadlineExceeded)
 		time.AfterFunc(time.Until(deadline), func() { sw.answer(quorum.Reply{Err: err}) })
-		_ = s.c.nc.SetWriteDeadline(deadline)
-	}
-	if err := s.c.write(verb, name); err != nil {
-		_ = s.c.nc.Close()
 	}
 }
 
@@ -139,6 +142,8 @@ func (s *clientSubs) disconnected() {
 	waiting := s.waiting
 	s.c, s.waiting = nil, nil
 	s.mu.Unlock()
+	// A Subscribe is kept for the next connection even so: only its
+	// answer is an error.
 	for key, ws := range waiting {
 		for _, sw := range ws {
 			sw.answer(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", key, errSubDown)})

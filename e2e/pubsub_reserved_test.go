@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/redlockd/redlockd/internal/redlocktest"
@@ -58,4 +63,37 @@ func TestPubSubReservedChannels(t *testing.T) {
 	if len(seen) != 0 {
 		t.Errorf("received %q besides the markers", seen)
 	}
+}
+
+// A RESP3 subscriber holding a session lock that hangs up gives back both:
+// its subscription, on the proxy and the backends, and its lock.
+func TestPubSubHangUpWithSessionLock(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	const ch = "session-channel"
+	nc, err := net.Dial("tcp", in.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	io.WriteString(nc, "HELLO 3\r\nSUBSCRIBE "+ch+"\r\nSET sess tok NX\r\n")
+	r := bufio.NewReader(nc)
+	readFrame(t, r)
+	readFrame(t, r)
+	if got := readFrame(t, r); got != "+OK\r\n" {
+		t.Fatalf("SET NX (a session lock) while subscribed: %q", got)
+	}
+	other := in.Client(t, 2)
+	if n := pubsubNumSub(t, other, ch); n != 1 {
+		t.Fatalf("NUMSUB = %d, want 1", n)
+	}
+	nc.Close()
+	waitFor(t, "the hang-up to unsubscribe", func() bool { return pubsubNumSub(t, other, ch) == 0 })
+	for i, s := range in.Backends {
+		waitFor(t, fmt.Sprintf("backend %d to unsubscribe", i), func() bool { return pubsubNumSub(t, s.Client(), ch) == 0 })
+	}
+	waitFor(t, "the session lock released", func() bool {
+		ok, err := other.SetNX(ctxT(t), "sess", "mine", time.Second).Result()
+		return err == nil && ok
+	})
 }

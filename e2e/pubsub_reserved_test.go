@@ -6,8 +6,8 @@ import (
 	"io"
 	"net"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/internal/resptest"

@@ -111,8 +111,7 @@ func TestPubSubPattern(t *testing.T) {
 	ps := subscribe(t, in.Addr, 2, true, "lock:*")
 	publish(t, in.Client(t, 2), "lock:a", "p1")
 	ms := marks(t, in.Backends, "lock:marks")
-	var got []string
-	got = untilMarks(t, ms, func() string {
+	got := untilMarks(t, ms, func() string {
 		m, err := ps.ReceiveMessage(ctxT(t))
 		if err != nil {
 			t.Fatal(err)

@@ -1,17 +1,10 @@
 package proxy
 
-import (
-	"errors"
-	"sync"
-)
+import "sync"
 
 // DefaultMaxPubSubBytes is Options.MaxPubSubBytes's default: Redis's
 // hard client-output-buffer-limit for pub/sub clients.
 const DefaultMaxPubSubBytes = 32 << 20
-
-// errPubSubLimit closes a connection whose undelivered messages exceed
-// Options.MaxPubSubBytes.
-var errPubSubLimit = errors.New("proxy: pub/sub output limit reached")
 
 // outFrame is one message on its way to the client; live says whether
 // the connection still subscribes to it when its turn to be written

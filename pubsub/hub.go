@@ -2,7 +2,6 @@ package pubsub
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -270,15 +269,4 @@ func (h *Hub) Channels(pattern string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// errReserved is for callers that check a topic before subscribing.
-var errReserved = errors.New("pubsub: channel is in redlockd's reserved namespace")
-
-// CheckChannel refuses a channel of the proxy's own.
-func CheckChannel(channel string) error {
-	if strings.HasPrefix(channel, ReservedPrefix) {
-		return errReserved
-	}
-	return nil
 }

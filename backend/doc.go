@@ -17,4 +17,9 @@
 // so commands on one key keep their order on the wire, and is answered by
 // the connection's reader, or failed by the connection's one deadline timer:
 // no goroutine, context or timer per call.
+//
+// Each Cmd runs in its database (Cmd.DB): on Redis, a multiplexer per
+// database whose connections SELECT it once, when they connect
+// (redis_db.go); in memory, the key of another database is its own map key
+// (memKey).
 package backend

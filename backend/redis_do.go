@@ -27,11 +27,16 @@ func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 		return
 	}
 	c := &call{r: r, rcv: rcv, deadline: deadline, kind: cmd.Kind, line: lineKey(&cmd)}
-	if err := c.build(&cmd, r.watch.channel); err != nil {
+	m, err := r.muxFor(cmd.DB)
+	if err == nil {
+		c.m = m
+		err = c.build(&cmd, r.watch.channels[cmd.DB])
+	}
+	if err != nil {
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
 		return
 	}
-	r.mux.submit(&c.req, deadline, c.line, c)
+	m.submit(&c.req, deadline, c.line, c)
 }
 
 // lineKey is the key whose line carries cmd.
@@ -47,6 +52,7 @@ func lineKey(cmd *quorum.Cmd) string {
 type call struct {
 	req      request
 	r        *Redis
+	m        *mux // the multiplexer of the Cmd's database
 	rcv      quorum.Receiver
 	kind     quorum.CmdKind
 	deadline time.Time
@@ -72,7 +78,7 @@ func (c *call) answer(rep reply, err error) {
 		c.evaled = true
 		r := new(request)
 		r.buf = evalForm(c.req.buf, c.s)
-		c.r.mux.submit(r, c.deadline, c.line, c)
+		c.m.submit(r, c.deadline, c.line, c)
 		return
 	}
 	var out quorum.Reply
@@ -134,6 +140,7 @@ func (c *call) ms(d time.Duration) string {
 var (
 	errNoKeys      = errors.New("no keys")
 	errUnknownKind = errors.New("unknown command kind")
+	errBadDB       = errors.New("database index out of range")
 )
 
 // opNames name each kind in errors.

@@ -109,15 +109,12 @@ func (s *clientSubs) wait(deadline time.Time, verb, name string, rcv quorum.Rece
 }
 
 // connected makes c the subscription connection and subscribes it to
-// every topic, with the release channel when there is one ("" for none).
-func (s *clientSubs) connected(c *conn, release string) error {
+// the release channels and every topic.
+func (s *clientSubs) connected(c *conn, release []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.c = c
-	chans, pats := []string{"subscribe"}, []string{"psubscribe"}
-	if release != "" {
-		chans = append(chans, release)
-	}
+	chans, pats := append([]string{"subscribe"}, release...), []string{"psubscribe"}
 	for t := range s.counts {
 		if t.pattern {
 			pats = append(pats, t.name)

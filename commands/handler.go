@@ -75,6 +75,11 @@ func New(cluster *quorum.Cluster, opts Options) *Handler {
 	return &Handler{cluster: cluster, opts: opts, started: time.Now(), hub: hub}
 }
 
+// clusterOf is the lock service of session s's database (SELECT): every
+// lock a command of s takes, reads or releases goes through it. It is read
+// once per command, where the command starts.
+func (h *Handler) clusterOf(s *Session) *quorum.Cluster { return h.cluster.DB(s.DB()) }
+
 // NewSession starts the state of one client connection from addr.
 func (h *Handler) NewSession(addr string) *Session {
 	ctx, cancel := context.WithCancel(context.Background())

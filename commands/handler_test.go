@@ -106,7 +106,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"EVAL", cadScript, "x", "k"}, "-ERR value is not an integer or out of range"},
 		{[]string{"EVAL", cadScript, "3", "k"}, "-ERR Number of keys can't be greater than number of args"},
 		{[]string{"EVAL", cadScript, "-1", "k"}, "-ERR Number of keys can't be negative"},
-		{[]string{"SELECT", "1"}, "-ERR DB index is out of range"},
+		{[]string{"SELECT", "16"}, "-ERR DB index is out of range"},
+		{[]string{"SELECT", "-1"}, "-ERR DB index is out of range"},
+		{[]string{"SELECT", "x"}, "-ERR value is not an integer or out of range"},
 		{[]string{"HELLO", "4"}, "-NOPROTO unsupported protocol version"},
 		{[]string{"PING", "a", "b"}, "-ERR wrong number of arguments for 'ping' command"},
 	}

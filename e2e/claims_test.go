@@ -187,8 +187,8 @@ func TestConnectionCommands(t *testing.T) {
 	if s, err := c.Do(ctx, "SELECT", 0).Text(); err != nil || s != "OK" {
 		t.Fatalf("SELECT 0 = %q, %v", s, err)
 	}
-	_, err := c.Do(ctx, "SELECT", 1).Result()
-	wantErr(t, "SELECT 1", err, "ERR DB index is out of range")
+	_, err := c.Do(ctx, "SELECT", 16).Result()
+	wantErr(t, "SELECT 16", err, "ERR DB index is out of range")
 	_, err = c.Do(ctx, "AUTH", "pw").Result()
 	wantErr(t, "AUTH without requirepass", err, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	if s, err := c.Do(ctx, "AUTH", "default", "pw").Text(); err != nil || s != "OK" {

@@ -15,6 +15,11 @@
 // goroutine waits per node, and the Async operations hand their outcome to
 // a callback, so a caller can keep many rounds in flight.
 //
+// A Cluster works in one database of its nodes (SELECT's 0 to 15): DB(n)
+// is the same Cluster in database n, and its rounds stamp n on every Cmd
+// they send, in one place (round.launch). What the Cluster keeps by lock
+// key (waiters, pending releases) it keeps by database and key.
+//
 // It knows neither RESP nor any Redis client: nodes are reached through the
 // four-method Node interface, whose Cmd kinds list everything a node must
 // do atomically; package backend implements it for Redis and in memory.

@@ -46,10 +46,11 @@ type Watcher struct {
 	// each new connection, before the connection carries any command, and
 	// periodically.
 	Server func(ServerInfo)
-	// Released is called with the key of every release announced on the
-	// node (from this proxy or any other one in front of the same server).
-	// Announcements are hints, never votes: one may be lost.
-	Released func(key string)
+	// Released is called with the database and key of every release
+	// announced on the node (from this proxy or any other one in front of
+	// the same server). Announcements are hints, never votes: one may be
+	// lost.
+	Released func(db int, key string)
 	// Message is called with every message that reaches the node's
 	// client subscriptions (Subscribe): pattern is the subscribed pattern
 	// that matched channel, "" for a channel subscription. A node may

@@ -17,11 +17,11 @@ import (
 // grant the lock to anyone, but it makes that node vote "no" for the key
 // and so costs the key its fault tolerance until the ttl ends.
 //
-// The Cluster remembers each such (key, token) per node and retries the
-// compare-and-delete every Config.ReleaseRetry until the node answers. The
-// record is bounded: at most maxPendingPerNode entries per node (the oldest
-// are dropped first), and an entry is dropped once its ttl has passed, since
-// the key has expired on the node by then. Only tokens whose lock was
+// The Cluster remembers each such (database, key, token) per node and
+// retries the compare-and-delete every Config.ReleaseRetry until the node
+// answers. The record is bounded: at most maxPendingPerNode entries per
+// node (the oldest are dropped first), and an entry is dropped once its
+// ttl has passed, since the key has expired on the node by then. Only tokens whose lock was
 // released or never granted are recorded, and tokens are unique per
 // acquisition, so a retry can never delete a lock that someone holds.
 //
@@ -33,6 +33,7 @@ import (
 const maxPendingPerNode = 10000
 
 type pendingRelease struct {
+	db         int
 	key, token string
 	// until is when the key expires on the node at the latest.
 	until time.Time
@@ -94,26 +95,26 @@ func newRetrier(nodes []Node, cfg Config) *retrier {
 	return r
 }
 
-// add remembers a release of key=token on node i that did not get an
-// answer. ttl <= 0: unknown, the horizon applies. answeredAbsent: the node
-// did answer "not held", but a straggling SET may still land, so the entry
-// only needs confirming.
-func (r *retrier) add(i int, key, token string, ttl time.Duration, answeredAbsent bool) {
+// add remembers a release of key=token in database db on node i that did
+// not get an answer. ttl <= 0: unknown, the horizon applies.
+// answeredAbsent: the node did answer "not held", but a straggling SET may
+// still land, so the entry only needs confirming.
+func (r *retrier) add(i, db int, key, token string, ttl time.Duration, answeredAbsent bool) {
 	if ttl <= 0 {
 		ttl = r.horizon
 	}
 	now := time.Now()
-	e := pendingRelease{key: key, token: token, until: now.Add(ttl)}
+	e := pendingRelease{db: db, key: key, token: token, until: now.Add(ttl)}
 	if answeredAbsent {
 		e.confirmAt = now.Add(r.every)
 	}
 	r.push(i, e)
 }
 
-// addUndo remembers an UndoHold of the round marked at mark on node i
-// that did not get an answer.
-func (r *retrier) addUndo(i int, key, mark, keep string, ttl time.Duration) {
-	r.push(i, pendingRelease{key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{keep, ttl}})
+// addUndo remembers an UndoHold of the round marked at mark (in database
+// db) on node i that did not get an answer.
+func (r *retrier) addUndo(i, db int, key, mark, keep string, ttl time.Duration) {
+	r.push(i, pendingRelease{db: db, key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{keep, ttl}})
 }
 
 // push queues e for node i and arms the next retry round.
@@ -233,6 +234,7 @@ func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted 
 	if e.undo != nil {
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}
+	cmd.DB = e.db
 	rep := Call(ctx, n, cmd)
 	if e.undo != nil {
 		return rep.Err == nil, rep.Err

@@ -67,7 +67,8 @@ func (c *Cluster) newRound(op string, vote voter, early int) *round {
 	return &round{c: c, op: op, vote: vote, early: early, calls: make([]nodeCall, len(c.nodes))}
 }
 
-// launch asks every node at once.
+// launch asks every node at once, in the Cluster's database: the one
+// place where a Cmd gets its DB.
 func (r *round) launch(ask asker) {
 	r.start = time.Now()
 	deadline := r.start.Add(r.c.cfg.NodeTimeout)
@@ -80,6 +81,7 @@ func (r *round) launch(ask asker) {
 			continue
 		}
 		nc.asked = true
+		cmd.DB = r.c.db
 		n.Do(deadline, cmd, nc)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/internal/resptest"
@@ -227,4 +229,22 @@ func TestPubSubSlowSubscriberCutOff(t *testing.T) {
 func isReset(err error) bool {
 	var se *os.SyscallError
 	return errors.As(err, &se)
+}
+
+// Pub/sub spans the databases, as in Redis: a subscriber that selected a
+// db gets a message published from another one, once.
+func TestPubSubAcrossDatabases(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	const ch = "any-db"
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: 2, DB: 5, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	ps := c.Subscribe(ctxT(t), ch)
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.Receive(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, in.Client(t, 2), ch, "from db 0")
+	if got := untilMarks(t, marks(t, in.Backends, ch), nextMessage(t, ps)); !slices.Equal(got, []string{"from db 0"}) {
+		t.Errorf("received %q, want the message once", got)
+	}
 }

@@ -68,7 +68,7 @@ type redisWatch struct {
 	subbing  bool     // the subscription loop runs
 
 	// clients are the clients' pub/sub subscriptions, which share the
-	// subscription connection with the release channel.
+	// subscription connection with the release channels.
 	clients clientSubs
 }
 

@@ -53,6 +53,7 @@ type Memory struct {
 
 	delayed  delayQueue
 	releases releaseWatchers
+	pubsub   memPubSub
 }
 
 type entry struct {
@@ -111,10 +112,14 @@ func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
-// marked keys, with their database. A Memory node has no server to identify.
+// marked keys, with their database, and w.Message of the messages
+// published on the node. A Memory node has no server to identify.
 func (m *Memory) Watch(w quorum.Watcher) bool {
 	if w.Released != nil {
 		m.releases.add(w.Released)
+	}
+	if w.Message != nil {
+		m.pubsub.addWatcher(w.Message)
 	}
 	return false
 }
@@ -183,6 +188,7 @@ func (m *Memory) run(deadline time.Time, c memCmd, fault error) quorum.Reply {
 	for _, r := range s.announce {
 		m.releases.notify(r.db, r.key)
 	}
+	m.pubsub.deliver(s.published)
 	return rep
 }
 

@@ -54,9 +54,9 @@ var memKinds = [...]struct {
 	quorum.UndoEval:         {"UndoEval", 0, (*memOp).undoEval},
 	quorum.RaiseHorizon:     {"RaiseHorizon", 0, (*memOp).notYet},
 	quorum.ReadHorizon:      {"ReadHorizon", 0, (*memOp).notYet},
-	quorum.Subscribe:        {"Subscribe", 0, (*memOp).notYet},
-	quorum.Unsubscribe:      {"Unsubscribe", 0, (*memOp).notYet},
-	quorum.Publish:          {"Publish", 0, (*memOp).notYet},
+	quorum.Subscribe:        {"Subscribe", 0, (*memOp).subscribe},
+	quorum.Unsubscribe:      {"Unsubscribe", 0, (*memOp).unsubscribe},
+	quorum.Publish:          {"Publish", 0, (*memOp).publish},
 	quorum.CompareAndSwap:   {"CompareAndSwap", memNeedTTL, (*memOp).compareAndSwap},
 }
 
@@ -100,6 +100,9 @@ type memOp struct {
 	c        memCmd
 	now      time.Time
 	announce []memRelease // released keys to announce once the lock is let go
+	// published are the deliveries of a Publish, made once the lock is
+	// let go.
+	published []memMessage
 }
 
 func (s *memOp) exec() quorum.Reply { return memKinds[s.c.Kind].run(s) }

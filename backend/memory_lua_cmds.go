@@ -214,7 +214,13 @@ func (r *luaRun) typeOf(args []string) quorum.Value {
 	return quorum.Value{Kind: quorum.StatusValue, Str: t}
 }
 
-func (r *luaRun) publish([]string) quorum.Value { return intValue(0) }
+// publish delivers to the node's subscribers once the node's lock is let
+// go, as a native Publish does; the reply counts them.
+func (r *luaRun) publish(args []string) quorum.Value {
+	msgs, n := r.s.m.pubsub.matches(args[0], args[1])
+	r.s.published = append(r.s.published, msgs...)
+	return intValue(n)
+}
 
 func (r *luaRun) selectDB(args []string) quorum.Value {
 	n, ok := parseInt(args[0])

@@ -720,3 +720,27 @@ func TestMemoryEvalAnnouncesRelease(t *testing.T) {
 		t.Fatalf("released %v, want [%s]", released, k1[0])
 	}
 }
+
+// TestMemoryEvalPublishes: a script's PUBLISH (Redisson's unlock notice,
+// with the command named by an argument) reaches the node's subscribers
+// as a native Publish does, and counts them.
+func TestMemoryEvalPublishes(t *testing.T) {
+	m, _ := newTestMemory(t)
+	got := make(chan string, 4)
+	m.Watch(quorum.Watcher{Message: func(channel, _, payload string) { got <- channel + "=" + payload }})
+	if rep := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Subscribe, Key: "unlocks"}); rep.Err != nil {
+		t.Fatal(rep.Err)
+	}
+	rep := quorum.Call(t.Context(), m, memEvalCmd(`return redis.call(ARGV[2], KEYS[1], ARGV[1])`, []string{"unlocks"}, "0", "publish"))
+	if v := rep.Value; rep.Err != nil || v == nil || v.Kind != quorum.IntValue || v.Int != 1 {
+		t.Fatalf("publish from a script: %+v", rep)
+	}
+	select {
+	case s := <-got:
+		if s != "unlocks=0" {
+			t.Fatalf("message %q, want unlocks=0", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the script's message was not delivered")
+	}
+}

@@ -93,12 +93,12 @@ func (s *memOp) undoEval() quorum.Reply {
 
 // rollback puts back every key a script stopped at its deadline wrote, so
 // that a late answer leaves nothing behind, and forgets the releases it
-// would have announced.
+// would have announced and the messages it would have published.
 func (r *luaRun) rollback() {
 	for i := len(r.touched) - 1; i >= 0; i-- {
 		r.s.restore(r.touched[i].key, r.touched[i].before)
 	}
-	r.s.announce = nil
+	r.s.announce, r.s.published = nil, nil
 }
 
 // finish gives every key the script left without expiry the command's

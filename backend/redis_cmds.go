@@ -71,6 +71,8 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		c.script(undoHoldScript, readYes, []string{k, hk, cmd.Mark, waitKey(k)}, cmd.Token, c.ms(cmd.TTL), channel)
 	case quorum.Unhold:
 		c.script(unholdScript, readUnhold, []string{k, hk, waitKey(k)}, cmd.Token, channel)
+	case quorum.Publish:
+		c.command(readN, "publish", k, cmd.Token)
 	case quorum.ExtendHeld:
 		c.script(extendHeldScript, readYes, []string{k, hk}, cmd.Token, c.ms(cmd.TTL))
 	case quorum.RestoreHeld:

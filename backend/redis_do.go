@@ -20,6 +20,12 @@ var _ quorum.Node = (*Redis)(nil)
 // line's sweeper's to report. No goroutine, context or timer is made per
 // call.
 func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
+	switch cmd.Kind {
+	case quorum.Subscribe, quorum.Unsubscribe:
+		// Subscriptions live on the subscription connection, not on a line.
+		r.watch.clients.change(deadline, cmd, cmd.Kind == quorum.Subscribe, rcv)
+		return
+	}
 	c := &call{r: r, rcv: rcv, deadline: deadline, kind: cmd.Kind, line: lineKey(&cmd)}
 	m, err := r.muxFor(cmd.DB)
 	if err == nil {

@@ -65,6 +65,11 @@ type redisWatch struct {
 	releases []func(db int, key string)
 	servers  []func(quorum.ServerInfo)
 	sub      net.Conn // the subscription's connection, closed by stop
+	subbing  bool     // the subscription loop runs
+
+	// clients are the clients' pub/sub subscriptions, which share the
+	// subscription connection with the release channels.
+	clients clientSubs
 }
 
 // newRedisWatch returns the watch of a node whose URL names db base; its
@@ -99,10 +104,14 @@ func (r *Redis) Watch(in quorum.Watcher) bool {
 	}
 	if in.Released != nil {
 		w.releases = append(w.releases, in.Released)
-		if len(w.releases) == 1 {
-			w.wg.Add(1)
-			go w.subscribeLoop()
-		}
+	}
+	if in.Message != nil {
+		w.clients.addWatcher(in.Message)
+	}
+	if (in.Released != nil || in.Message != nil) && !w.subbing {
+		w.subbing = true
+		w.wg.Add(1)
+		go w.subscribeLoop()
 	}
 	if in.Server != nil {
 		w.servers = append(w.servers, in.Server)
@@ -250,9 +259,10 @@ func (w *redisWatch) lookedAt(text string, err error) error {
 	return nil
 }
 
-// subscribeLoop delivers the keys announced on the release channel over a
-// connection of its own, reconnecting (and resubscribing) whenever it
-// fails, until the node is closed.
+// subscribeLoop delivers the keys announced on the release channel, and
+// the messages of the clients' subscriptions, over a connection of its
+// own, reconnecting (and resubscribing) whenever it fails, until the node
+// is closed.
 func (w *redisWatch) subscribeLoop() {
 	defer w.wg.Done()
 	for {
@@ -281,7 +291,8 @@ func (w *redisWatch) subscribe() {
 	c := &conn{nc: nc}
 	heard := time.Now()
 	_ = nc.SetWriteDeadline(heard.Add(w.interval))
-	if c.write(w.subscribeArgs()...) != nil {
+	defer w.clients.disconnected()
+	if w.clients.connected(c, w.releaseChannels()) != nil {
 		return
 	}
 	for {
@@ -294,8 +305,7 @@ func (w *redisWatch) subscribe() {
 		case !isTimeout(err) || time.Since(heard) >= 3*w.interval:
 			return
 		default:
-			_ = nc.SetWriteDeadline(time.Now().Add(w.interval))
-			if c.write("ping") != nil {
+			if w.clients.ping(c, time.Now().Add(w.interval)) != nil {
 				return
 			}
 		}
@@ -314,23 +324,36 @@ func (w *redisWatch) setSub(nc net.Conn) bool {
 	return true
 }
 
-// subscribeArgs is the SUBSCRIBE of every database's release channel.
-func (w *redisWatch) subscribeArgs() []string {
-	args := []string{"subscribe"}
+// releaseChannels are every database's release channel.
+func (w *redisWatch) releaseChannels() []string {
+	chans := make([]string, 0, len(w.dbsOf))
 	for ch := range w.dbsOf {
-		args = append(args, ch)
+		chans = append(chans, ch)
 	}
-	return args
+	return chans
 }
 
-// pushed reads one push of the subscription: a message carries a released
-// key, and its channel the databases; the subscribe confirmations and
-// pongs only show the link is alive.
+// pushed reads one push of the subscription: a message on a release
+// channel carries a released key, and its channel the databases; other
+// messages are the clients'; confirmations answer the Subscribe or
+// Unsubscribe that waits for them; pongs only show the link is alive.
 func (w *redisWatch) pushed(rep reply) {
-	if rep.kind == '*' && len(rep.elems) == 3 && rep.elems[0].str == "message" {
-		for _, db := range w.dbsOf[rep.elems[1].str] {
-			w.deliver(db, rep.elems[2].str)
+	if rep.kind != '*' || len(rep.elems) < 3 {
+		return
+	}
+	e := rep.elems
+	dbs, release := w.dbsOf[e[1].str]
+	switch kind := e[0].str; {
+	case kind == "message" && release:
+		for _, db := range dbs {
+			w.deliver(db, e[2].str)
 		}
+	case kind == "message":
+		w.clients.deliver(e[1].str, "", e[2].str)
+	case kind == "pmessage" && len(e) == 4:
+		w.clients.deliver(e[2].str, e[1].str, e[3].str)
+	case e[2].kind == ':':
+		w.clients.confirmed(kind, e[1].str)
 	}
 }
 

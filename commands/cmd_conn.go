@@ -20,6 +20,13 @@ func init() {
 }
 
 func (h *Handler) cmdPing(c *call) {
+	if c.s.subscribedRESP2() && len(c.args) <= 1 {
+		// A subscribed RESP2 connection reads only arrays.
+		c.w.WriteArray(2)
+		c.w.WriteBulkString("pong")
+		c.w.WriteBulk(firstArg(c.args))
+		return
+	}
 	switch len(c.args) {
 	case 0:
 		c.w.WriteSimple("PONG")
@@ -45,6 +52,7 @@ func (h *Handler) cmdQuit(c *call) {
 // and a pool that resets a connection before handing it to someone else
 // must not pass locks along that nobody would release.
 func (h *Handler) cmdReset(c *call) {
+	h.unsubscribeAll(c.s)
 	h.releaseSessionLocks(c.s)
 	c.s.mu.Lock()
 	c.s.proto = 2

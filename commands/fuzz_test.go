@@ -59,6 +59,7 @@ func (w *replyCounter) WriteInt(int64)               { w.value() }
 func (w *replyCounter) WriteNull()                   { w.value() }
 func (w *replyCounter) WriteDouble(float64)          { w.value() }
 func (w *replyCounter) WriteVerbatim(string, string) { w.value() }
+func (w *replyCounter) WritePush(n int)              { w.WriteArray(n) }
 func (w *replyCounter) WriteArray(n int)             { w.aggregate("array", n) }
 func (w *replyCounter) WriteMap(n int)               { w.aggregate("map", 2*n) }
 func (w *replyCounter) WriteSet(n int)               { w.aggregate("set", n) }
@@ -88,7 +89,8 @@ func fuzzTarget() *Handler {
 // FuzzExec runs one command, its arguments separated by NUL bytes, on a
 // fresh session (RESP3 after HELLO 3 when resp3): it must not panic,
 // must return (a blocking command is ended by closing the session, as a
-// client that leaves does), and must write exactly one complete reply.
+// client that leaves does), and must write exactly one complete reply
+// (one per channel for the pub/sub commands that Redis answers so).
 //
 //	go test -run='^$' -fuzz=FuzzExec -fuzztime=60s ./commands/
 func FuzzExec(f *testing.F) {
@@ -98,7 +100,7 @@ func FuzzExec(f *testing.F) {
 		"SET\x00k\x00v\x00NX", "HELLO\x003\x00AUTH\x00default\x00x", "CLIENT\x00INFO",
 		"INFO\x00backends", "LOCKINFO\x00k", "EVALSHA\x00e950836ed1e694540c503ef9972b8de518044d3b\x001\x00k\x00t",
 		"COMMAND\x00DOCS", "CONFIG\x00GET\x00*", "SCRIPT\x00LOAD\x00return 1", "DEL\x00a\x00b\x00a",
-		"RENEW\x00k\x00t\x00-1", "PEXPIRE\x00k\x009223372036854775807", "",
+		"RENEW\x00k\x00t\x00-1", "SUBSCRIBE\x00a\x00b\x00a", "PUNSUBSCRIBE", "PUBSUB\x00NUMSUB\x00a", "PEXPIRE\x00k\x009223372036854775807", "",
 	} {
 		f.Add(false, seed)
 		f.Add(true, seed)
@@ -132,12 +134,25 @@ func FuzzExec(f *testing.F) {
 				t.Fatalf("%q did not return after its session closed", in)
 			}
 		}
-		want := 1
-		if len(args) == 0 {
-			want = 0
-		}
+		want := wantReplies(args)
 		if w.bad != "" || w.replies != want || len(w.open) != 0 {
 			t.Fatalf("%q wrote %d replies (want %d), %d unfinished aggregates %v; %s", in, w.replies, want, len(w.open), w.open, w.bad)
 		}
 	})
+}
+
+// wantReplies is how many replies args get: none for no command, one per
+// channel or pattern for an (un)subscription that names several (as
+// Redis answers it), one otherwise.
+func wantReplies(args [][]byte) int {
+	if len(args) == 0 {
+		return 0
+	}
+	switch strings.ToLower(string(args[0])) {
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe":
+		if len(args) > 2 && !reservedTopics(args[1:]) {
+			return len(args) - 1
+		}
+	}
+	return 1
 }

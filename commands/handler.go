@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlockd/redlockd/pubsub"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -65,12 +66,14 @@ type Handler struct {
 	stats    stats
 	bound    bindings // locks bound to a connection (session_locks.go)
 	scripts  *scriptCache
+	hub      *pubsub.Hub
 }
 
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
-	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache()}
+	hub := pubsub.New(cluster.Nodes(), pubsub.Options{NodeTimeout: cluster.Config().NodeTimeout})
+	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub}
 }
 
 // clusterOf is the lock service of session s's database (SELECT): every
@@ -101,6 +104,7 @@ func (h *Handler) CloseSession(s *Session) {
 		return
 	}
 	s.cancel()
+	h.unsubscribeAll(s)
 	h.releaseSessionLocks(s)
 	h.nconns.Add(-1)
 }

@@ -29,6 +29,8 @@ type Session struct {
 	// push writes an out-of-band RESP3 push message to the connection;
 	// nil until the proxy sets it (SetPush).
 	push func(args ...string)
+	// subs are the connection's pub/sub subscriptions.
+	subs sessionSubs
 }
 
 // SetPush gives the session a way to send the client a RESP3 push message

@@ -124,7 +124,7 @@ func refusal(s *Session, cmd *command, args [][]byte) string {
 	if !cmd.noAuth && !s.Authenticated() {
 		return msgNoAuth
 	}
-	return ""
+	return subscribedRefusal(s, cmd, args)
 }
 
 // observedCall is a call whose reply is watched for the Observer, in one

@@ -23,4 +23,7 @@ type Writer interface {
 	WriteDouble(f float64)
 	// WriteVerbatim writes a verbatim text string (a bulk string in RESP2).
 	WriteVerbatim(format, s string)
+	// WritePush starts a push of n elements (an array in RESP2), written
+	// next: pub/sub confirmations are pushes in RESP3.
+	WritePush(n int)
 }

@@ -68,6 +68,10 @@ func (s *Server) accept(c net.Conn) (*connState, bool) {
 	st.w = NewWriter(st.sess.Proto)
 	st.maxReply = maxReplyBytes(s.opts.MaxReplyBytes)
 	st.sess.SetPush(st.push)
+	st.out = newOutbox(st, s.opts.MaxPubSubBytes, func() {
+		s.log.Info("client closed: its undelivered messages exceed the pub/sub output limit", "addr", st.addr)
+	})
+	st.sess.SetDeliver(st.deliver)
 	if !s.track(st) {
 		// Shutdown is tearing connections down; this one came too late.
 		s.h.CloseSession(st.sess)
@@ -110,6 +114,7 @@ func (s *Server) serveConn(st *connState) {
 		s.serveBatch(st, batch)
 	}
 	st.nc.Close()
+	st.out.close()
 	s.closed(st, err)
 }
 
@@ -143,6 +148,10 @@ func (s *Server) serveBatch(st *connState, batch [][][]byte) {
 		st.reqs = append(st.reqs, commands.NewRequest(args))
 	}
 	stop := s.watchBatch(st, st.reqs)
+	// Messages wait for the batch's replies (a SUBSCRIBE's confirmation
+	// comes before its messages), unless the batch may block for long.
+	st.out.hold(!anyMayBlock(st.reqs))
+	defer st.out.hold(false)
 	quit := s.runBatch(st, st.reqs)
 	clear(st.reqs) // holds no arguments between batches
 	if stop() {
@@ -256,4 +265,16 @@ func (st *connState) push(args ...string) {
 	if _, err := st.nc.Write(w.Bytes()); err != nil {
 		st.nc.Close()
 	}
+}
+
+// deliver queues a message of the connection's subscriptions: an array of
+// bulk strings, a push on a RESP3 connection. live is asked again before
+// it is written.
+func (st *connState) deliver(live func() bool, args ...string) {
+	w := NewWriter(st.sess.Proto)
+	w.WritePush(len(args))
+	for _, a := range args {
+		w.WriteBulkString(a)
+	}
+	st.out.add(outFrame{b: w.Bytes(), live: live})
 }

@@ -138,6 +138,15 @@ func (w *Writer) WriteVerbatim(format, s string) {
 	w.buf = append(w.buf, '\r', '\n')
 }
 
+// WritePush starts a push of n elements: >n in RESP3, an array in RESP2.
+func (w *Writer) WritePush(n int) {
+	if w.resp3() {
+		w.header('>', n)
+		return
+	}
+	w.header('*', n)
+}
+
 func (w *Writer) header(prefix byte, n int) {
 	w.buf = append(w.buf, prefix)
 	w.buf = strconv.AppendInt(w.buf, int64(n), 10)

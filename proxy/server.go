@@ -58,6 +58,13 @@ type Options struct {
 	// Default 0: no cap, as on the flag and in Redis; redlockd sets
 	// DefaultMaxReplyBytes (64 MiB).
 	MaxReplyBytes int
+	// MaxPubSubBytes caps the messages of a connection's subscriptions
+	// that wait to be written: a subscriber that reads slower than its
+	// messages arrive is disconnected past it, as Redis does with
+	// "client-output-buffer-limit pubsub", so that it never slows the
+	// other subscribers nor grows the proxy's memory. Default 0:
+	// DefaultMaxPubSubBytes (32 MiB).
+	MaxPubSubBytes int
 	// WriteTimeout bounds how long one write of replies may block on a
 	// client that does not read them; past it the connection is closed,
 	// so a client that never reads holds no more than its own goroutine
@@ -129,6 +136,8 @@ type connState struct {
 	startedDone func()
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
+	// out writes the messages of the connection's subscriptions.
+	out *outbox
 }
 
 // New returns a Server that runs commands with h.

@@ -51,6 +51,12 @@ type Watcher struct {
 	// the same server). Announcements are hints, never votes: one may be
 	// lost.
 	Released func(db int, key string)
+	// Message is called with every message that reaches the node's
+	// client subscriptions (Subscribe): pattern is the subscribed pattern
+	// that matched channel, "" for a channel subscription. A node may
+	// deliver a copy that another node delivers too; telling them apart
+	// is the caller's.
+	Message func(channel, pattern, payload string)
 }
 
 // CmdKind names one operation of a node. Each is atomic on the node.
@@ -161,10 +167,20 @@ const (
 	// their implementation's documentation).
 	RaiseHorizon
 	ReadHorizon
-	// Subscribe, Unsubscribe and Publish are the node's part of the
-	// clients' pub/sub (see their implementation's documentation).
+	// Subscribe: subscribe the node to the channel Key, or with N = 1 to
+	// the pattern Key, for the clients' pub/sub; what arrives goes to the
+	// watchers' Message. Subscriptions are counted: only the first
+	// Subscribe of a Key reaches the server, and the node keeps it (a
+	// reconnect subscribes again) until as many Unsubscribes. OK: the
+	// server confirmed it, or it was already subscribed; an error (the
+	// node is down) still leaves it to be restored on reconnect. Pub/sub
+	// spans the server's databases: DB is not read.
 	Subscribe
+	// Unsubscribe: take back one Subscribe of Key (N = 1: a pattern); the
+	// last one unsubscribes the server. OK: done, or nothing to take back.
 	Unsubscribe
+	// Publish: publish the message Token on the channel Key. N: how many
+	// subscribers the server delivered it to.
 	Publish
 	// CompareAndSwap: if Key holds Old, store Key=Token for TTL (SET key
 	// new PX ttl IFEQ old). OK: swapped. N: 1 swapped, 0 held by another

@@ -55,6 +55,9 @@ type Config struct {
 	// ClientOutputLimit caps a client's replies waiting to be written, in
 	// bytes; 0 is no cap. Default 64mb.
 	ClientOutputLimit int
+	// PubSubOutputLimit caps a subscribed client's messages waiting to be
+	// written, in bytes. Default 32mb.
+	PubSubOutputLimit int
 	// ClientWriteTimeout closes a client whose replies could not be
 	// written for this long; 0 is no bound. Default 60s.
 	ClientWriteTimeout time.Duration
@@ -120,6 +123,8 @@ var settings = []setting{
 		durationSetter(func(c *Config) *time.Duration { return &c.IdleTimeout })},
 	{"client-output-limit", "REDLOCKD_CLIENT_OUTPUT_LIMIT", "64mb", "size", "close a client whose pending replies exceed this; 0 = no limit",
 		sizeSetter(func(c *Config) *int { return &c.ClientOutputLimit })},
+	{"client-output-limit-pubsub", "REDLOCKD_CLIENT_OUTPUT_LIMIT_PUBSUB", "32mb", "size", "close a subscribed client whose undelivered messages exceed this",
+		sizeSetter(func(c *Config) *int { return &c.PubSubOutputLimit })},
 	{"client-write-timeout", "REDLOCKD_CLIENT_WRITE_TIMEOUT", "60s", "duration", "close a client that does not read its replies for this long; 0 = no bound",
 		durationSetter(func(c *Config) *time.Duration { return &c.ClientWriteTimeout })},
 	{"tls-cert-file", "REDLOCKD_TLS_CERT_FILE", "", "file", "PEM certificate: with --tls-key-file, --listen speaks TLS",
@@ -383,6 +388,7 @@ func (c Config) Validate() error {
 		{c.MaxRequestSize < 1024, "max-request-size", c.MaxRequestSize, "must be at least 1kb"},
 		{c.IdleTimeout < 0, "idle-timeout", c.IdleTimeout, "must not be negative"},
 		{c.ClientOutputLimit < 0, "client-output-limit", c.ClientOutputLimit, "must not be negative"},
+		{c.PubSubOutputLimit < 1024, "client-output-limit-pubsub", c.PubSubOutputLimit, "must be at least 1kb"},
 		{c.ClientWriteTimeout < 0, "client-write-timeout", c.ClientWriteTimeout, "must not be negative"},
 		{c.LogFormat != "text" && c.LogFormat != "json", "log-format", c.LogFormat, "must be text or json"},
 		{!validLevel(c.LogLevel), "log-level", c.LogLevel, "must be debug, info, warn or error"},

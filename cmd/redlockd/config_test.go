@@ -34,7 +34,7 @@ func TestConfigDefaults(t *testing.T) {
 		Listen: "127.0.0.1:6380", NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01,
 		MaxTTL: time.Minute, MaxWait: time.Hour, SessionTTL: 30 * time.Second, RestartQuarantine: time.Minute,
 		LogFormat: "text", LogLevel: "info", MaxClients: 10000,
-		MaxRequestSize: 512 << 20, ClientOutputLimit: 64 << 20, ClientWriteTimeout: time.Minute,
+		MaxRequestSize: 512 << 20, ClientOutputLimit: 64 << 20, PubSubOutputLimit: 32 << 20, ClientWriteTimeout: time.Minute,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -156,6 +156,7 @@ func TestConfigErrors(t *testing.T) {
 		{"tiny request size", []string{"--max-request-size", "100"}, nil, "", `invalid --max-request-size "100": must be at least 1kb`},
 		{"negative idle", []string{"--idle-timeout", "-1s"}, nil, "", `invalid --idle-timeout "-1s": must not be negative`},
 		{"negative output limit", []string{"--client-output-limit", "-1"}, nil, "", `invalid --client-output-limit "-1": not a size (e.g. 1048576, 512kb, 64mb, 1gb)`},
+		{"tiny pub/sub limit", []string{"--client-output-limit-pubsub", "100"}, nil, "", `invalid --client-output-limit-pubsub "100": must be at least 1kb`},
 		{"bad bool", []string{"--backend-tls-insecure-skip-verify=maybe"}, nil, "", ""},
 	}
 	for _, tt := range tests {

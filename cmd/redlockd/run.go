@@ -81,6 +81,7 @@ func stackConfig(cfg Config, log *slog.Logger) stack.Config {
 		Logger: log, TLSConfig: cfg.clientTLS, MaxClients: cfg.MaxClients,
 		MaxRequestBytes: cfg.MaxRequestSize, IdleTimeout: cfg.IdleTimeout,
 		MaxReplyBytes: cfg.ClientOutputLimit, WriteTimeout: cfg.ClientWriteTimeout,
+		MaxPubSubBytes: cfg.PubSubOutputLimit,
 	}
 	return c
 }

@@ -81,6 +81,7 @@ func DefaultConfig() Config {
 		Proxy: proxy.Options{
 			MaxClients: 10000, MaxRequestBytes: proxy.DefaultMaxRequestBytes,
 			MaxReplyBytes: proxy.DefaultMaxReplyBytes, WriteTimeout: proxy.DefaultWriteTimeout,
+			MaxPubSubBytes: proxy.DefaultMaxPubSubBytes,
 		},
 		Logger: slog.Default(),
 	}

@@ -1,0 +1,154 @@
+package proxy
+
+import "sync"
+
+// DefaultMaxPubSubBytes is Options.MaxPubSubBytes's default: Redis's
+// hard client-output-buffer-limit for pub/sub clients.
+const DefaultMaxPubSubBytes = 32 << 20
+
+// outFrame is one message on its way to the client; live says whether
+// the connection still subscribes to it when its turn to be written
+// comes, so that a message never follows the confirmation of its
+// unsubscription.
+type outFrame struct {
+	b    []byte
+	live func() bool
+}
+
+// outbox carries the messages of a connection's subscriptions. They
+// arrive on the goroutines of the backends and must not wait for the
+// client: they queue here, and a goroutine of the connection's own, made
+// with the first message, writes them between replies. While a batch of
+// the connection runs they are held, so that a SUBSCRIBE's confirmation
+// reaches the client before the messages it brings. Past limit bytes
+// waiting, the connection is closed, as Redis closes a pub/sub client
+// past its output buffer limit.
+type outbox struct {
+	st    *connState
+	limit int
+	onCut func() // logs the cut
+
+	mu      sync.Mutex
+	frames  []outFrame
+	size    int
+	held    bool
+	closed  bool
+	running bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func newOutbox(st *connState, limit int, onCut func()) *outbox {
+	if limit <= 0 {
+		limit = DefaultMaxPubSubBytes
+	}
+	return &outbox{st: st, limit: limit, onCut: onCut, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// add queues a message, or cuts the client off past the limit.
+func (o *outbox) add(f outFrame) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	if o.size+len(f.b) > o.limit {
+		o.closed = true
+		o.frames, o.size = nil, 0
+		o.mu.Unlock()
+		o.st.nc.Close()
+		o.onCut()
+		return
+	}
+	o.frames = append(o.frames, f)
+	o.size += len(f.b)
+	if !o.running {
+		o.running = true
+		go o.run()
+	}
+	o.mu.Unlock()
+	o.signal()
+}
+
+func (o *outbox) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// hold stops (true) or resumes (false) the writing of messages. A
+// connection state made without an outbox (tests that drive serveBatch
+// directly) has none to hold.
+func (o *outbox) hold(on bool) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.held = on
+	o.mu.Unlock()
+	if !on {
+		o.signal()
+	}
+}
+
+// close ends the writer once the connection is closed, and waits for it.
+func (o *outbox) close() {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.closed = true
+	running := o.running
+	o.mu.Unlock()
+	o.signal()
+	if running {
+		<-o.done
+	}
+}
+
+// run writes the queued messages until the outbox is closed.
+func (o *outbox) run() {
+	defer close(o.done)
+	for range o.wake {
+		frames, closed := o.take()
+		if closed {
+			return
+		}
+		if len(frames) > 0 && !o.write(frames) {
+			o.st.nc.Close()
+		}
+	}
+}
+
+// take returns what may be written now.
+func (o *outbox) take() ([]outFrame, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.held {
+		return nil, o.closed
+	}
+	f := o.frames
+	o.frames = nil
+	return f, false
+}
+
+// write writes frames under the connection's write lock, then counts
+// them out of the limit; false when the write failed.
+func (o *outbox) write(frames []outFrame) bool {
+	var buf []byte
+	n := 0
+	o.st.wmu.Lock()
+	for _, f := range frames {
+		n += len(f.b)
+		if f.live() {
+			buf = append(buf, f.b...)
+		}
+	}
+	_, err := o.st.nc.Write(buf)
+	o.st.wmu.Unlock()
+	o.mu.Lock()
+	o.size -= n
+	o.mu.Unlock()
+	return err == nil
+}

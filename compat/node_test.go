@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,7 +21,7 @@ var (
 func nodeReady(t *testing.T) string {
 	t.Helper()
 	node := lookTool(t, "node", "apt-get install nodejs npm")
-	if _, err := os.Stat(filepath.Join("node", "node_modules", ".package-lock.json")); err == nil {
+	if nodeModulesComplete() {
 		return node
 	}
 	npm := lookTool(t, "npm", "apt-get install npm")
@@ -36,6 +37,29 @@ func nodeReady(t *testing.T) string {
 		t.Fatalf("npm ci in compat/node: %s", npmErr)
 	}
 	return node
+}
+
+// nodeModulesComplete reports whether node_modules holds every
+// dependency package.json names: a checkout that gained a dependency
+// since its last npm ci installs again.
+func nodeModulesComplete() bool {
+	b, err := os.ReadFile(filepath.Join("node", "package.json"))
+	if err != nil {
+		return false
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if json.Unmarshal(b, &pkg) != nil {
+		return false
+	}
+	for name := range pkg.Dependencies {
+		if _, err := os.Stat(filepath.Join("node", "node_modules", name, "package.json")); err != nil {
+			return false
+		}
+	}
+	_, err = os.Stat(filepath.Join("node", "node_modules", ".package-lock.json"))
+	return err == nil
 }
 
 // nodeCase is one group of a compat/node script, the checks it must

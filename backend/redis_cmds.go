@@ -59,6 +59,8 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 	switch cmd.Kind {
 	case quorum.SetNXAll, quorum.ExtendAll, quorum.ReleaseEach:
 		return c.buildMulti(cmd, channel)
+	case quorum.RaiseHorizon, quorum.ReadHorizon:
+		return c.buildHorizon(cmd)
 	case quorum.HoldOwner:
 		c.script(holdOwnerScript, readHold, []string{k, hk, cmd.Mark}, cmd.Prefix, cmd.Token, c.ms(cmd.TTL))
 	case quorum.UndoHold:

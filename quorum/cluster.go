@@ -13,6 +13,8 @@ type Cluster struct {
 	wake    *wakeRegistry
 	health  *health
 	pending *retrier
+	// horizons keeps every node's lock horizon (see HorizonKey).
+	horizons *horizons
 }
 
 // New returns a Cluster over nodes. It does not wait for them; each node
@@ -30,7 +32,10 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
+	c.horizons = newHorizons(c.nodes, cfg)
 	c.health = newHealth(c.nodes, cfg)
+	c.health.hz = c.horizons
+	c.health.readHorizons = c.readHorizons
 	c.pending = newRetrier(c.nodes, cfg)
 	c.watch()
 	return c, nil

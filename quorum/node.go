@@ -139,9 +139,14 @@ const (
 	// left it, put it back as it was before (absent, or its old value and
 	// expiry). OK: something was put back.
 	UndoEval
-	// RaiseHorizon and ReadHorizon keep the node's lock horizon (see
-	// their implementation's documentation).
+	// RaiseHorizon: set the ttl of the lock horizon at Key (HorizonKey) to
+	// TTL unless it is longer already (never shorten: another proxy may
+	// have raised it for a longer lock); a horizon without expiry stays.
+	// OK: done; TTL the horizon's ttl afterwards.
 	RaiseHorizon
+	// ReadHorizon: read the remaining ttl of the lock horizon at Key. OK:
+	// present; TTL its remaining ttl (0 when absent, negative when it has
+	// no expiry).
 	ReadHorizon
 	// Subscribe, Unsubscribe and Publish are the node's part of the
 	// clients' pub/sub (see their implementation's documentation).

@@ -56,10 +56,28 @@ type nodeCall struct {
 	r     *round
 	i     int
 	asked bool
+	cmd   Cmd
 	rep   Reply
 }
 
-func (nc *nodeCall) Receive(rep Reply) { nc.r.receive(nc, rep) }
+// Receive takes the node's reply. A yes that left a key with an expiry
+// counts only once the node's lock horizon covers that expiry (see
+// horizons): almost always known at once, else after a raise, which
+// replaces the reply with its error where it failed.
+func (nc *nodeCall) Receive(rep Reply) {
+	hz := nc.r.c.horizons
+	need, ok := hz.covers(nc.i, leftTTL(&nc.cmd, &rep))
+	if ok {
+		nc.r.receive(nc, rep)
+		return
+	}
+	hz.wait(nc.i, need, func(err error) {
+		if err != nil {
+			rep = Reply{Err: err}
+		}
+		nc.r.receive(nc, rep)
+	})
+}
 
 // newRound prepares a round; launch starts it. early > 0 runs onReady as
 // soon as that many nodes said yes (else once every reply is in).
@@ -79,7 +97,7 @@ func (r *round) launch(ask asker) {
 			r.receive(nc, Reply{})
 			continue
 		}
-		nc.asked = true
+		nc.asked, nc.cmd = true, cmd
 		n.Do(deadline, cmd, nc)
 	}
 }

@@ -141,13 +141,24 @@ func TestDefaultQuorumConfigQuarantines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cluster.Close()
-	_, before, _ := quarantinedAfterRestart(t, cluster, servers)
-	pollFor(t, "the restarted backend voting again", func() bool {
-		st := cluster.NodeStates()[0]
-		return !st.Quarantined && !st.QuarantinePending
+	pollFor(t, "every backend watched and up", func() bool {
+		for _, st := range cluster.NodeStates() {
+			if !st.Watched || !st.Up || st.RunID == "" {
+				return false
+			}
+		}
+		return true
 	})
-	if until := cluster.NodeStates()[0].QuarantinedUntil; until.After(before.Add(time.Minute)) {
-		t.Fatalf("quarantined until %v, want far below MaxTTL after the restart at %v", until.Format(time.StampMilli), before.Format(time.StampMilli))
+	old, before := cluster.NodeStates()[0].RunID, time.Now()
+	servers[0].Restart(t)
+	var st quorum.NodeState
+	pollFor(t, "the restarted backend seen and voting again", func() bool {
+		st = cluster.NodeStates()[0]
+		return st.RunID != old && st.Up && !st.Quarantined && !st.QuarantinePending
+	})
+	if st.QuarantinedUntil.Before(before) || st.QuarantinedUntil.After(before.Add(time.Minute)) {
+		t.Fatalf("quarantined until %v, want a quarantine after the restart at %v, far below MaxTTL",
+			st.QuarantinedUntil.Format(time.StampMilli), before.Format(time.StampMilli))
 	}
 }
 

@@ -158,7 +158,14 @@ func (h *horizons) startLocked(i int) func() {
 	gen := h.gen[i]
 	cmd := Cmd{Kind: RaiseHorizon, Key: HorizonKey, TTL: ttl}
 	return func() {
-		h.nodes[i].Do(sent.Add(h.timeout), cmd, ReceiverFunc(func(rep Reply) { h.raised(i, gen, reach, rep) }))
+		h.nodes[i].Do(sent.Add(h.timeout), cmd, ReceiverFunc(func(rep Reply) {
+			// The horizon may be longer than asked (another proxy raised
+			// it): it lasts at least its reported ttl from the sending.
+			if rep.Err == nil && rep.TTL > ttl {
+				reach = max(reach, h.offset(sent.Add(rep.TTL-h.driftOf(rep.TTL))))
+			}
+			h.raised(i, gen, reach, rep)
+		}))
 	}
 }
 

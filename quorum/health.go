@@ -107,7 +107,7 @@ func newHealth(nodes []Node, cfg Config) *health {
 		nodes:      make([]NodeState, len(nodes)),
 		started:    make([]time.Time, len(nodes)),
 		auto:       make([]autoState, len(nodes)),
-		limit:      cfg.MaxTTL + horizonFloor,
+		limit:      horizonLimit(cfg),
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -72,7 +72,7 @@ type horizonWait struct {
 func newHorizons(nodes []Node, cfg Config) *horizons {
 	h := &horizons{
 		nodes: nodes, now: cfg.Now, base: cfg.Now(), drift: cfg.DriftFactor,
-		timeout: cfg.NodeTimeout, limit: cfg.MaxTTL + horizonFloor,
+		timeout: cfg.NodeTimeout, limit: horizonLimit(cfg),
 		known: make([]atomic.Int64, len(nodes)), watched: make([]atomic.Bool, len(nodes)),
 		gen: make([]uint64, len(nodes)), inflight: make([]bool, len(nodes)),
 		waiting: make([][]horizonWait, len(nodes)),
@@ -81,6 +81,15 @@ func newHorizons(nodes []Node, cfg Config) *horizons {
 		h.watched[i].Store(true)
 	}
 	return h
+}
+
+// horizonLimit is the longest raise that slack may ask for, and the auto
+// quarantine's cap: MaxTTL (its default where unset) plus horizonFloor.
+func horizonLimit(cfg Config) time.Duration {
+	if cfg.MaxTTL <= 0 {
+		return defaultMaxTTL + horizonFloor
+	}
+	return cfg.MaxTTL + horizonFloor
 }
 
 func (h *horizons) offset(t time.Time) int64 { return max(int64(t.Sub(h.base)), 1) }

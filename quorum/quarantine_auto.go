@@ -24,10 +24,9 @@ import (
 
 // autoState is one node's QuarantineAuto bookkeeping.
 type autoState struct {
-	epoch   uint64    // moved by each quarantine started; a read of an older one is dropped
-	pending bool      // no conclusive read yet
-	reading bool      // a read is on its way
-	bound   time.Time // the cap: no lock granted before the node's start lives longer
+	epoch   uint64 // moved by each quarantine started; a read of an older one is dropped
+	pending bool   // no conclusive read yet
+	reading bool   // a read is on its way
 }
 
 // youngTolerance is how much earlier another node must have started for a
@@ -44,8 +43,9 @@ func (h *health) autoStartLocked(i int, start time.Time) {
 	}
 	a := &h.auto[i]
 	a.epoch++
-	a.pending, a.bound = true, start.Add(h.limit)
-	h.nodes[i].QuarantinedUntil = later(h.nodes[i].QuarantinedUntil, a.bound)
+	a.pending = true
+	// No lock granted before the node's start lives longer than the cap.
+	h.nodes[i].QuarantinedUntil = later(h.nodes[i].QuarantinedUntil, start.Add(h.limit))
 }
 
 func later(a, b time.Time) time.Time {
@@ -114,7 +114,7 @@ func (h *health) autoReadsLocked() []func() {
 }
 
 // settle takes a read's outcome for node i's quarantine of epoch: it lasts
-// q from now, never past its cap; a conclusive read ends the reading.
+// q from now; a conclusive read ends the reading.
 func (h *health) settle(i int, epoch uint64, q time.Duration, conclusive bool) {
 	h.mu.Lock()
 	a := &h.auto[i]
@@ -126,9 +126,6 @@ func (h *health) settle(i int, epoch uint64, q time.Duration, conclusive bool) {
 	a.pending = !conclusive
 	n := &h.nodes[i]
 	until := h.now().Add(q)
-	if until.After(a.bound) {
-		until = a.bound
-	}
 	n.QuarantinedUntil = until
 	logs := h.recheckLocked()
 	name := n.Name
@@ -216,11 +213,11 @@ func (hr *horizonRead) finish() {
 	c := hr.c
 	n := len(c.nodes)
 	conclusive := hr.answered >= n-c.Quorum()+1
-	q := hr.longest
 	own, has := c.horizons.ownRecord()
-	q = max(q, own)
 	if !conclusive && !has {
-		q = c.horizons.limit
+		hr.done(c.horizons.limit, false) // the cap has its margin already
+		return
 	}
+	q := max(hr.longest, own)
 	hr.done(q+c.horizons.driftOf(q), conclusive)
 }

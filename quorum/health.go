@@ -297,9 +297,12 @@ func (h *health) logRestart(n NodeState, newID string) func() {
 }
 
 func (h *health) logYoung(name string, uptime time.Duration, until time.Time) func() {
+	why := "backend started recently while another has been up longer than the restart quarantine: "
+	if h.quarantine == QuarantineAuto {
+		why = "backend started recently, later than another: "
+	}
 	return func() {
-		h.log.Warn("backend started recently while another has been up longer than the restart quarantine: "+
-			"it may have lost locks, so it sits out every vote until its quarantine ends",
+		h.log.Warn(why+"it may have lost locks, so it sits out every vote until its quarantine ends",
 			"backend", name, "uptime", uptime, "quarantine", h.quarantineName(), "until", until)
 	}
 }

@@ -65,13 +65,18 @@ type nodeCall struct {
 // horizons): almost always known at once, else after a raise, which
 // replaces the reply with its error where it failed.
 func (nc *nodeCall) Receive(rep Reply) {
-	hz := nc.r.c.horizons
-	need, ok := hz.covers(nc.i, leftTTL(&nc.cmd, &rep))
+	need, ok := nc.r.c.horizons.covers(nc.i, leftTTL(&nc.cmd, &rep))
 	if ok {
 		nc.r.receive(nc, rep)
 		return
 	}
-	hz.wait(nc.i, need, func(err error) {
+	nc.receiveRaised(need, rep)
+}
+
+// receiveRaised takes the reply once the horizon reaches need. Apart from
+// Receive so that the closure's copy of rep is made only on this path.
+func (nc *nodeCall) receiveRaised(need int64, rep Reply) {
+	nc.r.c.horizons.wait(nc.i, need, func(err error) {
 		if err != nil {
 			rep = Reply{Err: err}
 		}

@@ -8,13 +8,21 @@
 // belong to the quorum package. Every error a node returns (a timeout, a
 // refused connection, an OOM or READONLY reply) is a plain error that the
 // quorum counts as a "no" vote; nothing here turns an error into success.
+// A client's script is the exception only for its own errors (one it
+// returned, or one of a command it called), which are its reply.
 //
 // A node runs each quorum.Cmd atomically (one command or one Lua script on
-// Redis, one step under a lock in memory) and answers by its deadline: the
+// Redis, or, for a client's writing script, one MULTI … EXEC that records
+// it for an undo; one step under a lock in memory) and answers by its deadline: the
 // quorum gives every call of a round the same per-node deadline, so a
 // stalled backend costs one timeout, never a whole request. On Redis every
 // command goes into the multiplexer's queue for the connection of its key,
 // so commands on one key keep their order on the wire, and is answered by
 // the connection's reader, or failed by the connection's one deadline timer:
 // no goroutine, context or timer per call.
+//
+// Each Cmd runs in its database (Cmd.DB): on Redis, a multiplexer per
+// database whose connections SELECT it once, when they connect
+// (redis_db.go); in memory, the key of another database is its own map key
+// (memKey).
 package backend

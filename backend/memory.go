@@ -104,7 +104,7 @@ func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
-// marked keys. A Memory node has no server to identify.
+// marked keys, with their database. A Memory node has no server to identify.
 func (m *Memory) Watch(w quorum.Watcher) bool {
 	if w.Released != nil {
 		m.releases.add(w.Released)
@@ -172,7 +172,7 @@ func (m *Memory) run(c memCmd, fault error) quorum.Reply {
 	rep := s.exec()
 	m.mu.Unlock()
 	for _, k := range s.announce {
-		m.releases.notify(k)
+		m.releases.notify(c.DB, k)
 	}
 	return rep
 }

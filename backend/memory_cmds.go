@@ -72,11 +72,14 @@ func memKindName(k quorum.CmdKind) string {
 	return "kind " + strconv.Itoa(int(k))
 }
 
-// check refuses what no node should store: a command of no known kind, a
-// ttl <= 0 (a key without expiry, or PEXPIRE's delete), a negative mark.
+// check refuses what no node should store: a command of no known kind or
+// of a database outside 0 to quorum.DBs-1, a ttl <= 0 (a key without expiry, or PEXPIRE's delete), a negative mark.
 func (c memCmd) check() error {
 	if int(c.Kind) >= len(memKinds) || memKinds[c.Kind].run == nil {
 		return fmt.Errorf("backend: unknown command kind %d", c.Kind)
+	}
+	if c.DB < 0 || c.DB >= quorum.DBs {
+		return fmt.Errorf("backend: %w: %d", errBadDB, c.DB)
 	}
 	need := memKinds[c.Kind].need
 	switch {
@@ -88,18 +91,28 @@ func (c memCmd) check() error {
 	return nil
 }
 
-// memOp is one command running under the node's lock.
+// memOp is one command running under the node's lock. Its steps name
+// keys as the command does; lookup, store, del and drop put them in the
+// command's database (memKey), so that no step can miss it.
 type memOp struct {
 	m        *Memory
 	c        memCmd
 	now      time.Time
-	announce []string // released keys to announce once the lock is let go
+	announce []string // released keys (of c.DB) to announce once the lock is let go
 }
 
 func (s *memOp) exec() quorum.Reply { return memKinds[s.c.Kind].run(s) }
 
 // lookup returns key's live entry.
-func (s *memOp) lookup(key string) (entry, bool) { return s.m.lookup(key, s.now) }
+func (s *memOp) lookup(key string) (entry, bool) { return s.m.lookup(memKey(s.c.DB, key), s.now) }
+
+// store writes key's entry.
+func (s *memOp) store(key, token string, expires time.Time) {
+	s.m.store(memKey(s.c.DB, key), token, expires)
+}
+
+// del deletes key, announcing nothing.
+func (s *memOp) del(key string) { delete(s.m.keys, memKey(s.c.DB, key)) }
 
 // holds reports whether key is live and holds token.
 func (s *memOp) holds(key, token string) bool {
@@ -109,12 +122,12 @@ func (s *memOp) holds(key, token string) bool {
 
 // put stores key=token for ttl from now.
 func (s *memOp) put(key, token string, ttl time.Duration) {
-	s.m.store(key, token, s.now.Add(ttl))
+	s.store(key, token, s.now.Add(ttl))
 }
 
 // drop deletes key; with notify, a marked key's release is announced.
 func (s *memOp) drop(key string, notify bool) {
-	delete(s.m.keys, key)
+	s.del(key)
 	if notify && s.marked(key) {
 		s.announce = append(s.announce, key)
 	}
@@ -127,7 +140,7 @@ func (s *memOp) mark(key string, d time.Duration) {
 	if e, ok := s.lookup(wk); ok && !e.expires.Before(until) {
 		return
 	}
-	s.m.store(wk, "1", until)
+	s.store(wk, "1", until)
 }
 
 func (s *memOp) marked(key string) bool {

@@ -355,7 +355,7 @@ func memReceive(t *testing.T, m *Memory, deadline time.Time, c quorum.Cmd) quoru
 func TestMemoryWatchAnnouncesMarkedReleases(t *testing.T) {
 	m, _ := newTestMemory(t)
 	var heard []string
-	if m.Watch(quorum.Watcher{Released: func(k string) { heard = append(heard, k) }}) {
+	if m.Watch(quorum.Watcher{Released: func(_ int, k string) { heard = append(heard, k) }}) {
 		t.Fatal("Watch = true: an in-memory node has no server to identify")
 	}
 	marked := func(key string) {

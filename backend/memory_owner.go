@@ -46,8 +46,8 @@ func (s *memOp) holdOwner() quorum.Reply {
 	if live {
 		n = s.holdsOf(e.token) + 1
 	}
-	s.m.store(s.c.Key, e.token, e.expires)
-	s.m.store(s.c.holdsKey(), quorum.FormatHolds(e.token, n), e.expires)
+	s.store(s.c.Key, e.token, e.expires)
+	s.store(s.c.holdsKey(), quorum.FormatHolds(e.token, n), e.expires)
 	s.put(s.c.Mark, e.token, s.c.TTL)
 	return quorum.Reply{OK: true, Token: e.token, N: n}
 }
@@ -80,11 +80,11 @@ func (s *memOp) undoHold() quorum.Reply {
 func (s *memOp) dropHold(e entry) int64 {
 	n := s.holdsOf(e.token) - 1
 	if n <= 0 {
-		delete(s.m.keys, s.c.holdsKey())
+		s.del(s.c.holdsKey())
 		s.drop(s.c.Key, true)
 		return 0
 	}
-	s.m.store(s.c.holdsKey(), quorum.FormatHolds(e.token, n), e.expires)
+	s.store(s.c.holdsKey(), quorum.FormatHolds(e.token, n), e.expires)
 	return n
 }
 
@@ -105,10 +105,10 @@ func (s *memOp) extendHeld() quorum.Reply {
 		return quorum.Reply{}
 	}
 	until := s.now.Add(s.c.TTL)
-	s.m.store(s.c.Key, e.token, later(e.expires, until))
+	s.store(s.c.Key, e.token, later(e.expires, until))
 	hk := s.c.holdsKey()
 	if h, ok := s.lookup(hk); ok {
-		s.m.store(hk, h.token, later(h.expires, until))
+		s.store(hk, h.token, later(h.expires, until))
 	}
 	return quorum.Reply{OK: true}
 }
@@ -123,7 +123,7 @@ func (s *memOp) restoreHeld() quorum.Reply {
 	if s.c.N > 1 {
 		s.put(s.c.holdsKey(), quorum.FormatHolds(s.c.Token, s.c.N), s.c.TTL)
 	} else {
-		delete(s.m.keys, s.c.holdsKey())
+		s.del(s.c.holdsKey())
 	}
 	return quorum.Reply{OK: true}
 }

@@ -96,6 +96,10 @@ type request struct {
 	// says it was.
 	cb    answerer
 	fired atomic.Bool
+	// skip is how many replies come before the one that answers the
+	// request (a MULTI … EXEC sent as one request: only EXEC's counts);
+	// they are dropped. Read and counted down under the line's lock.
+	skip  int
 	small [160]byte
 }
 
@@ -518,9 +522,12 @@ func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
 			break
 		}
 		off += n
-		r := l.pop(w)
+		r, last := l.pop(w)
 		if r == nil {
 			return buf, errProtocol // a reply nobody asked for
+		}
+		if !last {
+			continue
 		}
 		if !now.Before(r.deadline) {
 			// Its caller's time was up before the reply was read.
@@ -533,13 +540,19 @@ func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
 	return buf[:rest], nil
 }
 
-func (l *line) pop(w *wire) *request {
+// pop returns the oldest request, and whether this reply is its last (it
+// stays the oldest until then).
+func (l *line) pop(w *wire) (*request, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(w.pending) == 0 {
-		return nil
+		return nil, false
 	}
 	r := w.pending[0]
+	if r.skip > 0 {
+		r.skip--
+		return r, false
+	}
 	w.pending[0] = nil
 	if len(w.pending) == 1 {
 		// Drained: start again at the front, keeping the capacity, so a
@@ -548,7 +561,7 @@ func (l *line) pop(w *wire) *request {
 	} else {
 		w.pending = w.pending[1:]
 	}
-	return r
+	return r, true
 }
 
 // rearm decides what a read deadline means: false when the oldest request

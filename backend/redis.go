@@ -41,7 +41,8 @@ type RedisOptions struct {
 // subscription have a connection each, opened the same way.
 type Redis struct {
 	name string
-	mux  *mux
+	mux  *mux // database 0's; see dbLines for the others
+	dbs  dbLines
 	// watch runs the release subscription and the server checks, and owns
 	// the health connection.
 	watch *redisWatch
@@ -63,7 +64,9 @@ func NewRedis(addr string, opts RedisOptions) (*Redis, error) {
 	w := newRedisWatch(name, o.DB, opts.HealthInterval)
 	cfg := nodeConfig(o, opts, w.onConnect)
 	w.health.cfg, w.subCfg = cfg, cfg
-	return &Redis{name: name, mux: newMux(*cfg), watch: w}, nil
+	r := &Redis{name: name, mux: newMux(*cfg), watch: w}
+	r.dbs.base = *cfg
+	return r, nil
 }
 
 func parseAddr(addr string, tlsConf *tls.Config) (*redis.Options, error) {
@@ -125,6 +128,7 @@ func (r *Redis) Name() string { return r.name }
 // Close stops the watch and closes every connection. Safe to call twice.
 func (r *Redis) Close() error {
 	r.watch.stop()
+	r.dbs.close()
 	r.mux.close()
 	return nil
 }

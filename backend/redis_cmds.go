@@ -61,6 +61,10 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		return c.buildMulti(cmd, channel)
 	case quorum.RaiseHorizon, quorum.ReadHorizon:
 		return c.buildHorizon(cmd)
+	case quorum.Eval:
+		return c.buildEval(cmd)
+	case quorum.UndoEval:
+		return c.buildUndoEval(cmd)
 	case quorum.HoldOwner:
 		c.script(holdOwnerScript, readHold, []string{k, hk, cmd.Mark}, cmd.Prefix, cmd.Token, c.ms(cmd.TTL))
 	case quorum.UndoHold:

@@ -21,11 +21,16 @@ var _ quorum.Node = (*Redis)(nil)
 // call.
 func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 	c := &call{r: r, rcv: rcv, deadline: deadline, kind: cmd.Kind, line: lineKey(&cmd)}
-	if err := c.build(&cmd, r.watch.channel); err != nil {
+	m, err := r.muxFor(cmd.DB)
+	if err == nil {
+		c.m = m
+		err = c.build(&cmd, r.watch.channels[cmd.DB])
+	}
+	if err != nil {
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
 		return
 	}
-	r.mux.submit(&c.req, deadline, c.line, c)
+	m.submit(&c.req, deadline, c.line, c)
 }
 
 // lineKey is the key whose line carries cmd.
@@ -41,12 +46,14 @@ func lineKey(cmd *quorum.Cmd) string {
 type call struct {
 	req      request
 	r        *Redis
+	m        *mux // the multiplexer of the Cmd's database
 	rcv      quorum.Receiver
 	kind     quorum.CmdKind
 	deadline time.Time
 	line     string
 	s        *script // nil for a plain command
 	evaled   bool    // sent again as EVAL after NOSCRIPT
+	marked   *markedEval
 	read     readFn
 	nkeys    int   // ReleaseEach: how many answers to expect
 	err      error // the first bad argument
@@ -58,20 +65,18 @@ type readFn func(c *call, rep reply) (quorum.Reply, error)
 // answer implements answerer.
 func (c *call) answer(rep reply, err error) {
 	if err == nil {
-		err = rep.err()
-	}
-	if err != nil && c.s != nil && !c.evaled && errors.Is(err, errNoScript) {
-		// The server lost its scripts (a restart, SCRIPT FLUSH): send the
-		// text, which also caches it, under the same deadline.
-		c.evaled = true
-		r := new(request)
-		r.buf = evalForm(c.req.buf, c.s)
-		c.r.mux.submit(r, c.deadline, c.line, c)
-		return
+		if err = rep.err(); err != nil && c.scriptOwnError(err) {
+			err = nil // a client's script answered with an error: its reply
+		}
 	}
 	var out quorum.Reply
 	if err == nil {
 		out, err = c.read(c, rep)
+	}
+	// The server lost its scripts (a restart, SCRIPT FLUSH): send the
+	// text, which also caches it, under the same deadline.
+	if err != nil && errors.Is(err, errNoScript) && c.resend() {
+		return
 	}
 	if err != nil {
 		out = quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)}
@@ -128,6 +133,7 @@ func (c *call) ms(d time.Duration) string {
 var (
 	errNoKeys      = errors.New("no keys")
 	errUnknownKind = errors.New("unknown command kind")
+	errBadDB       = errors.New("database index out of range")
 )
 
 // opNames name each kind in errors.

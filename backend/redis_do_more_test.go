@@ -217,7 +217,7 @@ func TestRedisWatchSubscriptionSurvivesRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	keys := make(chan string, 16)
-	if !r.Watch(quorum.Watcher{Released: func(k string) { keys <- k }}) {
+	if !r.Watch(quorum.Watcher{Released: func(_ int, k string) { keys <- k }}) {
 		t.Fatal("Watch: the Redis node must identify its server")
 	}
 	for round := range 2 {
@@ -344,6 +344,8 @@ func TestRedisDoAllocs(t *testing.T) {
 		{quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute}, 2},
 		{quorum.Cmd{Kind: quorum.CompareAndExtend, Key: "k", Token: tok, TTL: time.Minute}, 2},
 		{quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "absent", Token: tok}, 1},
+		// Another db costs the same once its lines exist.
+		{quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute, DB: 3}, 2},
 	}
 	for _, tc := range cases {
 		var wg sync.WaitGroup

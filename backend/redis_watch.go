@@ -12,9 +12,21 @@ import (
 )
 
 // releaseChannel is the Pub/Sub channel on which a backend announces the
-// keys that releases deleted, to every proxy in front of it. Pub/Sub spans
-// all dbs of a server, so a non-zero db gets its own channel.
+// keys that releases deleted in its db 0, to every proxy in front of it.
+// Pub/Sub spans all dbs of a server, so each other db n has its own
+// channel, releaseChannel+":n" (see dbChannel): the message is the key
+// alone, as it always was, and the channel says the db. A proxy that
+// knows db 0 only subscribes to releaseChannel alone and never hears of
+// another db's releases, which could wake its waiters on the wrong key.
 const releaseChannel = "redlockd:released"
+
+// dbChannel is the release channel of the server's db n.
+func dbChannel(n int) string {
+	if n == 0 {
+		return releaseChannel
+	}
+	return releaseChannel + ":" + strconv.Itoa(n)
+}
 
 // waitKey is where waiters mark key on a node, named like the quorum's
 // HoldsKey and FenceKey.
@@ -39,7 +51,8 @@ const defaultHealthInterval = time.Second
 // connection of its own, opened like the multiplexer's.
 type redisWatch struct {
 	name     string
-	channel  string
+	channels [quorum.DBs]string // channels[n] announces database n's releases
+	dbsOf    map[string][]int   // each channel's databases (two where the URL names a db)
 	interval time.Duration
 	health   healthConn // INFO: the periodic look at the server
 	subCfg   *muxConfig // how the subscription connects
@@ -49,17 +62,20 @@ type redisWatch struct {
 
 	mu       sync.Mutex
 	closed   bool
-	releases []func(key string)
+	releases []func(db int, key string)
 	servers  []func(quorum.ServerInfo)
 	sub      net.Conn // the subscription's connection, closed by stop
 }
 
-// newRedisWatch returns the watch of a node; its connection settings are
-// set once they exist, since their connect hook is the watch's.
-func newRedisWatch(name string, db int, interval time.Duration) *redisWatch {
-	w := &redisWatch{name: name, channel: releaseChannel, interval: orDefault(interval, defaultHealthInterval)}
-	if db != 0 {
-		w.channel += ":" + strconv.Itoa(db)
+// newRedisWatch returns the watch of a node whose URL names db base; its
+// connection settings are set once they exist, since their connect hook
+// is the watch's.
+func newRedisWatch(name string, base int, interval time.Duration) *redisWatch {
+	w := &redisWatch{name: name, interval: orDefault(interval, defaultHealthInterval), dbsOf: map[string][]int{}}
+	for n := range w.channels {
+		ch := dbChannel(serverDB(base, n))
+		w.channels[n] = ch
+		w.dbsOf[ch] = append(w.dbsOf[ch], n)
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	return w
@@ -112,7 +128,7 @@ func (w *redisWatch) stop() {
 	w.wg.Wait()
 }
 
-func (w *redisWatch) watchers() ([]func(string), []func(quorum.ServerInfo)) {
+func (w *redisWatch) watchers() ([]func(int, string), []func(quorum.ServerInfo)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.releases, w.servers
@@ -265,7 +281,7 @@ func (w *redisWatch) subscribe() {
 	c := &conn{nc: nc}
 	heard := time.Now()
 	_ = nc.SetWriteDeadline(heard.Add(w.interval))
-	if c.write("subscribe", w.channel) != nil {
+	if c.write(w.subscribeArgs()...) != nil {
 		return
 	}
 	for {
@@ -298,11 +314,23 @@ func (w *redisWatch) setSub(nc net.Conn) bool {
 	return true
 }
 
+// subscribeArgs is the SUBSCRIBE of every database's release channel.
+func (w *redisWatch) subscribeArgs() []string {
+	args := []string{"subscribe"}
+	for ch := range w.dbsOf {
+		args = append(args, ch)
+	}
+	return args
+}
+
 // pushed reads one push of the subscription: a message carries a released
-// key; the subscribe confirmation and pongs only show the link is alive.
+// key, and its channel the databases; the subscribe confirmations and
+// pongs only show the link is alive.
 func (w *redisWatch) pushed(rep reply) {
 	if rep.kind == '*' && len(rep.elems) == 3 && rep.elems[0].str == "message" {
-		w.deliver(rep.elems[2].str)
+		for _, db := range w.dbsOf[rep.elems[1].str] {
+			w.deliver(db, rep.elems[2].str)
+		}
 	}
 }
 
@@ -311,10 +339,10 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func (w *redisWatch) deliver(key string) {
+func (w *redisWatch) deliver(db int, key string) {
 	fns, _ := w.watchers()
 	for _, fn := range fns {
-		fn(key)
+		fn(db, key)
 	}
 }
 

@@ -75,8 +75,8 @@ func (h *Handler) clientSetInfo(c *call) {
 func (h *Handler) clientLine(s *Session) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("id=%d addr=%s name=%s db=0 resp=%d lib-name=%s lib-ver=%s",
-		s.ID, s.Addr, s.name, s.proto, s.libName, s.libVer)
+	return fmt.Sprintf("id=%d addr=%s name=%s db=%d resp=%d lib-name=%s lib-ver=%s",
+		s.ID, s.Addr, s.name, s.db, s.proto, s.libName, s.libVer)
 }
 
 func (h *Handler) clientList() string {

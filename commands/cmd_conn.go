@@ -3,6 +3,8 @@ package commands
 import (
 	"crypto/subtle"
 	"strings"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 func init() {
@@ -46,20 +48,25 @@ func (h *Handler) cmdReset(c *call) {
 	h.releaseSessionLocks(c.s)
 	c.s.mu.Lock()
 	c.s.proto = 2
+	c.s.db = 0
 	c.s.name = ""
 	c.s.authed = h.opts.Password == ""
 	c.s.mu.Unlock()
 	c.w.WriteSimple("RESET")
 }
 
+// cmdSelect: SELECT db. The connection's locks live in that database of
+// every backend from the next command on: it is a barrier, so nothing of
+// the connection runs across it.
 func (h *Handler) cmdSelect(c *call) {
 	n, ok := parseInt(c.arg(0))
 	switch {
 	case !ok:
 		c.w.WriteError(msgNotInt)
-	case n != 0:
+	case n < 0 || n >= quorum.DBs:
 		c.w.WriteError(msgDBIndex)
 	default:
+		c.s.setDB(int(n))
 		c.w.WriteSimple("OK")
 	}
 }

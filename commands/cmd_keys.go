@@ -23,12 +23,12 @@ func init() {
 // cmdTTL: TTL key -> agreed remaining seconds, rounded as Redis rounds them;
 // -1 without expiry, -2 when not held.
 func (h *Handler) cmdTTL(c *call) {
-	hd, err := h.cluster.Get(c.s.Context(), c.arg(0))
+	hd, err := h.clusterOf(c.s).Get(c.s.Context(), c.arg(0))
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	h.sessionPTTL(c.arg(0), &hd)
+	h.sessionPTTL(c.s, c.arg(0), &hd)
 	n := pttlReply(hd, time.Millisecond)
 	if n > 0 {
 		n = (n + 500) / 1000
@@ -41,7 +41,7 @@ func (h *Handler) cmdTTL(c *call) {
 func (h *Handler) cmdExists(c *call) {
 	var n int64
 	for _, k := range c.args {
-		hd, err := h.cluster.Get(c.s.Context(), string(k))
+		hd, err := h.clusterOf(c.s).Get(c.s.Context(), string(k))
 		if err != nil {
 			writeLockError(c.w, c.name, err)
 			return
@@ -79,13 +79,13 @@ func (h *Handler) expire(c *call, unit time.Duration) {
 	// The client sets the key's life from now on: the proxy stops
 	// renewing it first, so that no renewal in flight extends it (or puts
 	// it back on a backend) after the new ttl or the delete.
-	h.unbindKey(c.arg(0))
+	h.unbindKey(c.s.DB(), c.arg(0))
 	var held bool
 	var err error
 	if ttl <= 0 {
-		held, err = h.cluster.Delete(c.s.Context(), c.arg(0))
+		held, err = h.clusterOf(c.s).Delete(c.s.Context(), c.arg(0))
 	} else {
-		held, err = h.cluster.Expire(c.s.Context(), c.arg(0), ttl)
+		held, err = h.clusterOf(c.s).Expire(c.s.Context(), c.arg(0), ttl)
 	}
 	if err != nil {
 		writeLockError(c.w, c.name, err)
@@ -165,8 +165,8 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 // by the client's word then: a kept lock on it is no longer renewed (ended
 // first, so that no renewal in flight extends it past the new ttl).
 func (h *Handler) forceSet(c *call, o setOpts) {
-	h.unbindKey(c.arg(0))
-	_, err := h.cluster.ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
+	h.unbindKey(c.s.DB(), c.arg(0))
+	_, err := h.clusterOf(c.s).ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
 	h.took(c.s, err, c.arg(1), c.arg(0))
 	if err != nil {
 		writeLockError(c.w, c.name, err)

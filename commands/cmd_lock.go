@@ -22,9 +22,9 @@ func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration
 	var l quorum.Lock
 	var err error
 	if wait > 0 {
-		l, err = h.cluster.AcquireWait(s.Context(), key, token, ttl, wait)
+		l, err = h.clusterOf(s).AcquireWait(s.Context(), key, token, ttl, wait)
 	} else {
-		l, err = h.cluster.Acquire(s.Context(), key, token, ttl)
+		l, err = h.clusterOf(s).Acquire(s.Context(), key, token, ttl)
 	}
 	if err == nil && s.Context().Err() != nil {
 		err = h.undoForGone(s, l)
@@ -38,7 +38,7 @@ func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration
 // ttl with no holder.
 func (h *Handler) undoForGone(s *Session, l quorum.Lock) error {
 	ctx := context.WithoutCancel(s.Context())
-	_, _ = h.cluster.Release(ctx, l.Key, l.Token)
+	_, _ = h.clusterOf(s).Release(ctx, l.Key, l.Token)
 	return s.Context().Err()
 }
 
@@ -80,12 +80,12 @@ func (h *Handler) writeRelease(c *call, key, token string) {
 // cmdGet: GET key -> the token holding the lock on a majority, or null.
 // A kept lock that was lost is not held, whatever copies of it are left.
 func (h *Handler) cmdGet(c *call) {
-	hd, err := h.cluster.Get(c.s.Context(), c.arg(0))
+	hd, err := h.clusterOf(c.s).Get(c.s.Context(), c.arg(0))
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	if !hd.Held || h.bound.wasLost(lockRef{c.arg(0), hd.Token}, c.s.ID) {
+	if !hd.Held || h.bound.wasLost(lockRef{c.s.DB(), c.arg(0), hd.Token}, c.s.ID) {
 		c.w.WriteNull()
 		return
 	}
@@ -94,12 +94,12 @@ func (h *Handler) cmdGet(c *call) {
 
 // cmdPTTL: PTTL key -> agreed remaining ms, -1 without expiry, -2 when not held.
 func (h *Handler) cmdPTTL(c *call) {
-	hd, err := h.cluster.Get(c.s.Context(), c.arg(0))
+	hd, err := h.clusterOf(c.s).Get(c.s.Context(), c.arg(0))
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	h.sessionPTTL(c.arg(0), &hd)
+	h.sessionPTTL(c.s, c.arg(0), &hd)
 	c.w.WriteInt(pttlReply(hd, time.Millisecond))
 }
 
@@ -121,8 +121,8 @@ func pttlReply(hd quorum.Holder, unit time.Duration) int64 {
 func (h *Handler) cmdDel(c *call) {
 	var n int64
 	for _, k := range c.args {
-		h.unbindKey(string(k)) // first: no renewal in flight may put it back
-		held, err := h.cluster.Delete(c.s.Context(), string(k))
+		h.unbindKey(c.s.DB(), string(k)) // first: no renewal in flight may put it back
+		held, err := h.clusterOf(c.s).Delete(c.s.Context(), string(k))
 		if err != nil {
 			writeLockError(c.w, c.name, err)
 			return

@@ -219,9 +219,9 @@ func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
 	var r quorum.Reentered
 	var err error
 	if o.wait > 0 {
-		r, err = h.cluster.LockOwnerWait(s.Context(), key, o.owner, o.ttl, o.wait)
+		r, err = h.clusterOf(s).LockOwnerWait(s.Context(), key, o.owner, o.ttl, o.wait)
 	} else {
-		r, err = h.cluster.LockOwner(s.Context(), key, o.owner, o.ttl)
+		r, err = h.clusterOf(s).LockOwner(s.Context(), key, o.owner, o.ttl)
 	}
 	h.took(s, err, r.Token, key)
 	return grant{Lock: r.Lock, reentered: true}, err
@@ -231,15 +231,15 @@ func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
 // fresh lock released, an owner's hold dropped): a lock the client was not
 // told about must not stay behind.
 func (h *Handler) fence(s *Session, g *grant) (int64, error) {
-	f, err := h.cluster.Fence(s.Context(), &g.Lock)
+	f, err := h.clusterOf(s).Fence(s.Context(), &g.Lock)
 	if err == nil {
 		return f, nil
 	}
 	ctx := context.WithoutCancel(s.Context())
 	if g.reentered {
-		_, _, _ = h.cluster.Unhold(ctx, g.Key, g.Token)
+		_, _, _ = h.clusterOf(s).Unhold(ctx, g.Key, g.Token)
 	} else {
-		_, _ = h.cluster.Release(ctx, g.Key, g.Token)
+		_, _ = h.clusterOf(s).Release(ctx, g.Key, g.Token)
 	}
 	if errors.Is(err, quorum.ErrFenceOvertaken) {
 		err = quorum.ErrNotAcquired
@@ -252,7 +252,7 @@ func (h *Handler) fence(s *Session, g *grant) (int64, error) {
 // first; renewal goes on while kept holds remain) and releases anything
 // else, stopping its renewal. A kept lock that was lost answers false.
 func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
-	return h.releaseTokenWith(s, key, token, h.cluster.Release)
+	return h.releaseTokenWith(s, key, token, h.clusterOf(s).Release)
 }
 
 // releaseTokenWith is releaseToken whose release of a lock without holds
@@ -260,10 +260,10 @@ func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
 // round): every release of one key by its token keeps the same books.
 func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
 	ctx := s.Context()
-	ref := lockRef{key, token}
+	ref := lockRef{s.DB(), key, token}
 	if h.bound.wasLost(ref, s.ID) {
 		if !quorum.IsOwnerToken(token) {
-			_, _ = h.cluster.Release(ctx, key, token) // a minority may still store it
+			_, _ = h.clusterOf(s).Release(ctx, key, token) // a minority may still store it
 		}
 		// An owner lock's token may carry holds that other connections
 		// (on other proxies) still renew: it is left to them or its ttl.
@@ -277,14 +277,14 @@ func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(c
 		return release(ctx, key, token)
 	}
 	if b == nil {
-		ok, _, err := h.cluster.Unhold(ctx, key, token)
+		ok, _, err := h.clusterOf(s).Unhold(ctx, key, token)
 		return ok, err
 	}
 	var ok bool
 	var err error
 	b.kept.While(func() bool {
 		var left int64
-		ok, left, err = h.cluster.Unhold(ctx, key, token)
+		ok, left, err = h.clusterOf(s).Unhold(ctx, key, token)
 		return h.unholdShare(b, s.ID, err == nil && left == 0)
 	})
 	return ok, err
@@ -314,12 +314,12 @@ func (h *Handler) unholdShare(b *binding, id int64, free bool) bool {
 // extended with it; a kept lock that s lost is not held; a kept lock's
 // renewals keep at least the validity it reports.
 func (h *Handler) renewToken(s *Session, key, token string, ttl time.Duration) (time.Duration, error) {
-	ref := lockRef{key, token}
+	ref := lockRef{s.DB(), key, token}
 	if h.bound.wasLost(ref, s.ID) {
 		return 0, quorum.ErrNotHeld
 	}
-	v, err := h.cluster.Renew(s.Context(), key, token, ttl)
-	h.extended(v, err, token, key)
+	v, err := h.clusterOf(s).Renew(s.Context(), key, token, ttl)
+	h.extended(s, v, err, token, key)
 	return v, err
 }
 
@@ -331,7 +331,7 @@ func (h *Handler) sessionSet(c *call, force bool) {
 	var l quorum.Lock
 	var err error
 	if force {
-		l, err = h.cluster.ForceSet(c.s.Context(), key, token, ttl)
+		l, err = h.clusterOf(c.s).ForceSet(c.s.Context(), key, token, ttl)
 		h.took(c.s, err, token, key)
 	} else {
 		l, err = h.acquire(c.s, key, token, ttl, 0)
@@ -345,8 +345,8 @@ func (h *Handler) sessionSet(c *call, force bool) {
 }
 
 // sessionPTTL makes hd report "no expiry" when it is a session lock.
-func (h *Handler) sessionPTTL(key string, hd *quorum.Holder) {
-	if hd.Held && h.isSessionLock(key, hd.Token) {
+func (h *Handler) sessionPTTL(s *Session, key string, hd *quorum.Holder) {
+	if hd.Held && h.isSessionLock(s, key, hd.Token) {
 		hd.PTTL = -1
 	}
 }

@@ -26,7 +26,7 @@ type lockInfo struct {
 // reads only; nothing on the backends changes.
 func (h *Handler) cmdLockInfo(c *call) {
 	key := c.arg(0)
-	info := h.inspectLock(c.s.Context(), key)
+	info := h.inspectLock(c.s.Context(), h.clusterOf(c.s), key)
 	v := verdict(info.lock)
 	c.w.WriteMap(9)
 	c.w.WriteBulkString("key")
@@ -52,12 +52,12 @@ func (h *Handler) cmdLockInfo(c *call) {
 	}
 }
 
-func (h *Handler) inspectLock(ctx context.Context, key string) lockInfo {
+func (h *Handler) inspectLock(ctx context.Context, cl *quorum.Cluster, key string) lockInfo {
 	var info lockInfo
 	var wg sync.WaitGroup
-	wg.Go(func() { info.fence = h.cluster.Inspect(ctx, quorum.FenceKey(key)) })
-	wg.Go(func() { info.holds = h.cluster.Inspect(ctx, quorum.HoldsKey(key)) })
-	info.lock = h.cluster.Inspect(ctx, key)
+	wg.Go(func() { info.fence = cl.Inspect(ctx, quorum.FenceKey(key)) })
+	wg.Go(func() { info.holds = cl.Inspect(ctx, quorum.HoldsKey(key)) })
+	info.lock = cl.Inspect(ctx, key)
 	wg.Wait()
 	return info
 }

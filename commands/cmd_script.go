@@ -14,17 +14,20 @@ func init() {
 	)
 }
 
+// cmdEval runs a recognised lock script natively, any other body that
+// the static check admits as a replicated script.
 func (h *Handler) cmdEval(c *call) {
 	n, ok := numKeys(c)
 	if !ok {
 		return
 	}
-	s, ok := scripts[sha1Hex(c.arg(0))]
-	if !ok {
-		c.w.WriteError(msgOnlyLocks)
+	body := c.arg(0)
+	sha := sha1Hex(body)
+	if s, ok := scripts[sha]; ok {
+		h.runScript(c, s, n)
 		return
 	}
-	h.runScript(c, s, n)
+	h.runReplicated(c, h.scripts.add(sha, body), n)
 }
 
 func (h *Handler) cmdEvalSHA(c *call) {
@@ -32,12 +35,17 @@ func (h *Handler) cmdEvalSHA(c *call) {
 	if !ok {
 		return
 	}
-	s, ok := scripts[strings.ToLower(c.arg(0))]
+	sha := strings.ToLower(c.arg(0))
+	if s, ok := scripts[sha]; ok {
+		h.runScript(c, s, n)
+		return
+	}
+	e, ok := h.scripts.get(sha)
 	if !ok {
 		c.w.WriteError(msgNoScript)
 		return
 	}
-	h.runScript(c, s, n)
+	h.runReplicated(c, e, n)
 }
 
 // numKeys checks EVAL's numkeys as Redis does, before it looks at the
@@ -75,26 +83,24 @@ func strs(b [][]byte) []string {
 	return out
 }
 
-// cmdScript: SCRIPT LOAD|EXISTS|FLUSH. Only recognised lock scripts load.
+// cmdScript: SCRIPT LOAD|EXISTS|FLUSH, over the recognised lock scripts
+// (built in) and the proxy's script cache.
 func (h *Handler) cmdScript(c *call) {
 	sub := strings.ToUpper(c.arg(0))
 	switch {
 	case sub == "LOAD" && len(c.args) == 2:
-		sha := sha1Hex(c.arg(1))
-		if _, ok := scripts[sha]; !ok {
-			c.w.WriteError(msgOnlyLocks)
-			return
-		}
-		c.w.WriteBulkString(sha)
+		h.scriptLoad(c, c.arg(1))
 	case sub == "EXISTS" && len(c.args) >= 2:
 		c.w.WriteArray(len(c.args) - 1)
 		for _, a := range c.args[1:] {
-			_, ok := scripts[strings.ToLower(string(a))]
-			c.w.WriteInt(b2i(ok))
+			sha := strings.ToLower(string(a))
+			_, ok := scripts[sha]
+			c.w.WriteInt(b2i(ok || h.scripts.has(sha)))
 		}
 	case sub == "FLUSH":
-		// The recognised scripts are built in: there is nothing to forget.
+		// The recognised scripts are built in: only the cache is emptied.
 		if len(c.args) == 1 || (len(c.args) == 2 && isFlushMode(c.arg(1))) {
+			h.scripts.flush()
 			c.w.WriteSimple("OK")
 			return
 		}
@@ -104,6 +110,18 @@ func (h *Handler) cmdScript(c *call) {
 	default:
 		c.w.WriteError(errUnknownSub(c.arg(0), "SCRIPT"))
 	}
+}
+
+// scriptLoad checks and caches body: its SHA1, or the check's refusal.
+func (h *Handler) scriptLoad(c *call, body string) {
+	sha := sha1Hex(body)
+	if _, ok := scripts[sha]; !ok {
+		if e := h.scripts.add(sha, body); e.err != nil {
+			c.w.WriteError(checkRefusal(e.err))
+			return
+		}
+	}
+	c.w.WriteBulkString(sha)
 }
 
 func isFlushMode(s string) bool {

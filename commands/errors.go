@@ -23,7 +23,6 @@ const (
 	msgNegKeys      = "ERR Number of keys can't be negative"
 	msgTooManyKeys  = "ERR Number of keys can't be greater than number of args"
 	msgBadName      = "ERR Client names cannot contain spaces, newlines or special characters."
-	msgOnlyLocks    = "ERR redlockd runs only lock scripts; this script is not one it recognises"
 	msgClosed       = "ERR connection closed"
 	msgNotSupported = "ERR redlockd does not support this form of '%s': %s"
 )
@@ -75,6 +74,10 @@ func writeLockError(w Writer, cmd string, err error) {
 	switch nq, isNQ := errors.AsType[*quorum.NoQuorumError](err); {
 	case isNQ:
 		w.WriteError(errNoQuorum(nq))
+	case errors.Is(err, quorum.ErrDisagreed):
+		// A replicated script whose backends answered without a majority:
+		// unavailability to a client, as too few answers are.
+		w.WriteError("NOQUORUM " + err.Error())
 	case errors.Is(err, quorum.ErrNotAcquired), errors.Is(err, quorum.ErrNotHeld):
 		w.WriteNull()
 	case errors.Is(err, quorum.ErrInvalidTTL):

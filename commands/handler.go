@@ -64,13 +64,19 @@ type Handler struct {
 	nconns   atomic.Int64
 	stats    stats
 	bound    bindings // locks bound to a connection (session_locks.go)
+	scripts  *scriptCache
 }
 
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
-	return &Handler{cluster: cluster, opts: opts, started: time.Now()}
+	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache()}
 }
+
+// clusterOf is the lock service of session s's database (SELECT): every
+// lock a command of s takes, reads or releases goes through it. It is read
+// once per command, where the command starts.
+func (h *Handler) clusterOf(s *Session) *quorum.Cluster { return h.cluster.DB(s.DB()) }
 
 // NewSession starts the state of one client connection from addr.
 func (h *Handler) NewSession(addr string) *Session {

@@ -14,7 +14,7 @@ func scriptPotteryAcquired(h *Handler, c *call, keys, args []string) {
 	if !scriptArgs(c, "pottery acquired-ttl", keys, args, 1, 1) {
 		return
 	}
-	hd, err := h.cluster.Get(c.s.Context(), keys[0])
+	hd, err := h.clusterOf(c.s).Get(c.s.Context(), keys[0])
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

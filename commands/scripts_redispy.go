@@ -32,8 +32,8 @@ func scriptRedisPyExtend(h *Handler, c *call, keys, args []string) {
 	if !ok || refuseOwnerExtend(c, args[0]) {
 		return
 	}
-	v, err := h.cluster.ExtendAdd(c.s.Context(), keys[0], args[0], add, h.opts.MaxTTL)
-	h.extended(v, err, args[0], keys[0])
+	v, err := h.clusterOf(c.s).ExtendAdd(c.s.Context(), keys[0], args[0], add, h.opts.MaxTTL)
+	h.extended(c.s, v, err, args[0], keys[0])
 	h.writeScriptBool(c, err)
 }
 

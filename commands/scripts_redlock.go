@@ -38,9 +38,9 @@ func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
 	}
 	var err error
 	if len(keys) == 1 {
-		_, err = h.cluster.Acquire(c.s.Context(), keys[0], args[0], ttl)
+		_, err = h.clusterOf(c.s).Acquire(c.s.Context(), keys[0], args[0], ttl)
 	} else {
-		_, err = h.cluster.AcquireAll(c.s.Context(), keys, args[0], ttl)
+		_, err = h.clusterOf(c.s).AcquireAll(c.s.Context(), keys, args[0], ttl)
 	}
 	h.took(c.s, err, args[0], keys...)
 	h.writeRedlockCount(c, len(keys), err)
@@ -58,8 +58,8 @@ func scriptRedlockExtend(h *Handler, c *call, keys, args []string) {
 		_, err = h.renewToken(c.s, keys[0], args[0], ttl) // records the validity itself
 	} else {
 		var v time.Duration
-		v, err = h.cluster.ExtendAll(c.s.Context(), keys, args[0], ttl)
-		h.extended(v, err, args[0], keys...)
+		v, err = h.clusterOf(c.s).ExtendAll(c.s.Context(), keys, args[0], ttl)
+		h.extended(c.s, v, err, args[0], keys...)
 	}
 	h.writeRedlockCount(c, len(keys), err)
 }

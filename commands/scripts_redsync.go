@@ -26,7 +26,7 @@ func scriptRedsyncDelete(h *Handler, c *call, keys, args []string) {
 	res := quorum.ReleasedOther
 	ok, err := h.releaseTokenWith(c.s, keys[0], args[0], func(ctx context.Context, key, token string) (bool, error) {
 		var err error
-		res, err = h.cluster.ReleaseStatus(ctx, key, token)
+		res, err = h.clusterOf(c.s).ReleaseStatus(ctx, key, token)
 		return res == quorum.Released, err
 	})
 	switch {
@@ -61,8 +61,8 @@ func scriptRedsyncTouchOrSetNX(h *Handler, c *call, keys, args []string) {
 	if !ok || refuseOwnerExtend(c, args[0]) {
 		return
 	}
-	v, err := h.cluster.ExtendOrAcquire(c.s.Context(), keys[0], args[0], ttl)
+	v, err := h.clusterOf(c.s).ExtendOrAcquire(c.s.Context(), keys[0], args[0], ttl)
 	h.took(c.s, err, args[0], keys[0])
-	h.extended(v, err, args[0], keys[0])
+	h.extended(c.s, v, err, args[0], keys[0])
 	h.writeScriptBool(c, err)
 }

@@ -20,6 +20,7 @@ type Session struct {
 
 	mu      sync.Mutex
 	proto   int
+	db      int // the database (SELECT) that the connection's locks live in
 	authed  bool
 	name    string
 	libName string
@@ -69,6 +70,20 @@ func (s *Session) Proto() int {
 func (s *Session) setProto(p int) {
 	s.mu.Lock()
 	s.proto = p
+	s.mu.Unlock()
+}
+
+// DB is the database the connection's locks live in (SELECT's index, 0
+// to quorum.DBs-1).
+func (s *Session) DB() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.db
+}
+
+func (s *Session) setDB(n int) {
+	s.mu.Lock()
+	s.db = n
 	s.mu.Unlock()
 }
 

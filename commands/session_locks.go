@@ -25,7 +25,12 @@ import (
 // each, and renewal runs while any kept hold lives. A hold taken without
 // KEEPALIVE belongs to nobody here: it lives by its ttl, RENEW and UNLOCK.
 
-type lockRef struct{ key, token string }
+// lockRef names a lock bound to a connection: its database, key and
+// token. The same key in two databases is two locks.
+type lockRef struct {
+	db         int
+	key, token string
+}
 
 type bindKind int
 
@@ -98,7 +103,7 @@ func (h *Handler) KeepaliveStats() KeepaliveStats {
 // lock without hold counts bound again (a repeated SET) changes nothing. If
 // s closed meanwhile, the hold is dropped at once instead: nobody would.
 func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, kind bindKind) {
-	ref := lockRef{key, token}
+	ref := lockRef{s.DB(), key, token}
 	r := &h.bound
 	r.mu.Lock()
 	if s.Context().Err() != nil {
@@ -109,7 +114,7 @@ func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, 
 	b, ok := r.byRef[ref]
 	if !ok {
 		b = &binding{ref: ref, kind: kind, holds: map[int64]int{}}
-		b.kept = h.cluster.Keep(key, token, ttl, valid, func(err error) { h.lose(b, ttl, err) })
+		b.kept = h.cluster.DB(ref.db).Keep(key, token, ttl, valid, func(err error) { h.lose(b, ttl, err) })
 		r.add(b)
 	}
 	if quorum.IsOwnerToken(token) || b.holds[s.ID] == 0 {
@@ -126,13 +131,13 @@ func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, 
 // lock, a release for any other (it has one hold). It reports whether the
 // lock is known to be free now; an Unhold that failed leaves that open.
 func (h *Handler) dropHolds(ref lockRef, n int) (free bool) {
-	ctx := context.Background()
+	ctx, cl := context.Background(), h.cluster.DB(ref.db)
 	if !quorum.IsOwnerToken(ref.token) {
-		_, _ = h.cluster.Release(ctx, ref.key, ref.token)
+		_, _ = cl.Release(ctx, ref.key, ref.token)
 		return true
 	}
 	for range n {
-		_, left, err := h.cluster.Unhold(ctx, ref.key, ref.token)
+		_, left, err := cl.Unhold(ctx, ref.key, ref.token)
 		if free = err == nil && left == 0; free {
 			return true
 		}
@@ -253,7 +258,7 @@ func (h *Handler) took(s *Session, err error, token string, keys ...string) {
 	defer r.mu.Unlock()
 	defer func() { r.nrecords.Store(int64(len(r.lost))) }()
 	for _, key := range keys {
-		ref := lockRef{key, token}
+		ref := lockRef{s.DB(), key, token}
 		if l, ok := r.lost[ref]; ok && l.only != nil {
 			delete(l.only, s.ID)
 			continue
@@ -265,12 +270,12 @@ func (h *Handler) took(s *Session, err error, token string, keys ...string) {
 // extended records an extend of keys by token that succeeded with
 // validity v (when err is nil): a kept lock among them keeps it, its
 // renewals never cutting short what the client was told.
-func (h *Handler) extended(v time.Duration, err error, token string, keys ...string) {
+func (h *Handler) extended(s *Session, v time.Duration, err error, token string, keys ...string) {
 	if err != nil {
 		return
 	}
 	for _, key := range keys {
-		if b := h.bound.get(lockRef{key, token}); b != nil {
+		if b := h.bound.get(lockRef{s.DB(), key, token}); b != nil {
 			b.kept.Granted(v)
 		}
 	}
@@ -307,12 +312,12 @@ func (h *Handler) unbind(b *binding) {
 // and waits for a renewal in flight: DEL or EXPIRE is about to set the
 // key's life by the client's word, which a renewal must not undo (extend
 // it past the new ttl, restore it after the delete), nor count as a loss.
-func (h *Handler) unbindKey(key string) {
+func (h *Handler) unbindKey(db int, key string) {
 	r := &h.bound
 	r.mu.Lock()
 	var bs []*binding
 	for ref, b := range r.byRef {
-		if ref.key == key {
+		if ref.db == db && ref.key == key {
 			bs = append(bs, b)
 		}
 	}
@@ -368,7 +373,7 @@ func (h *Handler) dropSessionHolds(b *binding, id int64) {
 
 // isSessionLock reports whether key=token is a session lock (taken without
 // an expiry) that this proxy keeps alive: TTL and PTTL answer -1 for it.
-func (h *Handler) isSessionLock(key, token string) bool {
-	b := h.bound.get(lockRef{key, token})
+func (h *Handler) isSessionLock(s *Session, key, token string) bool {
+	b := h.bound.get(lockRef{s.DB(), key, token})
 	return b != nil && b.kind == bindSession
 }

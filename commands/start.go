@@ -80,10 +80,13 @@ func (h *Handler) acquireAsync(c *call, key, token string, ttl time.Duration, do
 		done()
 		return
 	}
-	h.cluster.AcquireAsync(key, token, ttl, func(l quorum.Lock, err error) {
+	// The database in force at this command's place in a pipeline: a
+	// SELECT is a barrier, so the commands before it are all started.
+	cl := h.clusterOf(s)
+	cl.AcquireAsync(key, token, ttl, func(l quorum.Lock, err error) {
 		if err == nil && s.Context().Err() != nil {
 			err = s.Context().Err()
-			h.cluster.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
+			cl.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
 		}
 		h.took(s, err, token, key)
 		if err != nil {

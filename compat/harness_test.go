@@ -28,9 +28,18 @@ type instance struct {
 // it.
 func startRedlockd(t *testing.T) *instance {
 	t.Helper()
-	return &instance{redlocktest.Start(t, redlocktest.Options{
-		Commands: commands.Options{SessionTTL: sessionTTL, Version: "compat"},
-	})}
+	return &instance{redlocktest.Start(t, harnessOptions)}
+}
+
+// startSecond serves a second redlockd in front of in's backends, as a
+// second proxy behind a load balancer would be.
+func startSecond(t *testing.T, in *instance) *instance {
+	t.Helper()
+	return &instance{redlocktest.StartOver(t, in.Backends, harnessOptions)}
+}
+
+var harnessOptions = redlocktest.Options{
+	Commands: commands.Options{SessionTTL: sessionTTL, Version: "compat"},
 }
 
 // testCtx is a per-test context bounded so a hung client fails the test

@@ -2,11 +2,13 @@ package compat
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/internal/redlocktest"
 )
@@ -64,5 +66,61 @@ func TestRedsync(t *testing.T) {
 	}
 	if ok, err := other.UnlockContext(ctx); err != nil || !ok {
 		t.Fatalf("second mutex Unlock = %v, %v", ok, err)
+	}
+}
+
+// TestRedsyncInSelectedDB runs go-redsync over a client of db 6 (a
+// redis://…/6 URL): its lock, its extend and release scripts act in db 6
+// of every backend, while a mutex of the same name in db 0 holds its own
+// lock at the same time.
+func TestRedsyncInSelectedDB(t *testing.T) {
+	in := startRedlockd(t)
+	ctx := testCtx(t)
+	client := func(db int) *redis.Client {
+		opt, err := redis.ParseURL(fmt.Sprintf("redis://%s/%d", in.Addr, db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := redis.NewClient(opt)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dbValues := func(db int, key string) []string {
+		vals := make([]string, len(in.Backends))
+		for i, s := range in.Backends {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db, DisableIdentity: true})
+			v, err := c.Get(ctx, key).Result()
+			c.Close()
+			if errors.Is(err, redis.Nil) {
+				v = "<nil>"
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			vals[i] = v
+		}
+		return vals
+	}
+	const name = "redsync:db"
+	m6 := redsync.New(goredis.NewPool(client(6))).NewMutex(name, redsync.WithExpiry(8*time.Second), redsync.WithTries(1))
+	m0 := redsync.New(goredis.NewPool(client(0))).NewMutex(name, redsync.WithExpiry(8*time.Second), redsync.WithTries(1))
+	for _, m := range []*redsync.Mutex{m6, m0} {
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatalf("Lock: %v", err)
+		}
+	}
+	if vals := dbValues(6, name); redlocktest.Count(vals, m6.Value()) != 3 {
+		t.Fatalf("db 6 holds %v, want db 6's token on every backend", vals)
+	}
+	if ok, err := m6.ExtendContext(ctx); err != nil || !ok {
+		t.Fatalf("Extend in db 6 = %v, %v", ok, err)
+	}
+	if ok, err := m6.UnlockContext(ctx); err != nil || !ok {
+		t.Fatalf("Unlock in db 6 = %v, %v", ok, err)
+	}
+	if vals := dbValues(6, name); redlocktest.Count(vals, "<nil>") != 3 {
+		t.Fatalf("after Unlock db 6 holds %v", vals)
+	}
+	if vals := dbValues(0, name); redlocktest.Count(vals, m0.Value()) != 3 {
+		t.Fatalf("db 0 holds %v after db 6's mutex came and went, want its own token", vals)
 	}
 }

@@ -7,15 +7,27 @@ import (
 
 // Cluster runs Redlock operations over a fixed set of independent nodes.
 // It is safe for concurrent use.
+//
+// A Cluster works in one database of its nodes (SELECT's index): New's
+// works in database 0, and DB returns the same Cluster working in another.
+// The views share everything (nodes, health, waiters, pending releases);
+// only the database their rounds stamp on each Cmd differs.
 type Cluster struct {
 	nodes   []Node
 	cfg     Config
 	wake    *wakeRegistry
 	health  *health
 	pending *retrier
-	// horizons keeps every node's lock horizon (see HorizonKey).
+	db      int
+	views   []*Cluster // views[n] works in database n; shared by all views
+	// horizons keeps every node's lock horizon (see HorizonKey); shared
+	// by all views.
 	horizons *horizons
 }
+
+// DBs is the number of databases a Cluster works in: SELECT 0 to 15, as
+// a default redis-server has.
+const DBs = 16
 
 // New returns a Cluster over nodes. It does not wait for them; each node
 // starts reporting to it (looks at its server, announced releases) in the
@@ -37,9 +49,24 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 	c.health.hz = c.horizons
 	c.health.readHorizons = c.readHorizons
 	c.pending = newRetrier(c.nodes, cfg)
+	c.views = make([]*Cluster, DBs)
+	for n := range c.views {
+		v := *c
+		v.db = n
+		c.views[n] = &v
+	}
+	c.views[0] = c
 	c.watch()
 	return c, nil
 }
+
+// DB returns the Cluster working in database n, 0 <= n < DBs (the caller
+// checks n, as SELECT does). It is made once, in New: picking it costs
+// nothing per call.
+func (c *Cluster) DB(n int) *Cluster { return c.views[n] }
+
+// Index is the database the Cluster works in.
+func (c *Cluster) Index() int { return c.db }
 
 // Nodes returns the cluster's nodes, in configuration order.
 func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.nodes...) }

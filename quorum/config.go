@@ -53,6 +53,11 @@ type Config struct {
 	// lock horizon and QuarantineAuto. Default 24h (the binary passes
 	// --max-ttl).
 	MaxTTL time.Duration
+	// SessionTTL is the ttl a replicated script's key gets where the
+	// script leaves it without an expiry (Cmd.Limit of Eval), so that no
+	// script can make a lock that never expires. Default 30s (the binary
+	// passes --session-ttl).
+	SessionTTL time.Duration
 }
 
 const defaultMaxTTL = 24 * time.Hour
@@ -72,6 +77,7 @@ func DefaultConfig() Config {
 		Now:           time.Now,
 		ReleaseRetry:  200 * time.Millisecond,
 		MaxTTL:        defaultMaxTTL,
+		SessionTTL:    30 * time.Second,
 		// A restarted node may have lost any lock it granted; the other
 		// nodes' horizons say how long the longest one can still live.
 		RestartQuarantine: QuarantineAuto,
@@ -89,8 +95,8 @@ func (c Config) Validate() error {
 		return errors.New("quorum: need 0 <= RetryDelayMin <= RetryDelayMax")
 	case c.RestartQuarantine < 0 && c.RestartQuarantine != QuarantineAuto:
 		return errors.New("quorum: RestartQuarantine must be QuarantineAuto, 0 or positive")
-	case c.ReleaseRetry < 0 || c.MaxTTL < 0:
-		return errors.New("quorum: ReleaseRetry and MaxTTL must not be negative")
+	case c.ReleaseRetry < 0 || c.MaxTTL < 0 || c.SessionTTL < 0:
+		return errors.New("quorum: ReleaseRetry, MaxTTL and SessionTTL must not be negative")
 	}
 	return nil
 }

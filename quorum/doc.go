@@ -6,7 +6,9 @@
 // the votes are tallied; and the rule of the operation decides. An
 // operation declares only what each node is asked, how a reply votes, and
 // what undoes a grant after a failed round (an acquire: a release wherever
-// the round may have stored its token; an extend: nothing). The majority
+// the round may have stored its token; an extend: nothing; a client's
+// replicated script: an undo of its recorded run wherever the answer
+// differs from the reply, script.go). The majority
 // rule Q = N/2+1, the validity arithmetic (ttl - elapsed - drift, on Go's
 // monotonic clock), the cleanup after a failed grant, the retries of
 // releases a node did not answer (bounded, per node, until it answers or
@@ -14,6 +16,11 @@
 // exist once, for all of them. A round is driven by the replies: no
 // goroutine waits per node, and the Async operations hand their outcome to
 // a callback, so a caller can keep many rounds in flight.
+//
+// A Cluster works in one database of its nodes (SELECT's 0 to 15): DB(n)
+// is the same Cluster in database n, and its rounds stamp n on every Cmd
+// they send, in one place (round.launch). What the Cluster keeps by lock
+// key (waiters, pending releases) it keeps by database and key.
 //
 // It knows neither RESP nor any Redis client: nodes are reached through the
 // four-method Node interface, whose Cmd kinds list everything a node must

@@ -83,7 +83,7 @@ func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter
 		c.releaseThen(op, key, token, ttl, false, leave, func(r *round, _ tally) {
 			for i := range r.calls {
 				if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && !rep.OK && unanswered(g.reply(i)) {
-					c.pending.add(i, key, token, ttl, true)
+					c.pending.add(i, c.db, key, token, ttl, true)
 				}
 			}
 			done()
@@ -121,11 +121,11 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 	c.collectThen(op, ask, okVote, func(r *round, t tally) {
 		for i := range r.calls {
 			if r.calls[i].asked && unanswered(r.reply(i)) {
-				c.pending.add(i, key, token, ttl, false)
+				c.pending.add(i, c.db, key, token, ttl, false)
 			}
 		}
 		if notify && t.yes > 0 {
-			c.wake.notify(key)
+			c.wake.notify(c.db, key)
 		}
 		then(r, t)
 	})
@@ -146,7 +146,7 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
 	// Joined before the first round, so that a release during it is not missed.
-	w := c.wake.join(key)
+	w := c.wake.join(c.db, key)
 	var mark time.Duration
 	for {
 		l, err := c.acquire(ctx, key, token, ttl, mark)

@@ -74,7 +74,7 @@ func (c *Cluster) pendingEach(r, g *round, keys []string, token string, ttl time
 		for j, k := range keys {
 			deleted := j < len(rep.Each) && rep.Each[j]
 			if !deleted {
-				c.pending.add(i, k, token, ttl, rep.Err == nil)
+				c.pending.add(i, c.db, k, token, ttl, rep.Err == nil)
 			}
 		}
 	}

@@ -46,10 +46,11 @@ type Watcher struct {
 	// each new connection, before the connection carries any command, and
 	// periodically.
 	Server func(ServerInfo)
-	// Released is called with the key of every release announced on the
-	// node (from this proxy or any other one in front of the same server).
-	// Announcements are hints, never votes: one may be lost.
-	Released func(key string)
+	// Released is called with the database and key of every release
+	// announced on the node (from this proxy or any other one in front of
+	// the same server). Announcements are hints, never votes: one may be
+	// lost.
+	Released func(db int, key string)
 }
 
 // CmdKind names one operation of a node. Each is atomic on the node.
@@ -134,10 +135,27 @@ const (
 	// OOM, BUSY, …). With Mark set, the node records at Mark (for TTL) how
 	// each key of Keys was before the script and how the script left it,
 	// in the same atomic step, so that UndoEval can take the script back.
+	//   - Mark: a fresh key under "redlockd:" (one per round; set only for
+	//     a script that may write and has keys). The record at Mark holds,
+	//     per key of Keys, its value and absolute expiry before the script
+	//     and after it, and lives TTL.
+	//   - TTL: how long the node keeps the record at Mark.
+	//   - Limit (every Eval): a key of Keys that the script leaves present
+	//     without an expiry is given Limit as its ttl, in the same atomic
+	//     step (0: left as it is); no script makes a lock that never
+	//     expires. (Without Mark the script does not write, or has no
+	//     keys: there is nothing to limit.)
+	// With Mark, TTL (reply) is the longest remaining ttl among Keys
+	// after the script (0 when none has one).
+	// If UndoEval of Mark arrived first, the script's effect is taken back
+	// in the same atomic step (the record says it was undone).
 	Eval
 	// UndoEval: where a key of Keys is still as the Eval recorded at Mark
 	// left it, put it back as it was before (absent, or its old value and
-	// expiry). OK: something was put back.
+	// expiry; absent when that expiry has passed); a key changed since is
+	// left alone. The record at Mark then says "undone" (for TTL, the
+	// Eval's), so an Eval of Mark arriving later undoes itself. OK:
+	// something was put back.
 	UndoEval
 	// RaiseHorizon: set the ttl of the lock horizon at Key (HorizonKey) to
 	// TTL unless it is longer already (never shorten: another proxy may

@@ -135,7 +135,7 @@ func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Durati
 // it succeeds, wait has passed, or ctx is done.
 func (c *Cluster) LockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
 	deadline := c.cfg.Now().Add(wait)
-	w := c.wake.join(key)
+	w := c.wake.join(c.db, key)
 	for {
 		r, err := c.LockOwner(ctx, key, id, ttl)
 		if err == nil || errors.Is(err, ErrInvalidTTL) {
@@ -199,7 +199,7 @@ func (c *Cluster) undoHolds(key, mark, keep string, ttl time.Duration, g *round)
 	r, _ := c.collect(OpReenter, func(i int) (Cmd, bool) { return cmd, undo(i) }, okVote)
 	for i := range r.calls {
 		if r.calls[i].asked && unanswered(r.reply(i)) {
-			c.pending.addUndo(i, key, mark, keep, ttl)
+			c.pending.addUndo(i, c.db, key, mark, keep, ttl)
 		}
 	}
 }
@@ -245,11 +245,11 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 		// its copy until it is released there too.
 		for i := range r.calls {
 			if unanswered(r.reply(i)) {
-				c.pending.add(i, key, token, 0, false)
+				c.pending.add(i, c.db, key, token, 0, false)
 			}
 		}
 		if t.yes > 0 {
-			c.wake.notify(key)
+			c.wake.notify(c.db, key)
 		}
 	}
 	if err := c.heard(&t); err != nil {

@@ -17,11 +17,11 @@ import (
 // grant the lock to anyone, but it makes that node vote "no" for the key
 // and so costs the key its fault tolerance until the ttl ends.
 //
-// The Cluster remembers each such (key, token) per node and retries the
-// compare-and-delete every Config.ReleaseRetry until the node answers. The
-// record is bounded: at most maxPendingPerNode entries per node (the oldest
-// are dropped first), and an entry is dropped once its ttl has passed, since
-// the key has expired on the node by then. Only tokens whose lock was
+// The Cluster remembers each such (database, key, token) per node and
+// retries the compare-and-delete every Config.ReleaseRetry until the node
+// answers. The record is bounded: at most maxPendingPerNode entries per
+// node (the oldest are dropped first), and an entry is dropped once its
+// ttl has passed, since the key has expired on the node by then. Only tokens whose lock was
 // released or never granted are recorded, and tokens are unique per
 // acquisition, so a retry can never delete a lock that someone holds.
 //
@@ -33,6 +33,7 @@ import (
 const maxPendingPerNode = 10000
 
 type pendingRelease struct {
+	db         int
 	key, token string
 	// until is when the key expires on the node at the latest.
 	until time.Time
@@ -43,6 +44,16 @@ type pendingRelease struct {
 	// (token is then its mark key) instead of a compare-and-delete. It is
 	// exact and leaves a mark against a late arrival, so one answer ends it.
 	undo *undoHold
+	// eval, when set, makes the entry an UndoEval of a replicated script's
+	// round (token is then its mark key). Like an UndoHold it is exact.
+	eval *undoEval
+}
+
+// undoEval is what UndoEval needs besides the mark.
+type undoEval struct {
+	keys []string
+	db   int
+	ttl  time.Duration
 }
 
 // undoHold is what UndoHold needs besides key and mark.
@@ -94,26 +105,32 @@ func newRetrier(nodes []Node, cfg Config) *retrier {
 	return r
 }
 
-// add remembers a release of key=token on node i that did not get an
-// answer. ttl <= 0: unknown, the horizon applies. answeredAbsent: the node
-// did answer "not held", but a straggling SET may still land, so the entry
-// only needs confirming.
-func (r *retrier) add(i int, key, token string, ttl time.Duration, answeredAbsent bool) {
+// add remembers a release of key=token in database db on node i that did
+// not get an answer. ttl <= 0: unknown, the horizon applies.
+// answeredAbsent: the node did answer "not held", but a straggling SET may
+// still land, so the entry only needs confirming.
+func (r *retrier) add(i, db int, key, token string, ttl time.Duration, answeredAbsent bool) {
 	if ttl <= 0 {
 		ttl = r.horizon
 	}
 	now := time.Now()
-	e := pendingRelease{key: key, token: token, until: now.Add(ttl)}
+	e := pendingRelease{db: db, key: key, token: token, until: now.Add(ttl)}
 	if answeredAbsent {
 		e.confirmAt = now.Add(r.every)
 	}
 	r.push(i, e)
 }
 
-// addUndo remembers an UndoHold of the round marked at mark on node i
-// that did not get an answer.
-func (r *retrier) addUndo(i int, key, mark, keep string, ttl time.Duration) {
-	r.push(i, pendingRelease{key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{keep, ttl}})
+// addUndo remembers an UndoHold of the round marked at mark (in database
+// db) on node i that did not get an answer.
+func (r *retrier) addUndo(i, db int, key, mark, keep string, ttl time.Duration) {
+	r.push(i, pendingRelease{db: db, key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{keep, ttl}})
+}
+
+// addUndoEval remembers an UndoEval of the script round marked at mark
+// on node i that did not get an answer; the mark lives ttl.
+func (r *retrier) addUndoEval(i int, keys []string, mark string, db int, ttl time.Duration) {
+	r.push(i, pendingRelease{db: db, key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{keys, db, ttl}})
 }
 
 // push queues e for node i and arms the next retry round.
@@ -233,8 +250,12 @@ func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted 
 	if e.undo != nil {
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}
+	if e.eval != nil {
+		cmd = Cmd{Kind: UndoEval, Keys: e.eval.keys, Mark: e.token, DB: e.eval.db, TTL: e.eval.ttl}
+	}
+	cmd.DB = e.db
 	rep := Call(ctx, n, cmd)
-	if e.undo != nil {
+	if e.undo != nil || e.eval != nil {
 		return rep.Err == nil, rep.Err
 	}
 	return rep.OK, rep.Err

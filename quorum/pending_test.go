@@ -162,7 +162,7 @@ func TestPendingBounded(t *testing.T) {
 	r.limit = 3
 	fs[0].setOpBehavior(opCAD, behaveErr)
 	for i := range 5 {
-		r.add(0, fmt.Sprint("k", i), mine, time.Hour, false)
+		r.add(0, 0, fmt.Sprint("k", i), mine, time.Hour, false)
 	}
 	r.queues[0].mu.Lock()
 	var keys []string
@@ -177,7 +177,7 @@ func TestPendingBounded(t *testing.T) {
 
 	fs2, nodes2 := newFakes(1)
 	c2 := closedCluster(t, nodes2, retryConfig())
-	c2.pending.add(0, "gone", mine, time.Nanosecond, false)
+	c2.pending.add(0, 0, "gone", mine, time.Nanosecond, false)
 	waitFor(t, "the expired entry is dropped", func() bool { return totalPending(c2) == 0 })
 	if n := fs2[0].callCount(opCAD); n != 0 {
 		t.Errorf("%d calls for an expired entry", n)

@@ -105,7 +105,7 @@ func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error)
 	defer func() { done(err, 0, 0) }()
 	_, t := c.collect(OpDelete, same(Cmd{Kind: Delete, Key: key, Notify: true}), okVote)
 	if t.yes > 0 {
-		c.wake.notify(key)
+		c.wake.notify(c.db, key)
 	}
 	if err := c.heard(&t); err != nil {
 		return false, err

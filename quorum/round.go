@@ -90,7 +90,8 @@ func (c *Cluster) newRound(op string, vote voter, early int) *round {
 	return &round{c: c, op: op, vote: vote, early: early, calls: make([]nodeCall, len(c.nodes))}
 }
 
-// launch asks every node at once.
+// launch asks every node at once, in the Cluster's database: the one
+// place where a Cmd gets its DB.
 func (r *round) launch(ask asker) {
 	r.start = time.Now()
 	deadline := r.start.Add(r.c.cfg.NodeTimeout)
@@ -102,6 +103,7 @@ func (r *round) launch(ask asker) {
 			r.receive(nc, Reply{})
 			continue
 		}
+		cmd.DB = r.c.db
 		nc.asked, nc.cmd = true, cmd
 		n.Do(deadline, cmd, nc)
 	}

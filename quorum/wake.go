@@ -18,9 +18,16 @@ func (c *Cluster) markTTL(deadline time.Time) time.Duration {
 	return min(left, max(2*(c.cfg.RetryDelayMax+2*c.cfg.NodeTimeout), time.Second))
 }
 
+// dbKey names a key of one database: the same key in two databases is
+// two locks, with waiters of their own.
+type dbKey struct {
+	db  int
+	key string
+}
+
 // waiter is one blocking acquire waiting for its key.
 type waiter struct {
-	key string
+	key dbKey
 	// ch holds at most one pending wake: several notifications of one
 	// release (one per node, plus the local one) coalesce.
 	ch chan struct{}
@@ -31,17 +38,17 @@ type waiter struct {
 // the order they came; the others keep retrying on their jitter.
 type wakeRegistry struct {
 	mu   sync.Mutex
-	keys map[string][]*waiter
+	keys map[dbKey][]*waiter
 }
 
 func newWakeRegistry() *wakeRegistry {
-	return &wakeRegistry{keys: make(map[string][]*waiter)}
+	return &wakeRegistry{keys: make(map[dbKey][]*waiter)}
 }
 
-func (r *wakeRegistry) join(key string) *waiter {
-	w := &waiter{key: key, ch: make(chan struct{}, 1)}
+func (r *wakeRegistry) join(db int, key string) *waiter {
+	w := &waiter{key: dbKey{db, key}, ch: make(chan struct{}, 1)}
 	r.mu.Lock()
-	r.keys[key] = append(r.keys[key], w)
+	r.keys[w.key] = append(r.keys[w.key], w)
 	r.mu.Unlock()
 	return w
 }
@@ -74,14 +81,14 @@ func (r *wakeRegistry) leave(w *waiter, acquired bool) {
 	}
 }
 
-// notify wakes the oldest waiter of key. It never blocks.
-func (r *wakeRegistry) notify(key string) {
+// notify wakes the oldest waiter of key in database db. It never blocks.
+func (r *wakeRegistry) notify(db int, key string) {
 	r.mu.Lock()
-	r.wakeHeadLocked(key)
+	r.wakeHeadLocked(dbKey{db, key})
 	r.mu.Unlock()
 }
 
-func (r *wakeRegistry) wakeHeadLocked(key string) {
+func (r *wakeRegistry) wakeHeadLocked(key dbKey) {
 	q := r.keys[key]
 	if len(q) == 0 {
 		return
@@ -92,16 +99,16 @@ func (r *wakeRegistry) wakeHeadLocked(key string) {
 	}
 }
 
-// count is the number of waiters on key.
-func (r *wakeRegistry) count(key string) int {
+// count is the number of waiters on key in database db.
+func (r *wakeRegistry) count(db int, key string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.keys[key])
+	return len(r.keys[dbKey{db, key}])
 }
 
 // Waiters returns how many blocking acquires on this Cluster are waiting
-// for key.
-func (c *Cluster) Waiters(key string) int { return c.wake.count(key) }
+// for key (in the Cluster's database).
+func (c *Cluster) Waiters(key string) int { return c.wake.count(c.db, key) }
 
 // pauseForRetry waits after a failed round for the first of: a release of
 // the key, the jitter, the deadline, ctx. It reports whether to run another

@@ -117,5 +117,8 @@ func RaiseFence(ctx context.Context, n quorum.Node, key string, v int64, ttl tim
 // watchServer has fn told of every look n takes at its server.
 func WatchServer(n quorum.Node, fn func(quorum.ServerInfo)) { n.Watch(quorum.Watcher{Server: fn}) }
 
-// watchReleases has fn told of every release announced on n.
-func WatchReleases(n quorum.Node, fn func(key string)) { n.Watch(quorum.Watcher{Released: fn}) }
+// WatchReleases has fn told of every release announced on n, in any
+// database.
+func WatchReleases(n quorum.Node, fn func(key string)) {
+	n.Watch(quorum.Watcher{Released: func(_ int, key string) { fn(key) }})
+}

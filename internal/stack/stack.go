@@ -112,6 +112,7 @@ func (c Config) quorumConfig(obs quorum.Observer) quorum.Config {
 	q.NodeTimeout = c.NodeTimeout
 	q.DriftFactor = c.DriftFactor
 	q.MaxTTL = c.MaxTTL
+	q.SessionTTL = c.SessionTTL
 	q.RestartQuarantine = c.RestartQuarantine
 	if c.RestartQuarantine == QuarantineMaxTTL {
 		q.RestartQuarantine = c.MaxTTL

@@ -261,3 +261,13 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatalf("the given node after a failed New: %v, want ErrClosed", err)
 	}
 }
+
+// TestSessionTTLReachesTheQuorum: --session-ttl is also the ttl a
+// replicated script's key gets where the script leaves it without one.
+func TestSessionTTLReachesTheQuorum(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SessionTTL = 7 * time.Second
+	if got := cfg.quorumConfig(nil).SessionTTL; got != cfg.SessionTTL {
+		t.Fatalf("quorum SessionTTL = %v, want %v", got, cfg.SessionTTL)
+	}
+}

@@ -1,0 +1,89 @@
+package backend
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// A Redis node serves the quorum's databases (quorum.DBs of them, SELECT's
+// 0 to 15) with one multiplexer each: a connection selects its database
+// once, in its handshake, so every command it carries needs no SELECT of
+// its own, and commands on one key of one database keep their order on
+// one line. Database 0 is the node's main multiplexer, warmed when a
+// Cluster starts watching the node; the others are made on first use and
+// connect (handshake, SELECT, script preload) with their first command.
+//
+// The backend URL's own database (redis://host/d) is where database 0's
+// keys live, as it always was; database n > 0 is the server's db n.
+
+// dbLines holds the multiplexers of databases 1 to quorum.DBs-1.
+type dbLines struct {
+	base  muxConfig // database 0's settings, which the others copy
+	muxes [quorum.DBs]atomic.Pointer[mux]
+
+	mu     sync.Mutex // guards making a multiplexer, and closed
+	closed bool
+}
+
+// muxFor returns the multiplexer of database db, making it on first use.
+// After close it returns database 0's, closed too, so that the command
+// fails with ErrClosed as any other does.
+func (r *Redis) muxFor(db int) (*mux, error) {
+	if db == 0 {
+		return r.mux, nil
+	}
+	if db < 0 || db >= quorum.DBs {
+		return nil, fmt.Errorf("%w: %d", errBadDB, db)
+	}
+	if m := r.dbs.muxes[db].Load(); m != nil {
+		return m, nil
+	}
+	d := &r.dbs
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return r.mux, nil
+	}
+	if m := d.muxes[db].Load(); m != nil {
+		return m, nil
+	}
+	m := newMux(d.base.forDB(db))
+	d.muxes[db].Store(m)
+	return m, nil
+}
+
+// close closes every database's multiplexer but database 0's (Redis.Close
+// closes that one); none is made afterwards.
+func (d *dbLines) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	for i := range d.muxes {
+		if m := d.muxes[i].Load(); m != nil {
+			m.close()
+		}
+	}
+}
+
+// forDB is cfg for the connections of database db: the same login, then
+// SELECT db in place of the URL's database.
+func (cfg muxConfig) forDB(db int) muxConfig {
+	hs := slices.DeleteFunc(slices.Clone(cfg.handshake), func(c []string) bool { return c[0] == "select" })
+	cfg.handshake = append(hs, []string{"select", strconv.Itoa(db)})
+	cfg.db = db
+	return cfg
+}
+
+// serverDB is the server's database that holds the quorum's database db,
+// for a node whose URL names base.
+func serverDB(base, db int) int {
+	if db == 0 {
+		return base
+	}
+	return db
+}

@@ -1,0 +1,280 @@
+package backend
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redlockd/redlockd/internal/resp"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// A client's replicated script (quorum.Eval) runs as it is, by EVALSHA,
+// loaded on demand (NOSCRIPT: the text is sent with EVAL). A script that
+// may write runs with a mark: one MULTI … EXEC per node holds
+//
+//	EVALSHA snapshot (records each key's DUMP and PEXPIRETIME at the mark)
+//	EVALSHA <the client's script, byte for byte>
+//	EVALSHA after    (records how the script left each key, gives the
+//	                  session ttl to a key left without an expiry)
+//
+// so that undoEvalScript can later put back a key that is still as the
+// script left it. The mark is a hash: "n" once the snapshot ran, "b<i>"
+// and "be<i>" the dump and absolute expiry (ms; -1 none) of KEYS[i] before
+// (absent fields: the key was absent), "a<i>" and "ae<i>" after, "d" once
+// the after step ran, and "x" alone once undone. KEYS[1] of the three
+// scripts is the mark, KEYS[2…] the client's keys.
+//
+// Absolute expiries come from PEXPIRETIME (Redis 7.0): exact to the
+// millisecond, so "still as the script left it" is an equality, and
+// RESTORE … ABSTTL puts back the very expiry a key had.
+
+// evalUndoLua is undo(m): put back, at mark m, every key still as the
+// after step recorded it and changed by the script; a recorded expiry
+// that has passed since means the key is gone. 1: something was put back.
+const evalUndoLua = `
+local function undo(m)
+  local t = redis.call("time")
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local done = 0
+  for i = 2, #KEYS do
+    local f = redis.call("hmget", m, "b" .. i, "be" .. i, "a" .. i, "ae" .. i)
+    local b, be, a, ae = f[1], tonumber(f[2]), f[3], tonumber(f[4])
+    local still = redis.call("dump", KEYS[i]) == a and (not a or redis.call("pexpiretime", KEYS[i]) == ae)
+    if still and not (b == a and be == ae) then
+      if not b or (be >= 0 and be <= now) then
+        redis.call("del", KEYS[i])
+      elseif be < 0 then
+        redis.call("restore", KEYS[i], 0, b, "replace")
+      else
+        redis.call("restore", KEYS[i], be, b, "replace", "absttl")
+      end
+      done = 1
+    end
+  end
+  return done
+end
+local function undone(m, ttl)
+  redis.call("del", m)
+  redis.call("hset", m, "x", 1)
+  redis.call("pexpire", m, ttl)
+end
+`
+
+var (
+	// KEYS: mark, keys; ARGV: mark ttl-ms. A resend (after NOSCRIPT) keeps
+	// the first snapshot: the step's first run may have changed a key.
+	evalSnapshotScript = newScript(`
+local m = KEYS[1]
+if redis.call("hexists", m, "n") == 1 then return 0 end
+for i = 2, #KEYS do
+  local d = redis.call("dump", KEYS[i])
+  if d then redis.call("hset", m, "b" .. i, d, "be" .. i, redis.call("pexpiretime", KEYS[i])) end
+end
+redis.call("hset", m, "n", #KEYS)
+redis.call("pexpire", m, ARGV[1])
+return 1`)
+	// KEYS: mark, keys; ARGV: limit-ms (0: none), mark ttl-ms. Returns the
+	// longest remaining ttl (ms) among the keys, 0 when none has one. A
+	// mark undone before the step arrived takes the script back at once.
+	evalAfterScript = newScript(evalUndoLua + `
+local m = KEYS[1]
+local limit = tonumber(ARGV[1])
+local long = 0
+for i = 2, #KEYS do
+  local k = KEYS[i]
+  local e = redis.call("pexpiretime", k)
+  if e == -1 and limit > 0 then
+    redis.call("pexpire", k, limit)
+    e = redis.call("pexpiretime", k)
+  end
+  local d = redis.call("dump", k)
+  if d then
+    redis.call("hset", m, "a" .. i, d, "ae" .. i, e)
+  else
+    redis.call("hdel", m, "a" .. i, "ae" .. i)
+  end
+  local p = redis.call("pttl", k)
+  if p > long then long = p end
+end
+redis.call("hset", m, "d", 1)
+if redis.call("hexists", m, "x") == 1 then
+  undo(m)
+  undone(m, ARGV[2])
+  return 0
+end
+return long`)
+	// KEYS: mark, keys; ARGV: mark ttl-ms. Undoes the round at the mark,
+	// or, where it has not arrived, marks it undone.
+	undoEvalScript = newScript(evalUndoLua + `
+local m = KEYS[1]
+if redis.call("hexists", m, "x") == 1 then return 0 end
+local done = 0
+if redis.call("hexists", m, "d") == 1 then done = undo(m) end
+undone(m, ARGV[1])
+return done`)
+)
+
+// nodeFailureCodes are the error codes that speak of the server's state,
+// not of the script: the node's answer is a failure (no vote), not the
+// script's reply.
+var nodeFailureCodes = map[string]bool{
+	"OOM": true, "READONLY": true, "LOADING": true, "MISCONF": true, "BUSY": true,
+	"NOAUTH": true, "NOPERM": true, "MASTERDOWN": true, "NOSCRIPT": true, "EXECABORT": true,
+}
+
+// isNodeFailure reports whether err is an error reply of a failing
+// server (see nodeFailureCodes).
+func isNodeFailure(err error) bool {
+	var se ServerError
+	return errors.As(err, &se) && nodeFailureCodes[se.Code]
+}
+
+// buildEval builds a client's script: plain, or marked (see above). It
+// runs on the node's line as it is: cmd.DB is not applied until the node
+// keeps a line per database.
+func (c *call) buildEval(cmd *quorum.Cmd) error {
+	if cmd.Script == nil {
+		return errors.New("no script")
+	}
+	c.s = &script{src: cmd.Script.Src, sha: cmd.Script.SHA}
+	if cmd.Mark == "" {
+		c.script(c.s, readValue, cmd.Keys, cmd.Args...)
+		return nil
+	}
+	if len(cmd.Keys) == 0 {
+		return errNoKeys
+	}
+	c.marked = &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark,
+		ttl: c.ms(cmd.TTL), limit: limitMillis(cmd.Limit)}
+	c.read = readMarked
+	c.req.buf, c.req.skip = c.marked.step(c.s, false), 4
+	return c.err
+}
+
+// buildUndoEval builds UndoEval.
+func (c *call) buildUndoEval(cmd *quorum.Cmd) error {
+	if len(cmd.Keys) == 0 {
+		return errNoKeys
+	}
+	c.script(undoEvalScript, readYes, append([]string{cmd.Mark}, cmd.Keys...), c.ms(cmd.TTL))
+	return c.err
+}
+
+func limitMillis(d time.Duration) string {
+	if d <= 0 {
+		return "0"
+	}
+	n, _ := ceilMillis(d)
+	return strconv.FormatInt(n, 10)
+}
+
+// markedEval is what a marked script's step is built from, kept to build
+// it again with EVAL after NOSCRIPT.
+type markedEval struct {
+	keys, args       []string
+	mark, ttl, limit string
+}
+
+// step is the MULTI … EXEC of a marked script; eval sends every script's
+// text (after NOSCRIPT: the server lost its scripts).
+func (m *markedEval) step(user *script, eval bool) []byte {
+	marked := append([]string{m.mark}, m.keys...)
+	buf := resp.AppendCommand(nil, []string{"multi"})
+	buf = appendScript(buf, evalSnapshotScript, eval, marked, m.ttl)
+	buf = appendScript(buf, user, eval, m.keys, m.args...)
+	buf = appendScript(buf, evalAfterScript, eval, marked, m.limit, m.ttl)
+	return resp.AppendCommand(buf, []string{"exec"})
+}
+
+// appendScript appends EVALSHA (or, with eval, EVAL) of s.
+func appendScript(buf []byte, s *script, eval bool, keys []string, args ...string) []byte {
+	argv := make([]string, 0, 3+len(keys)+len(args))
+	if eval {
+		argv = append(argv, "eval", s.src)
+	} else {
+		argv = append(argv, "evalsha", s.sha)
+	}
+	argv = append(append(append(argv, strconv.Itoa(len(keys))), keys...), args...)
+	return resp.AppendCommand(buf, argv)
+}
+
+// readValue reads a plain script's reply.
+func readValue(_ *call, rep reply) (quorum.Reply, error) {
+	v := toValue(rep)
+	return quorum.Reply{OK: true, Value: &v}, nil
+}
+
+// readMarked reads EXEC's reply: the snapshot's, the script's and the
+// after step's. A NOSCRIPT anywhere in it is errNoScript (the step is sent
+// again with EVAL); an error of the proxy's own scripts is a failure.
+func readMarked(_ *call, rep reply) (quorum.Reply, error) {
+	if rep.kind != '*' || len(rep.elems) != 3 {
+		return quorum.Reply{}, unexpected(rep)
+	}
+	for _, e := range rep.elems {
+		if err := e.err(); err != nil && errors.Is(err, errNoScript) {
+			return quorum.Reply{}, err
+		}
+	}
+	if err := rep.elems[1].err(); err != nil && isNodeFailure(err) {
+		return quorum.Reply{}, err
+	}
+	for _, e := range []reply{rep.elems[0], rep.elems[2]} {
+		if err := e.err(); err != nil {
+			return quorum.Reply{}, err
+		}
+	}
+	ttl, err := intReply(rep.elems[2])
+	if err != nil {
+		return quorum.Reply{}, err
+	}
+	v := toValue(rep.elems[1])
+	return quorum.Reply{OK: true, Value: &v, TTL: time.Duration(ttl) * time.Millisecond}, nil
+}
+
+// toValue converts a RESP2 reply as Redis converted the script's Lua
+// value: false is a null bulk, true the integer 1.
+func toValue(rep reply) quorum.Value {
+	switch {
+	case rep.null:
+		return quorum.Value{Kind: quorum.NilValue}
+	case rep.kind == ':':
+		return quorum.Value{Kind: quorum.IntValue, Int: rep.num}
+	case rep.kind == '+':
+		return quorum.Value{Kind: quorum.StatusValue, Str: rep.str}
+	case rep.kind == '-':
+		return quorum.Value{Kind: quorum.ErrorValue, Str: rep.str}
+	case rep.kind == '*':
+		elems := make([]quorum.Value, len(rep.elems))
+		for i, e := range rep.elems {
+			elems[i] = toValue(e)
+		}
+		return quorum.Value{Kind: quorum.ArrayValue, Elems: elems}
+	}
+	return quorum.Value{Kind: quorum.BulkValue, Str: rep.str}
+}
+
+// scriptOwnError reports whether err, a plain script's error reply, is
+// the script's own (its reply), not the node's failure.
+func (c *call) scriptOwnError(err error) bool {
+	var se ServerError
+	return c.kind == quorum.Eval && c.marked == nil && errors.As(err, &se) && !nodeFailureCodes[se.Code]
+}
+
+// resend sends the call again with its scripts' text after NOSCRIPT,
+// under the same deadline; false when it was sent so already.
+func (c *call) resend() bool {
+	if c.s == nil || c.evaled {
+		return false
+	}
+	c.evaled = true
+	r := new(request)
+	if c.marked != nil {
+		r.buf, r.skip = c.marked.step(c.s, true), 4
+	} else {
+		r.buf = evalForm(c.req.buf, c.s)
+	}
+	c.m.submit(r, c.deadline, c.line, c)
+	return true
+}

@@ -1,0 +1,229 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func iv(n int64) *Value    { return &Value{Kind: IntValue, Int: n} }
+func bv(s string) *Value   { return &Value{Kind: BulkValue, Str: s} }
+func ev(s string) *Value   { return &Value{Kind: ErrorValue, Str: s} }
+func nv() *Value           { return &Value{Kind: NilValue} }
+func av(e ...Value) *Value { return &Value{Kind: ArrayValue, Elems: e} }
+
+func TestReplyRule(t *testing.T) {
+	tests := []struct {
+		name string
+		vals []*Value
+		want Value
+		rule RuleOutcome
+	}{
+		{"all equal", []*Value{iv(1), iv(1), iv(1)}, *iv(1), RuleEqual},
+		{"majority equal", []*Value{iv(0), iv(1), iv(1)}, *iv(1), RuleEqual},
+		{"majority nil", []*Value{iv(900), nv(), nv()}, *nv(), RuleEqual},
+		{"majority equal, one silent", []*Value{nil, bv("a"), bv("a")}, *bv("a"), RuleEqual},
+		{"equal nested arrays", []*Value{av(*bv("t"), *iv(5)), av(*bv("t"), *iv(5)), av(*bv("t"), *iv(6))}, *av(*bv("t"), *iv(5)), RuleEqual},
+		{"ints of one class: smallest", []*Value{iv(900), nv(), iv(850)}, *iv(850), RuleClass},
+		{"ints, three differ: smallest", []*Value{iv(9), iv(7), iv(8)}, *iv(7), RuleClass},
+		{"errors differ: first most frequent", []*Value{ev("ERR a"), ev("ERR b"), iv(1)}, *ev("ERR a"), RuleClass},
+		{"others mixed: most frequent", []*Value{av(*iv(1)), bv("x"), av(*iv(2)), bv("x"), nv()}, *bv("x"), RuleClass},
+		{"too few answered", []*Value{iv(1), nil, nil}, Value{}, RuleTooFew},
+		{"too few, none", []*Value{nil, nil, nil}, Value{}, RuleTooFew},
+		{"no class majority", []*Value{iv(1), nv(), ev("ERR x")}, Value{}, RuleDisagreed},
+		{"two and two of five, one silent", []*Value{iv(1), iv(2), nv(), nv(), nil}, Value{}, RuleDisagreed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, rule := ReplyRule(tt.vals, Quorum(len(tt.vals)))
+			if rule != tt.rule || !EqualValues(got, tt.want) {
+				t.Fatalf("ReplyRule = %+v, %v; want %+v, %v", got, rule, tt.want, tt.rule)
+			}
+		})
+	}
+}
+
+// evalNode answers Eval with a fixed reply and records every call.
+type evalNode struct {
+	name string
+	mu   sync.Mutex
+	rep  Reply // Eval's reply
+	undo error // UndoEval's error
+	cmds []Cmd
+}
+
+func (n *evalNode) Name() string       { return n.name }
+func (n *evalNode) Watch(Watcher) bool { return false }
+func (n *evalNode) Close() error       { return nil }
+func (n *evalNode) Do(_ time.Time, cmd Cmd, r Receiver) {
+	n.mu.Lock()
+	n.cmds = append(n.cmds, cmd)
+	rep := n.rep
+	if cmd.Kind == UndoEval {
+		rep = Reply{OK: true, Err: n.undo}
+	}
+	n.mu.Unlock()
+	r.Receive(rep)
+}
+
+func (n *evalNode) kinds() []CmdKind {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var ks []CmdKind
+	for _, c := range n.cmds {
+		ks = append(ks, c.Kind)
+	}
+	return ks
+}
+
+func (n *evalNode) calls() []Cmd {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Cmd(nil), n.cmds...)
+}
+
+func evalNodes(reps ...Reply) ([]*evalNode, []Node) {
+	var ens []*evalNode
+	var ns []Node
+	for i, r := range reps {
+		n := &evalNode{name: "e" + itoa(i), rep: r}
+		ens, ns = append(ens, n), append(ns, n)
+	}
+	return ens, ns
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+func val(v *Value) Reply { return Reply{OK: true, Value: v} }
+
+var errNodeDown = errors.New("node down")
+
+// TestEvalUndoTargets: which nodes get UndoEval after a writing script's
+// round, and what Eval answers.
+func TestEvalUndoTargets(t *testing.T) {
+	down := Reply{Err: errNodeDown}
+	tests := []struct {
+		name   string
+		reps   []Reply
+		writes bool
+		want   *Value // nil: an error
+		undone []bool
+	}{
+		{"all agree: no undo", []Reply{val(iv(1)), val(iv(1)), val(iv(1))}, true, iv(1), []bool{false, false, false}},
+		{"split grant: the granting node", []Reply{val(nv()), val(iv(800)), val(iv(700))}, true, iv(700), []bool{true, true, false}},
+		{"minority refused", []Reply{val(iv(0)), val(iv(1)), val(iv(1))}, true, iv(1), []bool{true, false, false}},
+		{"a failed node is undone", []Reply{val(iv(1)), down, val(iv(1))}, true, iv(1), []bool{false, true, false}},
+		{"no quorum: every node", []Reply{val(iv(1)), down, down}, true, nil, []bool{true, true, true}},
+		{"disagreement: every node", []Reply{val(iv(1)), val(nv()), val(ev("ERR x"))}, true, nil, []bool{true, true, true}},
+		{"read-only: nothing", []Reply{val(iv(0)), val(iv(1)), val(iv(1))}, false, iv(1), []bool{false, false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ens, ns := evalNodes(tt.reps...)
+			cfg := testConfig()
+			cfg.SessionTTL = 7 * time.Second
+			c := newCluster(t, ns, cfg)
+			defer c.Close()
+			s := &Script{Src: "return 1", SHA: "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"}
+			got, err := c.Eval(context.Background(), s, []string{"k"}, []string{"a"}, tt.writes)
+			if tt.want == nil {
+				if !errors.Is(err, ErrNoQuorum) {
+					t.Fatalf("Eval = %+v, %v; want a NOQUORUM error", got, err)
+				}
+			} else if err != nil || !EqualValues(got, *tt.want) {
+				t.Fatalf("Eval = %+v, %v; want %+v", got, err, *tt.want)
+			}
+			for i, n := range ens {
+				cmds := n.calls()
+				ev := cmds[0]
+				if ev.Kind != Eval || ev.Limit != 7*time.Second || ev.Script != s || ev.Args[0] != "a" {
+					t.Fatalf("node %d first call %+v", i, ev)
+				}
+				if tt.writes != (strings.HasPrefix(ev.Mark, "redlockd:script:{k}:") && ev.TTL == cfg.MaxTTL) {
+					t.Fatalf("node %d Eval mark %q ttl %v (writes %v)", i, ev.Mark, ev.TTL, tt.writes)
+				}
+				undone := len(cmds) == 2 && cmds[1].Kind == UndoEval && cmds[1].Mark == ev.Mark && cmds[1].Keys[0] == "k"
+				if undone != tt.undone[i] || len(cmds) > 2 {
+					t.Errorf("node %d calls %v; want undone %v", i, n.kinds(), tt.undone[i])
+				}
+			}
+		})
+	}
+}
+
+// TestEvalDisagreeError: a split without a majority class is a NOQUORUM
+// error that says the backends disagreed.
+func TestEvalDisagreeError(t *testing.T) {
+	_, ns := evalNodes(val(iv(1)), val(nv()), val(ev("ERR x")))
+	c := newCluster(t, ns, testConfig())
+	defer c.Close()
+	_, err := c.Eval(context.Background(), &Script{Src: "x", SHA: "y"}, nil, nil, false)
+	var de *DisagreeError
+	if !errors.As(err, &de) || de.Answered != 3 || de.Total != 3 || !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("Eval = %v; want a DisagreeError of 3 of 3", err)
+	}
+	if Outcome(err) != OutcomeNoQuorum {
+		t.Fatalf("Outcome = %s", Outcome(err))
+	}
+}
+
+// TestEvalUndoRetried: an undo that a node does not answer is sent to it
+// again until it does.
+func TestEvalUndoRetried(t *testing.T) {
+	ens, ns := evalNodes(val(iv(1)), val(iv(1)), val(nv()))
+	ens[2].undo = errNodeDown
+	cfg := testConfig()
+	cfg.ReleaseRetry = 5 * time.Millisecond
+	c := newCluster(t, ns, cfg)
+	defer c.Close()
+	if _, err := c.DB(3).Eval(context.Background(), &Script{Src: "x", SHA: "y"}, []string{"k", "l"}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.PendingReleases(); got[2] != 1 || got[0]+got[1] != 0 {
+		t.Fatalf("pending after the round = %v", got)
+	}
+	ens[2].mu.Lock()
+	ens[2].undo = nil
+	ens[2].mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.PendingReleases()[2] != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the undo was not retried")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmds := ens[2].calls()
+	last := cmds[len(cmds)-1]
+	if last.Kind != UndoEval || last.Mark != cmds[0].Mark || last.DB != 3 || len(last.Keys) != 2 || last.TTL != cfg.MaxTTL {
+		t.Fatalf("retried %+v", last)
+	}
+}
+
+// TestEvalReported: a script's round is one "script" operation, its node
+// calls (the undo's too) reported under it.
+func TestEvalReported(t *testing.T) {
+	_, ns := evalNodes(val(iv(1)), val(iv(1)), val(iv(0)))
+	rec := &recObserver{}
+	cfg := testConfig()
+	cfg.Observer = rec
+	c := newCluster(t, ns, cfg)
+	defer c.Close()
+	if _, err := c.Eval(context.Background(), &Script{Src: "x", SHA: "y"}, []string{"k"}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	ops, nodes := rec.take()
+	if len(ops) != 1 || ops[0].op != OpScript || ops[0].outcome != OutcomeOK {
+		t.Fatalf("ops = %+v", ops)
+	}
+	if len(nodes) != 4 {
+		t.Fatalf("node calls = %+v; want 3 runs and 1 undo", nodes)
+	}
+	for _, n := range nodes {
+		if n.op != OpScript {
+			t.Fatalf("node call reported as %q", n.op)
+		}
+	}
+}

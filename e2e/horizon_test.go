@@ -30,7 +30,8 @@ func TestLongLockWithDefaults(t *testing.T) {
 // TestHorizonCoversEveryLock: after locks taken every way a client can
 // take or lengthen one (SET NX PX, LOCK over RESP3, RENEW, PEXPIRE, force
 // SET, OWNER holds, KEEPALIVE, a session lock, FENCE and WAIT through a
-// second proxy, a pipeline), no key on any backend outlives its horizon.
+// second proxy, a replicated script, a pipeline), no key on any backend
+// outlives its horizon.
 // (The ttls stay within a minute, so that only the horizon is tested.)
 func TestHorizonCoversEveryLock(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{})
@@ -44,6 +45,12 @@ func TestHorizonCoversEveryLock(t *testing.T) {
 		}
 	}
 	must("SET NX PX", c.Do(ctx, "SET", "a", "va", "NX", "PX", 20000))
+	// The script's ttl outlives the slack the first lock left: its own
+	// reply's ttl must raise the horizon.
+	must("replicated script", c.Do(ctx, "EVAL", "return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", 1, "e", "ve", 59000))
+	for _, s := range in.Backends {
+		horizonCovers(t, s.Addr(), s.Client())
+	}
 	tok, _ := lock(t, c3, "b", 30000)
 	must("RENEW", c.Do(ctx, "RENEW", "b", tok, 50000))
 	must("PEXPIRE", c.Do(ctx, "PEXPIRE", "a", 40000))

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // TestLongLockWithDefaults: a lock of 3h needs no flag (max-ttl is 24h by
@@ -102,5 +105,50 @@ func horizonCovers(t *testing.T, addr string, rc *redis.Client) {
 	}
 	if h := rc.PTTL(ctx, "redlockd:horizon").Val(); h < longest {
 		t.Fatalf("backend %s: horizon pttl %v, but %s lives %v", addr, h, which, longest)
+	}
+}
+
+// TestAutoQuarantineShown: under the auto quarantine, INFO backends says
+// so, and a backend restarted after a 30s lock shows as quarantined for
+// about what is left of that lock (plus the slack), far below the 24h
+// max-ttl, in INFO backends and in LOCKINFO.
+func TestAutoQuarantineShown(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{
+		Quorum: func(c *quorum.Config) { c.RestartQuarantine = quorum.QuarantineAuto },
+	})
+	c := in.Client(t, 2)
+	pollFor(t, "every backend watched", func() bool {
+		for _, s := range in.Cluster.NodeStates() {
+			if s.RunID == "" {
+				return false
+			}
+		}
+		return true
+	})
+	lock(t, c, "shown", 30000)
+	old := in.Cluster.NodeStates()[0].RunID
+	in.Backends[0].Restart(t)
+	pollFor(t, "the restart seen and its quarantine set", func() bool {
+		st := in.Cluster.NodeStates()[0]
+		return st.RunID != old && st.Quarantined && !st.QuarantinePending
+	})
+	info := c.Info(ctxT(t), "backends").Val()
+	line := ""
+	for _, l := range strings.Split(info, "\r\n") {
+		if strings.HasPrefix(l, "backend0:") {
+			line = l
+		}
+	}
+	if !strings.Contains(info, "restart_quarantine:auto\r\n") || !strings.Contains(line, "state=quarantined") {
+		t.Fatalf("INFO backends:\n%s", info)
+	}
+	_, after, _ := strings.Cut(line, "quarantine_left_ms=")
+	left, err := strconv.Atoi(strings.SplitN(after, ",", 2)[0])
+	if err != nil || left <= 0 || left > 62000 {
+		t.Fatalf("backend0 quarantine_left_ms in %q: want what is left of a 30s lock plus its slack", line)
+	}
+	flat, err := c.Do(ctxT(t), "LOCKINFO", "shown").Slice()
+	if err != nil || !strings.Contains(fmt.Sprint(flat), "quarantined") {
+		t.Fatalf("LOCKINFO = %v, %v; want backend 0's error to say quarantined", flat, err)
 	}
 }

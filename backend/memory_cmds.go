@@ -52,17 +52,12 @@ var memKinds = [...]struct {
 	quorum.RaiseFence:       {"RaiseFence", memNeedTTL, (*memOp).raiseFence},
 	quorum.Eval:             {"Eval", 0, (*memOp).eval},
 	quorum.UndoEval:         {"UndoEval", 0, (*memOp).undoEval},
-	quorum.RaiseHorizon:     {"RaiseHorizon", 0, (*memOp).notYet},
-	quorum.ReadHorizon:      {"ReadHorizon", 0, (*memOp).notYet},
+	quorum.RaiseHorizon:     {"RaiseHorizon", memNeedTTL, (*memOp).raiseHorizon},
+	quorum.ReadHorizon:      {"ReadHorizon", 0, (*memOp).readHorizon},
 	quorum.Subscribe:        {"Subscribe", 0, (*memOp).subscribe},
 	quorum.Unsubscribe:      {"Unsubscribe", 0, (*memOp).unsubscribe},
 	quorum.Publish:          {"Publish", 0, (*memOp).publish},
 	quorum.CompareAndSwap:   {"CompareAndSwap", memNeedTTL, (*memOp).compareAndSwap},
-}
-
-// notYet answers a kind the node does not run yet.
-func (s *memOp) notYet() quorum.Reply {
-	return quorum.Reply{Err: fmt.Errorf("%w %d", errUnknownKind, s.c.Kind)}
 }
 
 // memKindName is the name Calls counts k under.

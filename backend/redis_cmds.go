@@ -61,6 +61,8 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 	switch cmd.Kind {
 	case quorum.SetNXAll, quorum.ExtendAll, quorum.ReleaseEach:
 		return c.buildMulti(cmd, channel)
+	case quorum.RaiseHorizon, quorum.ReadHorizon:
+		return c.buildHorizon(cmd)
 	case quorum.Eval:
 		return c.buildEval(cmd)
 	case quorum.UndoEval:

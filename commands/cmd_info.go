@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // infoSections are INFO's sections in output order.
@@ -74,7 +76,12 @@ func (h *Handler) infoBackends(b *strings.Builder) {
 	nodes := h.cluster.Nodes()
 	fmt.Fprintf(b, "backends:%d\r\nquorum:%d\r\nnode_timeout_ms:%d\r\ndrift_factor:%g\r\n",
 		len(nodes), h.cluster.Quorum(), cfg.NodeTimeout.Milliseconds(), cfg.DriftFactor)
-	fmt.Fprintf(b, "restart_quarantine_ms:%d\r\n", cfg.RestartQuarantine.Milliseconds())
+	if cfg.RestartQuarantine == quorum.QuarantineAuto {
+		// How long each restart costs is in the backend lines below.
+		fmt.Fprintf(b, "restart_quarantine:auto\r\n")
+	} else {
+		fmt.Fprintf(b, "restart_quarantine_ms:%d\r\n", cfg.RestartQuarantine.Milliseconds())
+	}
 	for i, st := range h.cluster.NodeStates() {
 		fmt.Fprintf(b, "%s%s\r\n", backendLine(i, st), h.backendExtra(st.Name))
 	}

@@ -22,6 +22,11 @@ func backendLine(i int, st quorum.NodeState) string {
 	}
 	if st.Quarantined {
 		fmt.Fprintf(&b, ",quarantine_left_ms=%d", time.Until(st.QuarantinedUntil).Milliseconds())
+		if st.QuarantinePending {
+			// auto: the other backends' lock horizons were not read yet
+			// (or too few answered); the time left is the bound known so far.
+			b.WriteString(",quarantine_pending=1")
+		}
 	}
 	if st.Refused != "" {
 		fmt.Fprintf(&b, ",refused=%s", infoValue(st.Refused))

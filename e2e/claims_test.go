@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/internal/resptest"
 	"github.com/redlockd/redlockd/proxy"
@@ -24,10 +25,14 @@ func wantErr(t *testing.T, what string, err error, want string) {
 	}
 }
 
+// oneMinuteMaxTTL is an instance whose --max-ttl is 1m, for the checks
+// of a ttl over it.
+var oneMinuteMaxTTL = redlocktest.Options{Commands: commands.Options{MaxTTL: time.Minute}}
+
 // TestKeyCommandReplies checks docs/commands.md's EXISTS, TTL, [P]EXPIRE
 // and DEL replies against real backends.
 func TestKeyCommandReplies(t *testing.T) {
-	in := redlocktest.Start(t, redlocktest.Options{})
+	in := redlocktest.Start(t, oneMinuteMaxTTL)
 	c := in.Client(t, 2)
 	ctx := ctxT(t)
 	lock(t, c, "a", 10000)
@@ -75,7 +80,7 @@ func TestKeyCommandReplies(t *testing.T) {
 // expiries, session locks, forced takeover, IFEQ extend, refused forms and
 // max-ttl.
 func TestSetForms(t *testing.T) {
-	in := redlocktest.Start(t, redlocktest.Options{})
+	in := redlocktest.Start(t, oneMinuteMaxTTL)
 	c := in.Client(t, 2)
 	ctx := ctxT(t)
 	exat := strconv.FormatInt(time.Now().Add(10*time.Second).Unix(), 10)

@@ -19,6 +19,7 @@ const (
 	NameValidityRatio     = "redlockd_lock_validity_ratio"
 	NameBackendUp         = "redlockd_backend_up"
 	NameBackendQuarantine = "redlockd_backend_quarantined"
+	NameQuarantineLeft    = "redlockd_backend_quarantine_seconds"
 	NameBackendSeconds    = "redlockd_backend_request_duration_seconds"
 	NameBackendErrors     = "redlockd_backend_errors_total"
 	NameBackendChanges    = "redlockd_backend_state_changes_total"
@@ -33,7 +34,7 @@ const (
 func Names() []string {
 	return []string{
 		NameCommands, NameCommandSeconds, NameOperations, NameOperationSeconds,
-		NameValidityRatio, NameBackendUp, NameBackendQuarantine, NameBackendSeconds,
+		NameValidityRatio, NameBackendUp, NameBackendQuarantine, NameQuarantineLeft, NameBackendSeconds,
 		NameBackendErrors, NameBackendChanges, NameKeepaliveLocks, NameRenewalsLost,
 		NameClients, NameBuildInfo,
 	}
@@ -133,7 +134,10 @@ func (m *Metrics) define() {
 		up: prometheus.NewDesc(NameBackendUp,
 			"1 when the last look at the backend's server got an answer, 0 when it failed.", []string{"backend"}, nil),
 		quarantined: prometheus.NewDesc(NameBackendQuarantine,
-			"1 while a restarted backend sits out every vote.", []string{"backend"}, nil)})
+			"1 while a restarted backend sits out every vote.", []string{"backend"}, nil),
+		quarantineLeft: prometheus.NewDesc(NameQuarantineLeft,
+			"Seconds left of a restarted backend's quarantine (0 when its votes count); under auto, the bound known so far until the other backends' lock horizons are read.",
+			[]string{"backend"}, nil)})
 	m.nodeSeconds = m.histogramVec(NameBackendSeconds, "Time of one call to one backend.", latencyBuckets, "backend", "op")
 	m.nodeErrors = m.counterVec(NameBackendErrors, "Failed backend calls, by kind (timeout, refused, a Redis error class such as OOM or READONLY, other).", "backend", "kind")
 	m.nodeChanges = m.counterVec(NameBackendChanges, "Backend transitions between answering and not, by the state entered (up, down).", "backend", "state")

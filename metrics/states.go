@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"time"
+
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,21 +93,28 @@ func (m *Metrics) logChange(st quorum.NodeState, up bool) {
 	m.log.Warn("backend down", "backend", st.Name, "err", st.LastError)
 }
 
-// stateCollector reports redlockd_backend_up and
-// redlockd_backend_quarantined at scrape time from the record.
+// stateCollector reports redlockd_backend_up,
+// redlockd_backend_quarantined and redlockd_backend_quarantine_seconds at
+// scrape time from the record.
 type stateCollector struct {
-	m               *Metrics
-	up, quarantined *prometheus.Desc
+	m                               *Metrics
+	up, quarantined, quarantineLeft *prometheus.Desc
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.quarantined
+	ch <- c.quarantineLeft
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range c.m.states() {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, b2f(st.Up), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, b2f(st.Quarantined), st.Name)
+		var left float64
+		if st.Quarantined {
+			left = max(time.Until(st.QuarantinedUntil).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(c.quarantineLeft, prometheus.GaugeValue, left, st.Name)
 	}
 }

@@ -20,6 +20,9 @@ type Cluster struct {
 	pending *retrier
 	db      int
 	views   []*Cluster // views[n] works in database n; shared by all views
+	// horizons keeps every node's lock horizon (see HorizonKey); shared
+	// by all views.
+	horizons *horizons
 }
 
 // DBs is the number of databases a Cluster works in: SELECT 0 to 15, as
@@ -41,7 +44,10 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
+	c.horizons = newHorizons(c.nodes, cfg)
 	c.health = newHealth(c.nodes, cfg)
+	c.health.hz = c.horizons
+	c.health.readHorizons = c.readHorizons
 	c.pending = newRetrier(c.nodes, cfg)
 	c.views = make([]*Cluster, DBs)
 	for n := range c.views {

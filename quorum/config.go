@@ -29,13 +29,14 @@ type Config struct {
 	// RestartQuarantine is how long a node whose server restarted (its
 	// run_id changed) sits out every vote, counted from when it came back:
 	// it may have lost locks it granted, so it waits until they would have
-	// expired (the "delayed restart" rule; keep it >= the largest ttl).
+	// expired (the "delayed restart" rule). QuarantineAuto (the default)
+	// learns that time from the lock horizons of the other nodes (see
+	// HorizonKey); a positive duration fixes it (keep it >= the largest
+	// ttl); 0 turns it off.
 	// A restart before this Cluster's first look counts too when the
-	// node's uptime is below it while another node's is not: the node then
-	// sits out until its start plus this quarantine.
-	// Only nodes that implement ServerWatcher are watched. Default 60s,
-	// the default MaxTTL; a Config that raises MaxTTL must raise this too
-	// (the binary derives both from --max-ttl). 0 turns it off.
+	// node's uptime is below the quarantine (the MaxTTL cap under
+	// QuarantineAuto) while another node has been up longer.
+	// Only nodes that can identify their server are watched.
 	RestartQuarantine time.Duration
 	// Logger receives node state changes (restart, quarantine, refusal).
 	// Default slog.Default().
@@ -48,8 +49,9 @@ type Config struct {
 	// leftover then stays on its node (a minority) until its ttl ends.
 	ReleaseRetry time.Duration
 	// MaxTTL is the largest ttl a lock may have. A release that does not
-	// know its lock's ttl is retried this long at most. Default 60s (the
-	// binary passes --max-ttl).
+	// know its lock's ttl is retried this long at most, and it caps the
+	// lock horizon and QuarantineAuto. Default 24h (the binary passes
+	// --max-ttl).
 	MaxTTL time.Duration
 	// SessionTTL is the ttl a replicated script's key gets where the
 	// script leaves it without an expiry (Cmd.Limit of Eval), so that no
@@ -58,7 +60,12 @@ type Config struct {
 	SessionTTL time.Duration
 }
 
-const defaultMaxTTL = 60 * time.Second
+const defaultMaxTTL = 24 * time.Hour
+
+// QuarantineAuto is the RestartQuarantine that lasts as long as the locks a
+// restarted node may have lost can still be alive, as the lock horizons of
+// the other nodes tell (see HorizonKey and docs/safety.md).
+const QuarantineAuto time.Duration = -1
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -71,9 +78,9 @@ func DefaultConfig() Config {
 		ReleaseRetry:  200 * time.Millisecond,
 		MaxTTL:        defaultMaxTTL,
 		SessionTTL:    30 * time.Second,
-		// A restarted node may have lost any lock it granted; the longest
-		// one can live MaxTTL.
-		RestartQuarantine: defaultMaxTTL,
+		// A restarted node may have lost any lock it granted; the other
+		// nodes' horizons say how long the longest one can still live.
+		RestartQuarantine: QuarantineAuto,
 	}
 }
 
@@ -86,8 +93,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("quorum: DriftFactor %v out of range [0,1)", c.DriftFactor)
 	case c.RetryDelayMin < 0 || c.RetryDelayMax < c.RetryDelayMin:
 		return errors.New("quorum: need 0 <= RetryDelayMin <= RetryDelayMax")
-	case c.RestartQuarantine < 0:
-		return errors.New("quorum: RestartQuarantine must not be negative")
+	case c.RestartQuarantine < 0 && c.RestartQuarantine != QuarantineAuto:
+		return errors.New("quorum: RestartQuarantine must be QuarantineAuto, 0 or positive")
 	case c.ReleaseRetry < 0 || c.MaxTTL < 0 || c.SessionTTL < 0:
 		return errors.New("quorum: ReleaseRetry, MaxTTL and SessionTTL must not be negative")
 	}

@@ -58,6 +58,10 @@ type NodeState struct {
 	// its votes do not count yet.
 	Quarantined      bool
 	QuarantinedUntil time.Time
+	// QuarantinePending is true while an auto quarantine waits for a
+	// conclusive read of the other nodes' lock horizons: until then
+	// QuarantinedUntil is what the proxy knows so far (at most the cap).
+	QuarantinePending bool
 	// Refused, when not empty, says why the node's votes never count.
 	Refused   string
 	LastError string
@@ -68,10 +72,16 @@ type NodeState struct {
 const refusedForever = math.MaxInt64
 
 type health struct {
-	quarantine time.Duration
+	quarantine time.Duration // QuarantineAuto, 0 (off) or fixed
+	limit      time.Duration // the longest a lock horizon can be: auto's cap
 	now        func() time.Time
 	log        *slog.Logger
 	base       time.Time // origin of blocked's offsets
+
+	hz *horizons
+	// readHorizons reads the other nodes' horizons for node i's auto
+	// quarantine (Cluster.readHorizons).
+	readHorizons func(i int, done func(q time.Duration, conclusive bool))
 
 	// blocked is read on every vote without a lock: 0 means the node's
 	// votes count; otherwise the offset from base until which they do not.
@@ -83,6 +93,8 @@ type health struct {
 	// the first look and moved by every restart seen; zero until a look
 	// reported an uptime.
 	started []time.Time
+	// auto is, per node, its QuarantineAuto state (see quarantine_auto.go).
+	auto []autoState
 }
 
 func newHealth(nodes []Node, cfg Config) *health {
@@ -94,6 +106,8 @@ func newHealth(nodes []Node, cfg Config) *health {
 		blocked:    make([]atomic.Int64, len(nodes)),
 		nodes:      make([]NodeState, len(nodes)),
 		started:    make([]time.Time, len(nodes)),
+		auto:       make([]autoState, len(nodes)),
+		limit:      horizonLimit(cfg),
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -140,16 +154,16 @@ func (h *health) observe(i int, in ServerInfo) {
 	}
 	var logs []func()
 	first := n.RunID == ""
-	if !first && in.RunID != n.RunID {
-		if h.quarantine > 0 {
-			n.QuarantinedUntil = h.now().Add(h.quarantine)
-		}
-		logs = append(logs, h.logRestart(*n, in.RunID))
-	}
-	if (first || in.RunID != n.RunID) && in.Uptime >= 0 {
+	restarted := !first && in.RunID != n.RunID
+	if (first || restarted) && in.Uptime >= 0 {
 		// Uptime is a lower bound: the estimate errs late, which makes a
 		// quarantine derived from it longer, not shorter.
 		h.started[i] = h.now().Add(-in.Uptime)
+	}
+	if restarted {
+		h.hz.reset(i)
+		h.quarantineRestartLocked(i)
+		logs = append(logs, h.logRestart(*n, in.RunID))
 	}
 	if first {
 		logs = append(logs, h.quarantineYoungLocked()...)
@@ -160,9 +174,26 @@ func (h *health) observe(i int, in ServerInfo) {
 	n.Up, n.LastError = true, ""
 	n.RunID, n.Replica, n.Replicas = in.RunID, in.Replica, in.Replicas
 	logs = append(logs, h.recheckLocked()...)
+	reads := h.autoReadsLocked()
 	h.mu.Unlock()
 	for _, l := range logs {
 		l()
+	}
+	for _, r := range reads {
+		r()
+	}
+}
+
+// quarantineRestartLocked starts node i's quarantine after a restart seen:
+// a fixed one, or QuarantineAuto's, which waits for the other nodes'
+// horizons (autoReadsLocked) and sits at its cap until then.
+func (h *health) quarantineRestartLocked(i int) {
+	n := &h.nodes[i]
+	switch {
+	case h.quarantine == QuarantineAuto:
+		h.autoStartLocked(i, h.now())
+	case h.quarantine > 0:
+		n.QuarantinedUntil = h.now().Add(h.quarantine)
 	}
 }
 
@@ -178,6 +209,9 @@ func (h *health) observe(i int, in ServerInfo) {
 // protect a lock taken while every node was young (a young node among
 // young peers; only a proxy that sees the run_id change covers that).
 func (h *health) quarantineYoungLocked() []func() {
+	if h.quarantine == QuarantineAuto {
+		return h.autoYoungLocked()
+	}
 	if h.quarantine <= 0 || !h.anyOldLocked() {
 		return nil
 	}
@@ -252,21 +286,24 @@ func (h *health) blockedOffset(n *NodeState) int64 {
 func (h *health) logRestart(n NodeState, newID string) func() {
 	until := n.QuarantinedUntil
 	return func() {
-		if h.quarantine <= 0 {
+		if h.quarantine == 0 {
 			h.log.Warn("backend restarted and may have lost locks; the restart quarantine is off",
 				"backend", n.Name, "old_run_id", n.RunID, "run_id", newID)
 			return
 		}
 		h.log.Warn("backend restarted: it may have lost locks, so it sits out every vote until its quarantine ends",
-			"backend", n.Name, "old_run_id", n.RunID, "run_id", newID, "quarantine", h.quarantine, "until", until)
+			"backend", n.Name, "old_run_id", n.RunID, "run_id", newID, "quarantine", h.quarantineName(), "until", until)
 	}
 }
 
 func (h *health) logYoung(name string, uptime time.Duration, until time.Time) func() {
+	why := "backend started recently while another has been up longer than the restart quarantine: "
+	if h.quarantine == QuarantineAuto {
+		why = "backend started recently, later than another: "
+	}
 	return func() {
-		h.log.Warn("backend started recently while another has been up longer than the restart quarantine: "+
-			"it may have lost locks, so it sits out every vote until its quarantine ends",
-			"backend", name, "uptime", uptime, "quarantine", h.quarantine, "until", until)
+		h.log.Warn(why+"it may have lost locks, so it sits out every vote until its quarantine ends",
+			"backend", name, "uptime", uptime, "quarantine", h.quarantineName(), "until", until)
 	}
 }
 
@@ -295,6 +332,7 @@ func (h *health) states() []NodeState {
 	now := h.now()
 	for i := range out {
 		out[i].Quarantined = now.Before(out[i].QuarantinedUntil)
+		out[i].QuarantinePending = out[i].Quarantined && h.auto[i].pending
 	}
 	return out
 }
@@ -309,6 +347,7 @@ func (h *health) unwatched(i int) {
 	defer h.mu.Unlock()
 	if n := &h.nodes[i]; n.RunID == "" {
 		n.Watched, n.Up = false, true
+		h.hz.watched[i].Store(false)
 	}
 }
 

@@ -163,9 +163,14 @@ const (
 	// Eval's), so an Eval of Mark arriving later undoes itself. OK:
 	// something was put back.
 	UndoEval
-	// RaiseHorizon and ReadHorizon keep the node's lock horizon (see
-	// their implementation's documentation).
+	// RaiseHorizon: set the ttl of the lock horizon at Key (HorizonKey) to
+	// TTL unless it is longer already (never shorten: another proxy may
+	// have raised it for a longer lock); a horizon without expiry stays.
+	// OK: done; TTL the horizon's ttl afterwards.
 	RaiseHorizon
+	// ReadHorizon: read the remaining ttl of the lock horizon at Key. OK:
+	// present; TTL its remaining ttl (0 when absent, negative when it has
+	// no expiry).
 	ReadHorizon
 	// Subscribe: subscribe the node to the channel Key, or with N = 1 to
 	// the pattern Key, for the clients' pub/sub; what arrives goes to the

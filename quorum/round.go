@@ -56,10 +56,33 @@ type nodeCall struct {
 	r     *round
 	i     int
 	asked bool
+	cmd   Cmd
 	rep   Reply
 }
 
-func (nc *nodeCall) Receive(rep Reply) { nc.r.receive(nc, rep) }
+// Receive takes the node's reply. A yes that left a key with an expiry
+// counts only once the node's lock horizon covers that expiry (see
+// horizons): almost always known at once, else after a raise, which
+// replaces the reply with its error where it failed.
+func (nc *nodeCall) Receive(rep Reply) {
+	need, ok := nc.r.c.horizons.covers(nc.i, leftTTL(&nc.cmd, &rep))
+	if ok {
+		nc.r.receive(nc, rep)
+		return
+	}
+	nc.receiveRaised(need, rep)
+}
+
+// receiveRaised takes the reply once the horizon reaches need. Apart from
+// Receive so that the closure's copy of rep is made only on this path.
+func (nc *nodeCall) receiveRaised(need int64, rep Reply) {
+	nc.r.c.horizons.wait(nc.i, need, func(err error) {
+		if err != nil {
+			rep = Reply{Err: err}
+		}
+		nc.r.receive(nc, rep)
+	})
+}
 
 // newRound prepares a round; launch starts it. early > 0 runs onReady as
 // soon as that many nodes said yes (else once every reply is in).
@@ -80,8 +103,8 @@ func (r *round) launch(ask asker) {
 			r.receive(nc, Reply{})
 			continue
 		}
-		nc.asked = true
 		cmd.DB = r.c.db
+		nc.asked, nc.cmd = true, cmd
 		n.Do(deadline, cmd, nc)
 	}
 }

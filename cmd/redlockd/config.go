@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/redlockd/redlockd/internal/oneline"
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // Config is every setting of the binary, resolved from flags, environment
@@ -29,14 +30,15 @@ type Config struct {
 	DriftFactor float64
 	// RequirePass is the password clients must AUTH with. Default none.
 	RequirePass string
-	// MaxTTL is the largest ttl a command may ask for. Default 60s.
+	// MaxTTL is the largest ttl a command may ask for. Default 24h.
 	MaxTTL time.Duration
 	// MaxWait is the largest LOCK … WAIT a command may ask for. Default 1h.
 	MaxWait time.Duration
 	// SessionTTL is the backend ttl of session locks. Default 30s.
 	SessionTTL time.Duration
 	// RestartQuarantine is how long a restarted backend sits out every
-	// vote; 0 turns it off. Default: MaxTTL.
+	// vote: quorum.QuarantineAuto ("auto", the default) as long as the
+	// locks it may have lost can live, a fixed duration, or 0 (off).
 	RestartQuarantine time.Duration
 	// MetricsAddr serves Prometheus /metrics when set. Default off.
 	MetricsAddr string
@@ -101,14 +103,15 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.DriftFactor, err = strconv.ParseFloat(v, 64); return err }},
 	{"requirepass", "REDLOCKD_PASSWORD", "", "password", "clients must AUTH with this password",
 		func(c *Config, v string) error { c.RequirePass = v; return nil }},
-	{"max-ttl", "REDLOCKD_MAX_TTL", "60s", "duration", "largest ttl accepted",
+	{"max-ttl", "REDLOCKD_MAX_TTL", "24h", "duration", "largest ttl accepted",
 		durationSetter(func(c *Config) *time.Duration { return &c.MaxTTL })},
 	{"max-wait", "REDLOCKD_MAX_WAIT", "1h", "duration", "largest LOCK … WAIT accepted",
 		durationSetter(func(c *Config) *time.Duration { return &c.MaxWait })},
 	{"session-ttl", "REDLOCKD_SESSION_TTL", "30s", "duration", "backend ttl of session locks, renewed every third of it",
 		durationSetter(func(c *Config) *time.Duration { return &c.SessionTTL })},
-	{"restart-quarantine", "REDLOCKD_RESTART_QUARANTINE", "", "duration", "how long a restarted backend sits out every vote; 0 = off",
-		durationSetter(func(c *Config) *time.Duration { return &c.RestartQuarantine })},
+	{"restart-quarantine", "REDLOCKD_RESTART_QUARANTINE", "auto", "auto|duration",
+		"how long a restarted backend sits out every vote; auto = as long as the locks it may have lost can live, as the other backends' lock horizons tell; 0 = off",
+		quarantineSetter},
 	{"metrics-addr", "REDLOCKD_METRICS_ADDR", "", "addr", "HTTP address serving Prometheus /metrics; empty = off",
 		func(c *Config, v string) error { c.MetricsAddr = v; return nil }},
 	{"log-format", "REDLOCKD_LOG_FORMAT", "text", "text|json", "log format",
@@ -147,7 +150,24 @@ var settings = []setting{
 }
 
 // defaultDocs describes defaults that are not a fixed value.
-var defaultDocs = map[string]string{"restart-quarantine": "= --max-ttl"}
+var defaultDocs = map[string]string{}
+
+// quarantineSetter reads --restart-quarantine: auto, or a duration.
+func quarantineSetter(c *Config, v string) error {
+	if v == "auto" {
+		c.RestartQuarantine = quorum.QuarantineAuto
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("not auto or a duration (e.g. 0, 30s, 2h)")
+	}
+	if d < 0 {
+		return errors.New("must not be negative")
+	}
+	c.RestartQuarantine = d
+	return nil
+}
 
 // configEnv names the config file when --config is not given.
 const configEnv = "REDLOCKD_CONFIG"
@@ -200,9 +220,6 @@ func loadConfig(args []string, env func(string) string) (Config, error) {
 			return Config{}, err
 		}
 	}
-	if _, set := lookupAny(settingNamed("restart-quarantine"), flags, env, file); !set {
-		c.RestartQuarantine = c.MaxTTL
-	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -216,15 +233,6 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
-}
-
-func settingNamed(name string) setting {
-	for _, s := range settings {
-		if s.name == name {
-			return s
-		}
-	}
-	panic("no setting " + name)
 }
 
 // resolve applies the highest-precedence source of s, and names that
@@ -383,7 +391,7 @@ func (c Config) Validate() error {
 		{c.NodeTimeout >= c.MaxTTL, "node-timeout", c.NodeTimeout, fmt.Sprintf("must be less than --max-ttl (%v)", c.MaxTTL)},
 		{c.DriftFactor < 0 || c.DriftFactor >= 1, "drift-factor", c.DriftFactor, "must be in [0, 1)"},
 		{c.SessionTTL <= c.NodeTimeout, "session-ttl", c.SessionTTL, fmt.Sprintf("must be more than --node-timeout (%v)", c.NodeTimeout)},
-		{c.RestartQuarantine < 0, "restart-quarantine", c.RestartQuarantine, "must not be negative"},
+		{c.RestartQuarantine < 0 && c.RestartQuarantine != quorum.QuarantineAuto, "restart-quarantine", c.RestartQuarantine, "must not be negative"},
 		{c.MaxClients < 0, "max-clients", c.MaxClients, "must not be negative"},
 		{c.MaxRequestSize < 1024, "max-request-size", c.MaxRequestSize, "must be at least 1kb"},
 		{c.IdleTimeout < 0, "idle-timeout", c.IdleTimeout, "must not be negative"},

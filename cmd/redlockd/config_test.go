@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // envOf turns a map into the env lookup that run and loadConfig take.
@@ -32,7 +34,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	want := Config{
 		Listen: "127.0.0.1:6380", NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01,
-		MaxTTL: time.Minute, MaxWait: time.Hour, SessionTTL: 30 * time.Second, RestartQuarantine: time.Minute,
+		MaxTTL: 24 * time.Hour, MaxWait: time.Hour, SessionTTL: 30 * time.Second, RestartQuarantine: quorum.QuarantineAuto,
 		LogFormat: "text", LogLevel: "info", MaxClients: 10000,
 		MaxRequestSize: 512 << 20, ClientOutputLimit: 64 << 20, PubSubOutputLimit: 32 << 20, ClientWriteTimeout: time.Minute,
 	}
@@ -85,8 +87,16 @@ func TestConfigValues(t *testing.T) {
 			func(c Config) bool { return reflect.DeepEqual(c.Backends, []string{"a:1", "b:2"}) }},
 		{"backends env", nil, map[string]string{"REDLOCKD_BACKENDS": "x:1,y:2"}, "",
 			func(c Config) bool { return reflect.DeepEqual(c.Backends, []string{"x:1", "y:2"}) }},
-		{"quarantine follows max-ttl", []string{"--max-ttl", "10s"}, nil, "",
-			func(c Config) bool { return c.RestartQuarantine == 10*time.Second }},
+		{"quarantine stays auto with max-ttl", []string{"--max-ttl", "10s"}, nil, "",
+			func(c Config) bool { return c.RestartQuarantine == quorum.QuarantineAuto }},
+		{"quarantine auto flag", []string{"--restart-quarantine", "auto"}, nil, "",
+			func(c Config) bool { return c.RestartQuarantine == quorum.QuarantineAuto }},
+		{"quarantine fixed env", nil, map[string]string{"REDLOCKD_RESTART_QUARANTINE": "90s"}, "",
+			func(c Config) bool { return c.RestartQuarantine == 90*time.Second }},
+		{"quarantine auto in file over nothing", nil, nil, "restart-quarantine: auto\n",
+			func(c Config) bool { return c.RestartQuarantine == quorum.QuarantineAuto }},
+		{"quarantine flag over auto in file", []string{"--restart-quarantine", "2h"}, nil, "restart-quarantine: auto\n",
+			func(c Config) bool { return c.RestartQuarantine == 2*time.Hour }},
 		{"quarantine off", []string{"--max-ttl", "10s", "--restart-quarantine", "0"}, nil, "",
 			func(c Config) bool { return c.RestartQuarantine == 0 }},
 		{"quarantine off in file", nil, nil, "restart-quarantine: 0s\n",
@@ -142,7 +152,7 @@ func TestConfigErrors(t *testing.T) {
 			`invalid --max-wait "0s": must be at least 1ms (WAIT counts milliseconds)`},
 		{"max-wait below a millisecond", []string{"--max-wait", "1ns"}, nil, "",
 			`invalid --max-wait "1ns": must be at least 1ms (WAIT counts milliseconds)`},
-		{"timeout not below max-ttl", []string{"--node-timeout", "2m"}, nil, "",
+		{"timeout not below max-ttl", []string{"--max-ttl", "1m", "--node-timeout", "2m"}, nil, "",
 			`invalid --node-timeout "2m0s": must be less than --max-ttl (1m0s)`},
 		{"zero timeout", []string{"--node-timeout", "0s"}, nil, "", `invalid --node-timeout "0s": must be positive`},
 		{"drift one", []string{"--drift-factor", "1"}, nil, "", `invalid --drift-factor "1": must be in [0, 1)`},
@@ -151,6 +161,10 @@ func TestConfigErrors(t *testing.T) {
 		{"log level", []string{"--log-level", "loud"}, nil, "", `invalid --log-level "loud": must be debug, info, warn or error`},
 		{"negative clients", []string{"--max-clients", "-1"}, nil, "", `invalid --max-clients "-1": must not be negative`},
 		{"negative quarantine", []string{"--restart-quarantine", "-1s"}, nil, "", `invalid --restart-quarantine "-1s": must not be negative`},
+		{"bad quarantine", []string{"--restart-quarantine", "sometimes"}, nil, "",
+			`invalid --restart-quarantine "sometimes": not auto or a duration (e.g. 0, 30s, 2h)`},
+		{"bad quarantine env", nil, map[string]string{"REDLOCKD_RESTART_QUARANTINE": "Auto"}, "",
+			`invalid REDLOCKD_RESTART_QUARANTINE "Auto": not auto or a duration (e.g. 0, 30s, 2h)`},
 		{"empty listen", []string{"--listen", ""}, nil, "", `invalid --listen "": must not be empty`},
 		{"bad size", []string{"--max-request-size", "lots"}, nil, "", `invalid --max-request-size "lots": not a size (e.g. 1048576, 512kb, 64mb, 1gb)`},
 		{"tiny request size", []string{"--max-request-size", "100"}, nil, "", `invalid --max-request-size "100": must be at least 1kb`},
@@ -219,7 +233,7 @@ func TestRunHelpAndVersion(t *testing.T) {
 			t.Errorf("--help lacks --%s or %s", s.name, s.env)
 		}
 	}
-	for _, want := range []string{"default 50ms", "default 127.0.0.1:6380", "default = --max-ttl", "--config", "--version"} {
+	for _, want := range []string{"default 50ms", "default 127.0.0.1:6380", "default auto", "--config", "--version"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}

@@ -16,9 +16,6 @@ func TestFlagDefaultsAreTheStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, want := stackConfig(cfg, slog.Default()), stack.DefaultConfig()
-	if want.RestartQuarantine == stack.QuarantineMaxTTL {
-		want.RestartQuarantine = want.MaxTTL
-	}
 	type limits struct {
 		clients, request, reply int
 		idle, write             int64

@@ -16,10 +16,15 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
+// QuarantineAuto is the RestartQuarantine that lasts as long as the locks
+// a restarted backend may have lost can live, as the other backends' lock
+// horizons tell (quorum.QuarantineAuto).
+const QuarantineAuto = quorum.QuarantineAuto
+
 // QuarantineMaxTTL is the RestartQuarantine that follows MaxTTL: a
 // restarted backend may have lost any lock it granted, and the longest
 // one lives MaxTTL.
-const QuarantineMaxTTL time.Duration = -1
+const QuarantineMaxTTL time.Duration = -2
 
 // Config is one redlockd. Start from DefaultConfig: zero values are taken
 // as they are (0 is "off" or "no limit" where a field says so, as on the
@@ -40,10 +45,12 @@ type Config struct {
 	// Default 0.01.
 	DriftFactor float64
 	// MaxTTL is the largest ttl a command may ask for; the quorum retries
-	// a release that does not know its ttl this long at most. Default 60s.
+	// a release that does not know its ttl this long at most, and it caps
+	// the lock horizon. Default 24h.
 	MaxTTL time.Duration
 	// RestartQuarantine is how long a restarted backend sits out every
-	// vote; 0 turns it off. Default QuarantineMaxTTL: as long as MaxTTL.
+	// vote: QuarantineAuto, QuarantineMaxTTL (as long as MaxTTL), a fixed
+	// duration, or 0 (off). Default QuarantineAuto.
 	RestartQuarantine time.Duration
 	// MaxWait is the largest LOCK … WAIT. Default 1h.
 	MaxWait time.Duration
@@ -73,8 +80,8 @@ func DefaultConfig() Config {
 	return Config{
 		NodeTimeout:       50 * time.Millisecond,
 		DriftFactor:       0.01,
-		MaxTTL:            60 * time.Second,
-		RestartQuarantine: QuarantineMaxTTL,
+		MaxTTL:            24 * time.Hour,
+		RestartQuarantine: QuarantineAuto,
 		MaxWait:           time.Hour,
 		SessionTTL:        30 * time.Second,
 		Version:           "dev",
@@ -92,8 +99,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.NodeTimeout <= 0 || c.MaxTTL <= 0 || c.MaxWait <= 0 || c.SessionTTL <= 0:
 		return errors.New("stack: NodeTimeout, MaxTTL, MaxWait and SessionTTL must be positive")
-	case c.RestartQuarantine < 0 && c.RestartQuarantine != QuarantineMaxTTL:
-		return errors.New("stack: RestartQuarantine must be QuarantineMaxTTL, 0 or positive")
+	case c.RestartQuarantine < 0 && c.RestartQuarantine != QuarantineMaxTTL && c.RestartQuarantine != QuarantineAuto:
+		return errors.New("stack: RestartQuarantine must be QuarantineAuto, QuarantineMaxTTL, 0 or positive")
 	case len(c.Nodes) > 0 && len(c.Backends) > 0:
 		return errors.New("stack: Nodes and Backends are exclusive")
 	}

@@ -1,0 +1,275 @@
+package quorum
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The lock horizon. Each watched node keeps one reserved key, HorizonKey,
+// whose own ttl is at least the remaining life of every lock granted on
+// that node. When a node restarts (and may have lost locks), the horizons
+// of the other nodes say how long those locks can still be alive, which is
+// how long QuarantineAuto keeps the restarted node out of every vote.
+//
+// Keeping it costs almost nothing per lock: the proxy remembers, per node,
+// until when (on its monotonic clock) the node's horizon is known to last.
+// A node's yes to anything that leaves a key with an expiry (see leftTTL)
+// counts only once that horizon covers the expiry; one that outlives it
+// first raises the horizon, with slack (raiseTTL), so a stream of similar
+// locks raises it rarely. The check sits where every round receives a
+// node's reply (nodeCall.Receive), so every way a lock's expiry can grow
+// passes through it: acquire, multi-key, owner holds, extends, renewals,
+// restores, PEXPIRE, force SET, and scripts (Reply.TTL).
+
+// HorizonKey is where each node keeps its lock horizon (db 0). Clients
+// cannot write it: the command table refuses the redlockd: namespace.
+const HorizonKey = "redlockd:horizon"
+
+// ErrHorizon is matched by the error that replaces a node's yes when its
+// horizon could not be raised to cover what the yes granted: the yes does
+// not count.
+var ErrHorizon = errors.New("quorum: lock horizon not raised")
+
+// horizonFloor is the least slack a raise adds: a stream of short locks
+// then raises each node's horizon about once a second at most.
+const horizonFloor = time.Second
+
+// horizons is what the Cluster knows of every node's horizon.
+type horizons struct {
+	nodes   []Node
+	now     func() time.Time
+	base    time.Time // origin of the offsets below
+	drift   float64
+	timeout time.Duration
+	limit   time.Duration // the largest slack-padded raise (MaxTTL + horizonFloor)
+
+	// known is, per node, the offset from base until which its horizon is
+	// known to last; read on every covered reply without a lock.
+	known []atomic.Int64
+	// watched is false for a node that cannot identify its server: it is
+	// never quarantined, so it keeps no horizon.
+	watched []atomic.Bool
+	// granted is the offset of the latest expiry this proxy asked a node
+	// to cover, 0 before the first: the proxy's own record of its locks.
+	granted atomic.Int64
+
+	mu       sync.Mutex
+	gen      []uint64        // per node, moved by each restart seen
+	inflight []bool          // per node, a raise is on its way
+	waiting  [][]horizonWait // per node, covers waiting for a raise
+}
+
+// horizonWait is one reply waiting until its node's horizon reaches need.
+type horizonWait struct {
+	need int64
+	done func(error)
+}
+
+func newHorizons(nodes []Node, cfg Config) *horizons {
+	h := &horizons{
+		nodes: nodes, now: cfg.Now, base: cfg.Now(), drift: cfg.DriftFactor,
+		timeout: cfg.NodeTimeout, limit: horizonLimit(cfg),
+		known: make([]atomic.Int64, len(nodes)), watched: make([]atomic.Bool, len(nodes)),
+		gen: make([]uint64, len(nodes)), inflight: make([]bool, len(nodes)),
+		waiting: make([][]horizonWait, len(nodes)),
+	}
+	for i := range h.watched {
+		h.watched[i].Store(true)
+	}
+	return h
+}
+
+// horizonLimit is the longest raise that slack may ask for, and the auto
+// quarantine's cap: MaxTTL (its default where unset) plus horizonFloor.
+func horizonLimit(cfg Config) time.Duration {
+	if cfg.MaxTTL <= 0 {
+		return defaultMaxTTL + horizonFloor
+	}
+	return cfg.MaxTTL + horizonFloor
+}
+
+func (h *horizons) offset(t time.Time) int64 { return max(int64(t.Sub(h.base)), 1) }
+
+// coverHorizon calls done once node i's horizon covers a key that lives
+// ttl from now on the node, raising it first where it does not: at once
+// (on the caller's goroutine) when it already does, else from the raise's
+// reply. done gets nil, or an error matching ErrHorizon: then what the
+// node did must not count. It is how a round (or an operation that reads
+// a ttl from a reply, such as a replicated script's Reply.TTL, the
+// longest ttl it left) keeps the horizon rule; done must not block.
+func (c *Cluster) coverHorizon(i int, ttl time.Duration, done func(error)) {
+	c.horizons.cover(i, ttl, done)
+}
+
+func (h *horizons) cover(i int, ttl time.Duration, done func(error)) {
+	if need, ok := h.covers(i, ttl); !ok {
+		h.wait(i, need, done)
+		return
+	}
+	done(nil)
+}
+
+// covers is the fast path, taken by almost every reply: whether node i's
+// horizon is known to cover a key living ttl from now, and if not, the
+// offset it must reach.
+func (h *horizons) covers(i int, ttl time.Duration) (int64, bool) {
+	if ttl <= 0 || !h.watched[i].Load() {
+		return 0, true
+	}
+	need := h.offset(h.now().Add(ttl))
+	h.record(need)
+	return need, h.known[i].Load() >= need
+}
+
+// wait queues done until node i's horizon reaches need, raising it.
+func (h *horizons) wait(i int, need int64, done func(error)) {
+	h.mu.Lock()
+	if h.known[i].Load() >= need {
+		h.mu.Unlock()
+		done(nil)
+		return
+	}
+	h.waiting[i] = append(h.waiting[i], horizonWait{need, done})
+	send := h.startLocked(i)
+	h.mu.Unlock()
+	send()
+}
+
+// record remembers need as the latest expiry this proxy granted.
+func (h *horizons) record(need int64) {
+	for {
+		cur := h.granted.Load()
+		if cur >= need || h.granted.CompareAndSwap(cur, need) {
+			return
+		}
+	}
+}
+
+// startLocked prepares a raise that covers every waiter of node i, unless
+// one is on its way (its reply starts the next); the caller sends it after
+// letting go of the lock.
+func (h *horizons) startLocked(i int) func() {
+	if h.inflight[i] || len(h.waiting[i]) == 0 {
+		return func() {}
+	}
+	h.inflight[i] = true
+	sent := h.now()
+	var need int64
+	for _, w := range h.waiting[i] {
+		need = max(need, w.need)
+	}
+	ttl := h.raiseTTL(time.Duration(need) - sent.Sub(h.base))
+	reach := h.offset(sent.Add(ttl - h.driftOf(ttl)))
+	gen := h.gen[i]
+	cmd := Cmd{Kind: RaiseHorizon, Key: HorizonKey, TTL: ttl}
+	return func() {
+		h.nodes[i].Do(sent.Add(h.timeout), cmd, ReceiverFunc(func(rep Reply) {
+			// The horizon may be longer than asked (another proxy raised
+			// it): it lasts at least its reported ttl from the sending.
+			if rep.Err == nil && rep.TTL > ttl {
+				reach = max(reach, h.offset(sent.Add(rep.TTL-h.driftOf(rep.TTL))))
+			}
+			h.raised(i, gen, reach, rep)
+		}))
+	}
+}
+
+// raiseTTL is the ttl a raise asks for to cover a key living ttl: twice
+// that (at least horizonFloor more), capped at limit, and never so little
+// that the clock drift allowance eats into ttl.
+func (h *horizons) raiseTTL(ttl time.Duration) time.Duration {
+	r := min(max(2*ttl, ttl+horizonFloor), h.limit)
+	least := time.Duration(math.Ceil(float64(ttl+2*time.Millisecond)/(1-h.drift))) + time.Millisecond
+	return max(r, least)
+}
+
+// driftOf is the clock drift allowance over d, as Validity counts it.
+func (h *horizons) driftOf(d time.Duration) time.Duration {
+	return time.Duration(float64(d)*h.drift) + 2*time.Millisecond
+}
+
+// raised takes a raise's reply: the horizon now reaches reach unless the
+// raise failed or the node restarted meanwhile (gen moved: the raise may
+// have reached the server that is gone). Waiters it covers go on; those it
+// was for fail when it did not land; the rest start the next raise.
+func (h *horizons) raised(i int, gen uint64, reach int64, rep Reply) {
+	err := rep.Err
+	h.mu.Lock()
+	if err == nil && h.gen[i] != gen {
+		err = errors.New("the node restarted")
+	}
+	if err == nil && h.known[i].Load() < reach {
+		h.known[i].Store(reach)
+	}
+	h.inflight[i] = false
+	known := h.known[i].Load()
+	var ready []func(error)
+	var rest []horizonWait
+	for _, w := range h.waiting[i] {
+		switch {
+		case w.need <= known:
+			ready = append(ready, w.done)
+		case err != nil && w.need <= reach:
+			ready = append(ready, failWith(w.done, err))
+		default:
+			rest = append(rest, w)
+		}
+	}
+	h.waiting[i] = rest
+	send := h.startLocked(i)
+	h.mu.Unlock()
+	for _, d := range ready {
+		d(nil)
+	}
+	send()
+}
+
+// failWith is done told of err, whatever it is called with.
+func failWith(done func(error), err error) func(error) {
+	return func(error) { done(fmt.Errorf("%w: %v", ErrHorizon, err)) }
+}
+
+// reset forgets node i's horizon: its server restarted, and the new one
+// holds none.
+func (h *horizons) reset(i int) {
+	h.mu.Lock()
+	h.gen[i]++
+	h.known[i].Store(0)
+	h.mu.Unlock()
+}
+
+// ownRecord is how long the latest expiry this proxy granted is still
+// ahead, and whether it granted anything at all.
+func (h *horizons) ownRecord() (time.Duration, bool) {
+	g := h.granted.Load()
+	if g == 0 {
+		return 0, false
+	}
+	return max(time.Duration(g)-h.now().Sub(h.base), 0), true
+}
+
+// leftTTL is the longest expiry a yes reply to cmd left on its node, for
+// the kinds that store or extend a lock (Reply.TTL where the node reports
+// it); 0 for the others (releases, reads, wait marks, fence counters).
+func leftTTL(cmd *Cmd, rep *Reply) time.Duration {
+	switch {
+	case rep.Err != nil:
+		return 0
+	case cmd.Kind == Eval: // a script's reply is its Value; TTL is what it left
+		return rep.TTL
+	case !rep.OK:
+		return 0
+	}
+	switch cmd.Kind {
+	case SetNX, Set, CompareAndExtend, Expire, ExtendOrSetNX, SetNXAll, ExtendAll,
+		HoldOwner, ExtendHeld, RestoreHeld, CompareAndSwap:
+		return cmd.TTL
+	case AddTTL:
+		return rep.TTL
+	}
+	return 0
+}

@@ -1,0 +1,148 @@
+package quorum
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// raiseNode is a watched node that answers every command at once with OK,
+// except RaiseHorizon, whose replies it holds until release (or fails with
+// fail).
+type raiseNode struct {
+	mu     sync.Mutex
+	held   []func()
+	raises []time.Duration
+	fail   error
+}
+
+func (n *raiseNode) Name() string       { return "raise" }
+func (n *raiseNode) Watch(Watcher) bool { return true }
+func (n *raiseNode) Close() error       { return nil }
+func (n *raiseNode) Do(_ time.Time, cmd Cmd, r Receiver) {
+	if cmd.Kind != RaiseHorizon {
+		r.Receive(Reply{OK: true})
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.raises = append(n.raises, cmd.TTL)
+	rep := Reply{OK: true, TTL: cmd.TTL, Err: n.fail}
+	n.held = append(n.held, func() { r.Receive(rep) })
+}
+
+// release answers every raise held so far.
+func (n *raiseNode) release() {
+	n.mu.Lock()
+	held := n.held
+	n.held = nil
+	n.mu.Unlock()
+	for _, f := range held {
+		f()
+	}
+}
+
+func (n *raiseNode) raised() []time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]time.Duration(nil), n.raises...)
+}
+
+func raiseCluster(t *testing.T) (*Cluster, *raiseNode) {
+	t.Helper()
+	n := &raiseNode{}
+	cfg := testConfig()
+	cfg.MaxTTL = time.Hour
+	now := time.Now()
+	cfg.Now = func() time.Time { return now } // exact ttls to compare
+	return newCluster(t, []Node{n}, cfg), n
+}
+
+// TestCoverHorizonSharesOneRaise: covers asked while a raise is on its way
+// wait for it (one raise, not one each); a cover within the horizon then
+// known needs none; one beyond it raises again, never past MaxTTL plus the
+// slack's second unless the ttl itself needs more.
+func TestCoverHorizonSharesOneRaise(t *testing.T) {
+	c, n := raiseCluster(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for range 10 {
+		wg.Add(1)
+		c.coverHorizon(0, 10*time.Minute, func(err error) { errs <- err; wg.Done() })
+	}
+	if got := n.raised(); len(got) != 1 || got[0] != 20*time.Minute {
+		t.Fatalf("raises while one is on its way: %v, want one of 20m", got)
+	}
+	n.release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a cover failed: %v", err)
+		}
+	}
+	done := false
+	c.coverHorizon(0, 15*time.Minute, func(err error) { done = err == nil })
+	if !done || len(n.raised()) != 1 {
+		t.Fatalf("a cover within the known horizon: done %v, raises %v", done, n.raised())
+	}
+	c.coverHorizon(0, 50*time.Minute, func(error) {})
+	if got := n.raised(); len(got) != 2 || got[1] != time.Hour+horizonFloor {
+		t.Fatalf("raises %v, want a second one capped at MaxTTL+%v", got, horizonFloor)
+	}
+	n.release()
+	c.coverHorizon(0, 2*time.Hour, func(error) {})
+	if got := n.raised(); len(got) != 3 || got[2] <= 2*time.Hour {
+		t.Fatalf("raises %v, want a third one beyond the 2h ttl itself", got)
+	}
+	n.release()
+}
+
+// TestCoverHorizonFailedRaise: a failed raise fails the covers it was for
+// with ErrHorizon, and the next cover raises again.
+func TestCoverHorizonFailedRaise(t *testing.T) {
+	c, n := raiseCluster(t)
+	n.fail = errors.New("down")
+	var got error
+	c.coverHorizon(0, time.Minute, func(err error) { got = err })
+	n.release()
+	if !errors.Is(got, ErrHorizon) {
+		t.Fatalf("cover after a failed raise = %v, want ErrHorizon", got)
+	}
+	n.mu.Lock()
+	n.fail = nil
+	n.mu.Unlock()
+	got = errors.New("not called")
+	c.coverHorizon(0, time.Minute, func(err error) { got = err })
+	n.release()
+	if got != nil || len(n.raised()) != 2 {
+		t.Fatalf("cover after a working raise = %v, raises %v", got, n.raised())
+	}
+}
+
+// TestLeftTTL: what each reply leaves to cover; a script's reply counts by
+// its TTL whatever its value.
+func TestLeftTTL(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  Cmd
+		rep  Reply
+		want time.Duration
+	}{
+		{Cmd{Kind: SetNX, TTL: time.Second}, Reply{OK: true}, time.Second},
+		{Cmd{Kind: SetNX, TTL: time.Second}, Reply{}, 0},
+		{Cmd{Kind: SetNX, TTL: time.Second}, Reply{OK: true, Err: errors.New("x")}, 0},
+		{Cmd{Kind: AddTTL, Add: time.Second, Limit: time.Hour}, Reply{OK: true, TTL: 5 * time.Second}, 5 * time.Second},
+		{Cmd{Kind: Eval}, Reply{TTL: 7 * time.Second, Value: &Value{Kind: NilValue}}, 7 * time.Second},
+		{Cmd{Kind: CompareAndDelete}, Reply{OK: true}, 0},
+		{Cmd{Kind: RaiseFence, TTL: FenceTTL}, Reply{OK: true}, 0},
+		{Cmd{Kind: HoldOwner, TTL: time.Minute}, Reply{OK: true}, time.Minute},
+		{Cmd{Kind: Expire, TTL: time.Minute}, Reply{OK: true}, time.Minute},
+		{Cmd{Kind: CompareAndSwap, TTL: time.Hour}, Reply{OK: true}, time.Hour},
+		{Cmd{Kind: CompareAndSwap, TTL: time.Hour}, Reply{}, 0},
+	} {
+		if got := leftTTL(&tc.cmd, &tc.rep); got != tc.want {
+			t.Errorf("leftTTL(%v, %+v) = %v, want %v", tc.cmd.Kind, tc.rep, got, tc.want)
+		}
+	}
+}

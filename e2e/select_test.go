@@ -30,25 +30,10 @@ func dbClient(t *testing.T, addr string, db int) *redis.Client {
 	return c
 }
 
-// dbValues reads key in database db of each backend directly: its value,
-// "<nil>" when absent, or "<err …>".
+// dbValues reads key in database db of each backend directly.
 func dbValues(t *testing.T, backends []*redistest.Server, db int, key string) []string {
 	t.Helper()
-	vals := make([]string, len(backends))
-	for i, s := range backends {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db, DisableIdentity: true})
-		v, err := c.Get(ctxT(t), key).Result()
-		c.Close()
-		switch {
-		case errors.Is(err, redis.Nil):
-			vals[i] = "<nil>"
-		case err != nil:
-			vals[i] = fmt.Sprintf("<err %v>", err)
-		default:
-			vals[i] = v
-		}
-	}
-	return vals
+	return redlocktest.ValuesIn(t, backends, db, key)
 }
 
 func wantOnAll(t *testing.T, backends []*redistest.Server, db int, key, want string) {

@@ -204,11 +204,20 @@ func (in *Instance) Client(t testing.TB, protocol int) *redis.Client {
 // when absent, or "<err …>".
 func (in *Instance) BackendValues(t testing.TB, key string) []string {
 	t.Helper()
-	vals := make([]string, len(in.Backends))
-	for i, s := range in.Backends {
+	return ValuesIn(t, in.Backends, 0, key)
+}
+
+// ValuesIn reads key in database db of each of backends directly: its
+// value, "<nil>" when absent, or "<err …>".
+func ValuesIn(t testing.TB, backends []*redistest.Server, db int, key string) []string {
+	t.Helper()
+	vals := make([]string, len(backends))
+	for i, s := range backends {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db, DisableIdentity: true})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		v, err := s.Client().Get(ctx, key).Result()
+		v, err := c.Get(ctx, key).Result()
 		cancel()
+		c.Close()
 		switch {
 		case errors.Is(err, redis.Nil):
 			vals[i] = "<nil>"

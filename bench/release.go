@@ -124,6 +124,11 @@ func runRelease(ctx context.Context, o options, log io.Writer) (*releaseResults,
 			return fmt.Errorf("%s: %w", releaseKinds[i].name, err)
 		}
 		all[i] = append(all[i], s)
+		fmt.Fprintf(log, "%s: %s, release p50 %s p99 %s", releaseKinds[i].name, summarizePairs([]pairResult{s.pairs}).describe(), ms(s.pairs.relP50), ms(s.pairs.relP99))
+		if s.pairs.failed > 0 {
+			fmt.Fprintf(log, "; %d failed, e.g. %v", s.pairs.failed, s.pairs.lastErr)
+		}
+		fmt.Fprintln(log)
 		return nil
 	})
 	if err != nil {

@@ -85,6 +85,8 @@ type pairResult struct {
 	// failed counts acquires and releases that did not succeed (keys are
 	// unique, so only a timeout can cause one).
 	failed int
+	// lastErr is one of the failures, for the log.
+	lastErr error
 }
 
 func (r pairResult) perSec() float64 { return float64(r.pairs) / r.elapsed.Seconds() }
@@ -133,6 +135,9 @@ func runPairs(ctx context.Context, l locker, workers int, d time.Duration, prefi
 		all = append(all, lat[g]...)
 		rel = append(rel, relLat[g]...)
 		res.failed += failed[g]
+		if errs[g] != nil {
+			res.lastErr = errs[g]
+		}
 	}
 	if len(all) == 0 {
 		return res, fmt.Errorf("no lock was acquired: %w", errors.Join(errs...))

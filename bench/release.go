@@ -111,7 +111,8 @@ func runRelease(ctx context.Context, o options, log io.Writer) (*releaseResults,
 	}
 	res := &releaseResults{machine: describeMachine(), opts: o, n: o.ns[0], ticksPerSec: clockTicks()}
 	fmt.Fprintln(log, res.machine.String())
-	m := &nRun{o: o, dir: dir, n: res.n, bins: []binary{{"redlockd", bin}}, log: log}
+	// first: with -cpuprofile, redlockd writes a profile of the whole run.
+	m := &nRun{o: o, dir: dir, n: res.n, first: true, bins: []binary{{"redlockd", bin}}, log: log}
 	defer m.stop()
 	if err := m.start(); err != nil {
 		return nil, err

@@ -93,3 +93,44 @@ func TestKeptNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseSmoke runs the -release mode end to end: each of the three
+// releases must have freed every lock it took and produced its figures.
+func TestReleaseSmoke(t *testing.T) {
+	bin, err := buildRedlockd(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"-smoke", "-release", "-redlockd", bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.nodeTimeout = 2 * time.Second
+	var log strings.Builder
+	res, err := runRelease(t.Context(), o, &log)
+	if err != nil {
+		t.Fatalf("release run: %v\n%s", err, log.String())
+	}
+	if len(res.kinds) != len(releaseKinds) {
+		t.Fatalf("%d summaries for %d release kinds", len(res.kinds), len(releaseKinds))
+	}
+	for i, s := range res.kinds {
+		name := releaseKinds[i].name
+		if s.pairs.perSec <= 0 || s.relP50 <= 0 || s.relP99 < s.relP50 || s.cmdsPer <= 0 || s.selfUS <= 0 {
+			t.Errorf("%s: not measured: %+v", name, s)
+		}
+		if s.pairs.failed != 0 {
+			t.Errorf("%s: %d acquires or releases failed", name, s.pairs.failed)
+		}
+	}
+	md := res.markdown()
+	for _, want := range []string{"| EVALSHA compare-and-delete (recognised: native) |", "| EVALSHA redis-semaphore release (replicated) |",
+		"| UNLOCK key token |", "**Machine:**", "release p50"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("release results lack %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
+		t.Errorf("release results hold a NaN or Inf:\n%s", md)
+	}
+}

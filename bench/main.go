@@ -11,6 +11,7 @@
 //	go -C bench run .                      # N = 3, 5; writes bench/RESULTS.md
 //	go -C bench run . -smoke               # seconds: N = 3, tiny counts, no file
 //	go -C bench run . -baseline OLD_BINARY # OLD_BINARY measured alongside
+//	go -C bench run . -release             # the three releases at N = 3, printed
 package main
 
 import (
@@ -43,6 +44,9 @@ type options struct {
 	// redlockd is a prebuilt binary to measure ("": build ./cmd/redlockd);
 	// baseline, when set, is a second one measured alongside.
 	redlockd, baseline string
+	// release runs only the comparison of release commands (release.go)
+	// and prints it: it writes no results file.
+	release bool
 }
 
 func main() {
@@ -53,6 +57,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if o.release {
+		res, err := runRelease(ctx, o, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Print(res.markdown())
+		return
+	}
 	res, err := run(ctx, o, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -90,6 +103,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of redlockd during the runs at the first N")
 	fs.StringVar(&o.redlockd, "redlockd", "", "redlockd binary to measure (default: build ./cmd/redlockd)")
 	fs.StringVar(&o.baseline, "baseline", "", "a second redlockd binary (an older build) measured in the same run, interleaved")
+	fs.BoolVar(&o.release, "release", false,
+		"only compare lock+release pairs released by the recognised compare-and-delete script, an unrecognised one (replicated) and UNLOCK, at the first -n; prints, writes no file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

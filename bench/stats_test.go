@@ -94,3 +94,21 @@ func TestTickError(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeRelease: CPU and backend commands are per pair of each
+// run, then the median over the runs, like the latencies.
+func TestSummarizeRelease(t *testing.T) {
+	ss := []releaseSample{
+		{pairs: pairResult{pairs: 1000, elapsed: 1e9, relP50: 4, relP99: 40}, self: 300, backends: 100, at: serverStats{commands: 15000}},
+		{pairs: pairResult{pairs: 2000, elapsed: 1e9, relP50: 2, relP99: 20}, self: 200, backends: 600, at: serverStats{commands: 30000}},
+		{pairs: pairResult{pairs: 4000, elapsed: 1e9, relP50: 3, relP99: 30, failed: 2}, self: 1200, backends: 1200, at: serverStats{commands: 80000}},
+	}
+	got := summarizeRelease(ss, 100)
+	// self per pair: 3000, 1000, 3000 µs; backends: 1000, 3000, 3000 µs;
+	// commands per pair: 15, 15, 20.
+	want := releaseSummary{pairs: pairSummary{perSec: 2000, failed: 2}, relP50: 3, relP99: 30,
+		selfUS: 3000, backendsUS: 3000, cmdsPer: 15, minTicks: 100}
+	if got != want {
+		t.Fatalf("summarizeRelease = %+v, want %+v", got, want)
+	}
+}

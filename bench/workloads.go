@@ -79,10 +79,14 @@ func parseBenchCSV(out []byte) (benchRun, error) {
 type pairResult struct {
 	pairs    int
 	elapsed  time.Duration
-	p50, p99 time.Duration
+	p50, p99 time.Duration // of the acquires
+	// relP50 and relP99 are of the releases that succeeded.
+	relP50, relP99 time.Duration
 	// failed counts acquires and releases that did not succeed (keys are
 	// unique, so only a timeout can cause one).
 	failed int
+	// lastErr is one of the failures, for the log.
+	lastErr error
 }
 
 func (r pairResult) perSec() float64 { return float64(r.pairs) / r.elapsed.Seconds() }
@@ -93,9 +97,10 @@ type locker interface {
 }
 
 // runPairs has each of `workers` goroutines take and release fresh keys
-// until d has passed, timing every acquire.
+// until d has passed, timing every acquire and every release.
 func runPairs(ctx context.Context, l locker, workers int, d time.Duration, prefix string) (pairResult, error) {
 	lat := make([][]time.Duration, workers)
+	relLat := make([][]time.Duration, workers)
 	failed := make([]int, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -113,28 +118,43 @@ func runPairs(ctx context.Context, l locker, workers int, d time.Duration, prefi
 					continue
 				}
 				lat[g] = append(lat[g], time.Since(t0))
+				t1 := time.Now()
 				if err := unlock(); err != nil {
 					failed[g]++
 					errs[g] = err
+					continue
 				}
+				relLat[g] = append(relLat[g], time.Since(t1))
 			}
 		})
 	}
 	wg.Wait()
 	res := pairResult{elapsed: time.Since(start)}
-	var all []time.Duration
+	var all, rel []time.Duration
 	for g := range workers {
 		all = append(all, lat[g]...)
+		rel = append(rel, relLat[g]...)
 		res.failed += failed[g]
+		if errs[g] != nil {
+			res.lastErr = errs[g]
+		}
 	}
 	if len(all) == 0 {
 		return res, fmt.Errorf("no lock was acquired: %w", errors.Join(errs...))
 	}
-	slices.Sort(all)
 	res.pairs = len(all)
-	res.p50 = all[len(all)/2]
-	res.p99 = all[min(len(all)-1, len(all)*99/100)]
+	res.p50, res.p99 = percentiles(all)
+	res.relP50, res.relP99 = percentiles(rel)
 	return res, nil
+}
+
+// percentiles sorts ds and returns its p50 and p99 (zeros for none).
+func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
 }
 
 // redsyncLocker is go-redsync used as its README shows, over one go-redis

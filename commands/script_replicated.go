@@ -38,7 +38,14 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 		c.w.WriteError(msgDBIndex)
 		return
 	}
-	v, err := h.cluster.DB(db).Eval(c.s.Context(), e.script, keys, args, e.info.Writes)
+	var v quorum.Value
+	var err error
+	run := func() { v, err = h.cluster.DB(db).Eval(c.s.Context(), e.script, keys, args, e.info.Writes) }
+	if e.info.Writes {
+		h.evalOnKept(db, keys, run)
+	} else {
+		run()
+	}
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

@@ -62,7 +62,7 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 	case quorum.SetNXAll, quorum.ExtendAll, quorum.ReleaseEach:
 		return c.buildMulti(cmd, channel)
 	case quorum.Eval:
-		return c.buildEval(cmd)
+		return c.buildEval(cmd, channel)
 	case quorum.UndoEval:
 		return c.buildUndoEval(cmd)
 	case quorum.HoldOwner:

@@ -57,3 +57,47 @@ func TestReplicatedScriptOnKeptLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicatedScriptSelectWakesWaiter: a script that SELECTs another
+// database than its connection's (by ARGV) releases the lock of that
+// database on every backend, leaves the same key of the connection's
+// database alone, and wakes a LOCK … WAIT of that database. The waiters'
+// own retries are spaced past their wait, so only the wake can serve it.
+func TestReplicatedScriptSelectWakesWaiter(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	h := redisHandlerCfg(t, servers, Options{}, func(c *quorum.Config) {
+		c.RetryDelayMin, c.RetryDelayMax = time.Minute, time.Minute
+	})
+	in3, waiter, f := client(t, h), client(t, h), client(t, h)
+	for _, c := range []*fixture{in3, waiter} {
+		if got := c.do("SELECT", "3"); got != "+OK" {
+			t.Fatalf("SELECT 3 = %s", got)
+		}
+	}
+	lockReply(t, in3.do("LOCK", "k", "60000", "TOKEN", "tok"))
+	lockReply(t, f.do("LOCK", "k", "60000", "TOKEN", "tok"))
+	got := make(chan string, 1)
+	go func() { got <- waiter.do("LOCK", "k", "60000", "WAIT", "20000") }()
+	for i := 0; h.cluster.DB(3).Waiters("k") == 0; i++ {
+		if i == 2000 {
+			t.Fatal("the waiter never waited")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	release := `redis.call('select', tonumber(ARGV[2]))
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0`
+	if r := f.do(eval(release, k1("k"), "tok", "3")...); r != ":1" {
+		t.Fatalf("release in db 3 by a script run from db 0 = %s", r)
+	}
+	wtok, _ := lockReply(t, <-got)
+	for i, s := range servers {
+		c := s.Client()
+		if v, _ := c.Get(context.Background(), "k").Result(); v != "tok" {
+			t.Errorf("backend %d db 0 holds %q; want tok, untouched", i, v)
+		}
+		if v, _ := c.Do(context.Background(), "EVAL", "redis.call('select', 3) return redis.call('get', KEYS[1])", 1, "k").Text(); v != wtok {
+			t.Errorf("backend %d db 3 holds %q; want the waiter's %q", i, v, wtok)
+		}
+	}
+}

@@ -82,14 +82,14 @@ func segmentEnd(st *connState, reqs []commands.Request, i int) int {
 	if i+1 == len(reqs) {
 		return i + 1
 	}
-	keys, ok := reqs[i].Keys()
+	keys, ok := orderKeys(reqs[i])
 	if !ok {
 		return i + 1
 	}
 	seen := append(st.seen[:0], keys...)
 	j := i + 1
 	for ; j < len(reqs) && j-i < maxConcurrent; j++ {
-		keys, ok := reqs[j].Keys()
+		keys, ok := orderKeys(reqs[j])
 		if !ok || anyShared(seen, keys) {
 			break
 		}
@@ -98,6 +98,17 @@ func segmentEnd(st *connState, reqs []commands.Request, i int) int {
 	clear(seen)
 	st.seen = seen[:0]
 	return j
+}
+
+// orderKeys are what r must not share with a command running at once:
+// its keys, and the SHA1 of its script (EVAL and EVALSHA of one body run
+// in order, so that the EVALSHA finds what the EVAL cached).
+func orderKeys(r commands.Request) ([][]byte, bool) {
+	keys, ok := r.Keys()
+	if sha := r.Script(); ok && sha != nil {
+		keys = append(keys[:len(keys):len(keys)], sha)
+	}
+	return keys, ok
 }
 
 // anyShared is a linear scan: runs are at most maxConcurrent commands of a

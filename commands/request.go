@@ -1,7 +1,5 @@
 package commands
 
-import "bytes"
-
 // Request is one command line (the name first), looked up in the command
 // table once: the proxy asks of every pipelined command whether it may run
 // alongside others and whether it may block, then runs it, and each of
@@ -34,18 +32,19 @@ func (r Request) Keys() ([][]byte, bool) {
 	return keys, true
 }
 
-// Script is the lower-case SHA1 of the script an EVAL-family request
-// runs, nil for any other. A pipeline runs two requests of one script in
-// order, as Redis does, so that EVALSHA finds the body that an EVAL
-// before it in the batch cached.
-func (r Request) Script() []byte {
+// ScriptSHA1 is, for EVAL and EVAL_RO, the SHA1 of the body they cache
+// and run (load true); for EVALSHA and EVALSHA_RO, the SHA1 they name, as
+// the client spelled it (load false); nil for any other request. A
+// pipeline runs an EVALSHA after an EVAL of its body before it in the
+// batch, as Redis does, so that it finds the body cached.
+func (r Request) ScriptSHA1() (sha []byte, load bool) {
 	if r.cmd == nil || r.cmd.keys != keysEval || len(r.Args) < 2 {
-		return nil
+		return nil, false
 	}
 	if r.cmd.name == "evalsha" || r.cmd.name == "evalsha_ro" {
-		return bytes.ToLower(r.Args[1])
+		return r.Args[1], false
 	}
-	return []byte(sha1Hex(string(r.Args[1])))
+	return []byte(sha1Hex(string(r.Args[1]))), true
 }
 
 // MayBlock is MayBlock for the request.

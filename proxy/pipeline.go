@@ -82,33 +82,50 @@ func segmentEnd(st *connState, reqs []commands.Request, i int) int {
 	if i+1 == len(reqs) {
 		return i + 1
 	}
-	keys, ok := orderKeys(reqs[i])
+	keys, ok := reqs[i].Keys()
 	if !ok {
 		return i + 1
 	}
 	seen := append(st.seen[:0], keys...)
+	loaded := noteLoad(reqs[i], nil)
 	j := i + 1
 	for ; j < len(reqs) && j-i < maxConcurrent; j++ {
-		keys, ok := orderKeys(reqs[j])
-		if !ok || anyShared(seen, keys) {
+		keys, ok := reqs[j].Keys()
+		if !ok || anyShared(seen, keys) || needsLoaded(reqs[j], loaded) {
 			break
 		}
 		seen = append(seen, keys...)
+		loaded = noteLoad(reqs[j], loaded)
 	}
 	clear(seen)
 	st.seen = seen[:0]
 	return j
 }
 
-// orderKeys are what r must not share with a command running at once:
-// its keys, and the SHA1 of its script (EVAL and EVALSHA of one body run
-// in order, so that the EVALSHA finds what the EVAL cached).
-func orderKeys(r commands.Request) ([][]byte, bool) {
-	keys, ok := r.Keys()
-	if sha := r.Script(); ok && sha != nil {
-		keys = append(keys[:len(keys):len(keys)], sha)
+// noteLoad adds to loaded the SHA1 of the script that r (an EVAL) caches.
+func noteLoad(r commands.Request, loaded [][]byte) [][]byte {
+	if sha, load := r.ScriptSHA1(); load {
+		return append(loaded, sha)
 	}
-	return keys, ok
+	return loaded
+}
+
+// needsLoaded reports whether r is an EVALSHA of a body that an EVAL of
+// the run caches: it must run after it, as Redis would run it.
+func needsLoaded(r commands.Request, loaded [][]byte) bool {
+	if len(loaded) == 0 {
+		return false
+	}
+	sha, load := r.ScriptSHA1()
+	if load || sha == nil {
+		return false
+	}
+	for _, l := range loaded {
+		if bytes.EqualFold(sha, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyShared is a linear scan: runs are at most maxConcurrent commands of a

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,40 @@ return 0`
 	}
 	if held < 2 {
 		t.Errorf("%d backends hold the waiter's token in db 3; want a majority", held)
+	}
+}
+
+// TestReplicatedScriptOnOwnerToken: a writing replicated script given an
+// OWNER lock's token is refused and changes nothing. Run on the backends,
+// a refresh would extend the lock but not its hold count, which would
+// expire first: one UNLOCK would then free a lock that a second hold
+// still keeps; a release would free every hold at once. A read-only
+// script may read it.
+func TestReplicatedScriptOnOwnerToken(t *testing.T) {
+	servers, _, f := scriptStack(t, nil)
+	tok, _ := lockReply(t, f.do("LOCK", "k", "10000", "OWNER", "me"))
+	lockReply(t, f.do("LOCK", "k", "10000", "OWNER", "me"))
+	for _, call := range [][]string{
+		eval(semaphoreRefresh, k1("k"), tok, "60000"),
+		eval(semaphoreRelease, k1("k"), tok),
+	} {
+		if got := f.do(call...); !strings.HasPrefix(got, "-ERR redlockd does not support this form of 'eval'") {
+			t.Errorf("%s = %q, want a refusal", shortCall(call), got)
+		}
+	}
+	if got := f.do("EVAL_RO", "return redis.call('get', KEYS[1]) == ARGV[1]", "1", "k", tok); got != ":1" {
+		t.Errorf("read-only script over the owner's token = %q, want :1", got)
+	}
+	for i, s := range servers {
+		if p, err := s.Client().PTTL(context.Background(), "k").Result(); err != nil || p > 10*time.Second {
+			t.Errorf("backend %d: ttl of k %v, %v; want the lock's own, at most 10s", i, p, err)
+		}
+	}
+	// Both holds are still counted: the first UNLOCK leaves the lock held.
+	if got := f.do("UNLOCK", "k", tok); got != ":1" {
+		t.Fatalf("first UNLOCK = %s", got)
+	}
+	if got := f.do("GET", "k"); got != "$"+tok {
+		t.Errorf("GET after one of two holds was dropped = %s, want the owner's token", got)
 	}
 }

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +30,12 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 			c.w.WriteError(msgReservedKey)
 			return
 		}
+	}
+	if e.info.Writes && slices.ContainsFunc(args, quorum.IsOwnerToken) {
+		// A script would change the lock but not its hold count: extended,
+		// the count expires first; deleted, every hold goes at once.
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, "a script that may write, given an OWNER lock's token (its hold count would not follow); use RENEW and UNLOCK"))
+		return
 	}
 	if err := scriptcheck.ArgNamesOK(e.info, args); err != nil {
 		c.w.WriteError(checkRefusal(err))

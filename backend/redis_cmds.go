@@ -64,7 +64,7 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 	case quorum.RaiseHorizon, quorum.ReadHorizon:
 		return c.buildHorizon(cmd)
 	case quorum.Eval:
-		return c.buildEval(cmd)
+		return c.buildEval(cmd, channel)
 	case quorum.UndoEval:
 		return c.buildUndoEval(cmd)
 	case quorum.HoldOwner:

@@ -74,8 +74,10 @@ end
 redis.call("hset", m, "n", #KEYS)
 redis.call("pexpire", m, ARGV[1])
 return 1`)
-	// KEYS: mark, keys; ARGV: limit-ms (0: none), mark ttl-ms. Returns the
-	// longest remaining ttl (ms) among the keys, 0 when none has one. A
+	// KEYS: mark, keys; ARGV: limit-ms (0: none), mark ttl-ms, release
+	// channel. Returns the longest remaining ttl (ms) among the keys, 0
+	// when none has one. A key the script deleted that waiters mark is
+	// announced on the release channel, as a release's script does. A
 	// mark undone before the step arrived takes the script back at once.
 	evalAfterScript = newScript(evalUndoLua + `
 local m = KEYS[1]
@@ -93,6 +95,9 @@ for i = 2, #KEYS do
     redis.call("hset", m, "a" .. i, d, "ae" .. i, e)
   else
     redis.call("hdel", m, "a" .. i, "ae" .. i)
+    if redis.call("hexists", m, "b" .. i) == 1 and redis.call("exists", "redlockd:wait:{" .. k .. "}") == 1 then
+      redis.call("publish", ARGV[3], k)
+    end
   end
   local p = redis.call("pttl", k)
   if p > long then long = p end
@@ -130,10 +135,9 @@ func isNodeFailure(err error) bool {
 	return errors.As(err, &se) && nodeFailureCodes[se.Code]
 }
 
-// buildEval builds a client's script: plain, or marked (see above). It
-// runs on the node's line as it is: cmd.DB is not applied until the node
-// keeps a line per database.
-func (c *call) buildEval(cmd *quorum.Cmd) error {
+// buildEval builds a client's script: plain, or marked (see above), on
+// the line of cmd.DB; channel is that database's release channel.
+func (c *call) buildEval(cmd *quorum.Cmd, channel string) error {
 	if cmd.Script == nil {
 		return errors.New("no script")
 	}
@@ -146,7 +150,7 @@ func (c *call) buildEval(cmd *quorum.Cmd) error {
 		return errNoKeys
 	}
 	c.marked = &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark,
-		ttl: c.ms(cmd.TTL), limit: limitMillis(cmd.Limit)}
+		ttl: c.ms(cmd.TTL), limit: limitMillis(cmd.Limit), channel: channel}
 	c.read = readMarked
 	c.req.buf, c.req.skip = c.marked.step(c.s, false), 4
 	return c.err
@@ -174,6 +178,7 @@ func limitMillis(d time.Duration) string {
 type markedEval struct {
 	keys, args       []string
 	mark, ttl, limit string
+	channel          string // the release channel of the script's database
 }
 
 // step is the MULTI … EXEC of a marked script; eval sends every script's
@@ -183,7 +188,7 @@ func (m *markedEval) step(user *script, eval bool) []byte {
 	buf := resp.AppendCommand(nil, []string{"multi"})
 	buf = appendScript(buf, evalSnapshotScript, eval, marked, m.ttl)
 	buf = appendScript(buf, user, eval, m.keys, m.args...)
-	buf = appendScript(buf, evalAfterScript, eval, marked, m.limit, m.ttl)
+	buf = appendScript(buf, evalAfterScript, eval, marked, m.limit, m.ttl, m.channel)
 	return resp.AppendCommand(buf, []string{"exec"})
 }
 

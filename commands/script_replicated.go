@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +31,12 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 			return
 		}
 	}
+	if e.info.Writes && slices.ContainsFunc(args, quorum.IsOwnerToken) {
+		// A script would change the lock but not its hold count: extended,
+		// the count expires first; deleted, every hold goes at once.
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, "a script that may write, given an OWNER lock's token (its hold count would not follow); use RENEW and UNLOCK"))
+		return
+	}
 	if err := scriptcheck.ArgNamesOK(e.info, args); err != nil {
 		c.w.WriteError(checkRefusal(err))
 		return
@@ -38,7 +46,14 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 		c.w.WriteError(msgDBIndex)
 		return
 	}
-	v, err := h.cluster.DB(db).Eval(c.s.Context(), e.script, keys, args, e.info.Writes)
+	var v quorum.Value
+	var err error
+	run := func() { v, err = h.cluster.DB(db).Eval(c.s.Context(), e.script, keys, args, e.info.Writes) }
+	if e.info.Writes {
+		h.evalOnKept(db, keys, run)
+	} else {
+		run()
+	}
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

@@ -87,17 +87,45 @@ func segmentEnd(st *connState, reqs []commands.Request, i int) int {
 		return i + 1
 	}
 	seen := append(st.seen[:0], keys...)
+	loaded := noteLoad(reqs[i], nil)
 	j := i + 1
 	for ; j < len(reqs) && j-i < maxConcurrent; j++ {
 		keys, ok := reqs[j].Keys()
-		if !ok || anyShared(seen, keys) {
+		if !ok || anyShared(seen, keys) || needsLoaded(reqs[j], loaded) {
 			break
 		}
 		seen = append(seen, keys...)
+		loaded = noteLoad(reqs[j], loaded)
 	}
 	clear(seen)
 	st.seen = seen[:0]
 	return j
+}
+
+// noteLoad adds to loaded the SHA1 of the script that r (an EVAL) caches.
+func noteLoad(r commands.Request, loaded [][]byte) [][]byte {
+	if sha, load := r.ScriptSHA1(); load {
+		return append(loaded, sha)
+	}
+	return loaded
+}
+
+// needsLoaded reports whether r is an EVALSHA of a body that an EVAL of
+// the run caches: it must run after it, as Redis would run it.
+func needsLoaded(r commands.Request, loaded [][]byte) bool {
+	if len(loaded) == 0 {
+		return false
+	}
+	sha, load := r.ScriptSHA1()
+	if load || sha == nil {
+		return false
+	}
+	for _, l := range loaded {
+		if bytes.EqualFold(sha, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyShared is a linear scan: runs are at most maxConcurrent commands of a

@@ -89,6 +89,11 @@ func TestScriptDB(t *testing.T) {
 		{scriptcheck.Info{DBArg: 2, DB: -1}, []string{"tok", "x"}, 0, false},
 		{scriptcheck.Info{DBArg: 3, DB: -1}, []string{"tok"}, 0, false},
 		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"-1"}, -1, false},
+		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"3.0"}, 3, true},
+		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{" 5 "}, 5, true},
+		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"3.5"}, 0, false},
+		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"NaN"}, 0, false},
+		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"1e300"}, 0, false},
 	}
 	for _, tt := range tests {
 		db, ok := scriptDB(4, tt.info, tt.args)

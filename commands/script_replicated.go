@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,12 +71,26 @@ func scriptDB(conn int, info scriptcheck.Info, args []string) (int, bool) {
 		if info.DBArg > len(args) {
 			return 0, false
 		}
-		db, err := strconv.Atoi(args[info.DBArg-1])
-		return db, err == nil && db >= 0 && db < quorum.DBs
+		db, ok := dbNumber(args[info.DBArg-1])
+		return db, ok && db >= 0 && db < quorum.DBs
 	case info.DB >= 0:
 		return info.DB, info.DB < quorum.DBs
 	}
 	return conn, true
+}
+
+// dbNumber reads a db index as the script's tonumber() does: "3", " 3"
+// and "3.0" are db 3.
+func dbNumber(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > quorum.DBs {
+		return 0, false
+	}
+	return int(f), true
 }
 
 // checkRefusal is the error reply of a body the static check refused.

@@ -11,7 +11,7 @@ func init() {
 	register(
 		&command{name: "lock", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, mayBlock: lockWaits, outcome: outcomeAcquire, run: (*Handler).cmdLock},
 		&command{name: "renew", arity: 4, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdRenew},
-		&command{name: "unlock", arity: 3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdUnlock},
+		&command{name: "unlock", arity: 3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdUnlock, start: (*Handler).startUnlock},
 		&command{name: "get", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdGet},
 		&command{name: "pttl", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPTTL},
 		&command{name: "del", arity: -2, write: true, keys: keysAll, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDel},
@@ -65,16 +65,22 @@ func (h *Handler) cmdUnlock(c *call) {
 // release scripts: 1 when released from a majority, else 0.
 func (h *Handler) writeRelease(c *call, key, token string) {
 	ok, err := h.releaseToken(c.s, key, token)
+	writeReleased(c.w, c.name, ok, err)
+}
+
+// writeReleased writes a release's reply: the same from a worker and from
+// the round's last reply (releaseAsync).
+func writeReleased(w Writer, name string, ok bool, err error) {
 	if err != nil {
-		writeLockError(c.w, c.name, err)
+		writeLockError(w, name, err)
 		return
 	}
 	if ok {
-		c.w.WriteInt(1)
+		w.WriteInt(1)
 		return
 	}
-	noteVerdict(c.w, quorum.ErrNotHeld)
-	c.w.WriteInt(0)
+	noteVerdict(w, quorum.ErrNotHeld)
+	w.WriteInt(0)
 }
 
 // cmdGet: GET key -> the token holding the lock on a majority, or null.

@@ -6,8 +6,8 @@ import (
 
 func init() {
 	register(
-		&command{name: "eval", arity: -3, write: true, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEval},
-		&command{name: "evalsha", arity: -3, write: true, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEvalSHA},
+		&command{name: "eval", arity: -3, write: true, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEval, start: (*Handler).startEval},
+		&command{name: "evalsha", arity: -3, write: true, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEvalSHA, start: (*Handler).startEvalSHA},
 		&command{name: "eval_ro", arity: -3, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEval},
 		&command{name: "evalsha_ro", arity: -3, keys: keysEval, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEvalSHA},
 		&command{name: "script", arity: -2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdScript},

@@ -17,6 +17,9 @@ type lockScript struct {
 	// run executes the script's meaning over the quorum and writes the
 	// reply the library expects.
 	run func(h *Handler, c *call, keys, args []string)
+	// release marks a compare-and-delete of KEYS[1] by ARGV[1] that runs
+	// as UNLOCK: in a pipeline it has UNLOCK's asynchronous form.
+	release bool
 }
 
 var scripts = map[string]*lockScript{}
@@ -33,9 +36,10 @@ func sha1Hex(body string) string {
 
 func init() {
 	registerScript(&lockScript{
-		origin: "redlockd SPEC §3 compare-and-delete (also the Redis docs' release script)",
-		body:   `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`,
-		run:    scriptCompareAndDelete,
+		origin:  "redlockd SPEC §3 compare-and-delete (also the Redis docs' release script)",
+		body:    `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`,
+		run:     scriptCompareAndDelete,
+		release: true,
 	})
 }
 

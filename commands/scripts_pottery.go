@@ -5,7 +5,7 @@ import "time"
 func init() {
 	registerScript(&lockScript{origin: "pottery Redlock acquired-ttl", body: potteryAcquired, readOnly: true, run: scriptPotteryAcquired})
 	registerScript(&lockScript{origin: "pottery Redlock extend", body: potteryExtend, run: scriptPotteryExtend})
-	registerScript(&lockScript{origin: "pottery Redlock release", body: potteryRelease, run: scriptPotteryRelease})
+	registerScript(&lockScript{origin: "pottery Redlock release", body: potteryRelease, run: scriptPotteryRelease, release: true})
 }
 
 // scriptPotteryAcquired: the remaining ms that a majority agrees the token

@@ -3,7 +3,7 @@ package commands
 import "time"
 
 func init() {
-	registerScript(&lockScript{origin: "redis-py Lock release", body: redisPyRelease, run: scriptRedisPyRelease})
+	registerScript(&lockScript{origin: "redis-py Lock release", body: redisPyRelease, run: scriptRedisPyRelease, release: true})
 	registerScript(&lockScript{origin: "redis-py Lock extend", body: redisPyExtend, run: scriptRedisPyExtend})
 	registerScript(&lockScript{origin: "redis-py Lock reacquire", body: redisPyReacquire, run: scriptRedisPyReacquire})
 }

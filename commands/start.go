@@ -97,3 +97,60 @@ func (h *Handler) acquireAsync(c *call, key, token string, ttl time.Duration, do
 		done()
 	})
 }
+
+// startUnlock is UNLOCK's asynchronous form (and DELIFEQ's, the same
+// release): the compare-and-delete of a plain lock.
+func (h *Handler) startUnlock(c *call, done func()) bool {
+	return h.releaseAsync(c, c.arg(0), c.arg(1), done)
+}
+
+// startEval is EVAL's asynchronous form, for a recognised release script
+// (lockScript.release).
+func (h *Handler) startEval(c *call, done func()) bool {
+	if !releaseShape(c) {
+		return false
+	}
+	if s := scripts[sha1Hex(c.arg(0))]; s == nil || !s.release {
+		return false
+	}
+	return h.releaseAsync(c, c.arg(2), c.arg(3), done)
+}
+
+// startEvalSHA is EVALSHA's asynchronous form. A SHA1 spelled in upper
+// case is left to Run, which lowers it: clients send it as Redis names it.
+func (h *Handler) startEvalSHA(c *call, done func()) bool {
+	if !releaseShape(c) {
+		return false
+	}
+	if s := scripts[string(c.args[0])]; s == nil || !s.release {
+		return false
+	}
+	return h.releaseAsync(c, c.arg(2), c.arg(3), done)
+}
+
+// releaseShape reports whether c is script numkeys=1 key token: the only
+// call of a release script that is not answered with an argument error.
+func releaseShape(c *call) bool {
+	return len(c.args) == 4 && string(c.args[1]) == "1"
+}
+
+// releaseAsync is releaseToken without a worker, for Start, where it is
+// simply the quorum's release: the token is not an OWNER token, and no
+// lock of this proxy is kept (renewed) or known lost under it. The other
+// cases keep their books (hold counts, bindings) on the worker: it
+// reports false for them, having done nothing.
+func (h *Handler) releaseAsync(c *call, key, token string, done func()) bool {
+	s := c.s
+	if quorum.IsOwnerToken(token) {
+		return false
+	}
+	ref := lockRef{s.DB(), key, token}
+	if h.bound.wasLost(ref, s.ID) || h.bound.get(ref) != nil {
+		return false
+	}
+	h.clusterOf(s).ReleaseAsync(key, token, func(ok bool, err error) {
+		writeReleased(c.w, c.name, ok, err)
+		done()
+	})
+	return true
+}

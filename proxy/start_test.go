@@ -78,3 +78,86 @@ func pipelineNeedsNoWorker(t *testing.T, nodes []quorum.Node) {
 		t.Fatalf("%d pipelined GETs ran on a worker, want %d", n, depth-1)
 	}
 }
+
+// A pipelined batch of releases runs without a worker too: UNLOCK,
+// DELIFEQ and the compare-and-delete script (EVALSHA and EVAL) of plain
+// locks are started in their asynchronous form, answer in order, and
+// leave none of the locks on any backend.
+func TestPipelinedUnlocksNeedNoWorker(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		var nodes []quorum.Node
+		for i := range 3 {
+			m := backend.NewMemory(fmt.Sprintf("slow-%d", i))
+			m.SetDelay(2 * time.Millisecond)
+			nodes = append(nodes, m)
+		}
+		unlocksNeedNoWorker(t, nodes)
+	})
+	t.Run("redis", func(t *testing.T) {
+		var nodes []quorum.Node
+		for range 3 {
+			n, err := backend.NewRedis(redistest.Start(t).Addr(), backend.RedisOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Close() })
+			nodes = append(nodes, n)
+		}
+		unlocksNeedNoWorker(t, nodes)
+	})
+}
+
+// releaseBody is SPEC §3's compare-and-delete script.
+const releaseBody = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
+
+func unlocksNeedNoWorker(t *testing.T, nodes []quorum.Node) {
+	const depth = 16
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = time.Second
+	cluster, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Close() })
+	var sets, releases []byte
+	var want strings.Builder
+	for i := range depth {
+		k := fmt.Sprintf("k%d", i)
+		sets = append(sets, request("SET", k, "tok", "NX", "PX", "10000")...)
+		switch i % 4 {
+		case 0:
+			releases = append(releases, request("UNLOCK", k, "tok")...)
+		case 1:
+			releases = append(releases, request("DELIFEQ", k, "tok")...)
+		case 2:
+			releases = append(releases, request("EVALSHA", releaseSHA, "1", k, "tok")...)
+		default:
+			releases = append(releases, request("EVAL", releaseBody, "1", k, "tok")...)
+		}
+		want.WriteString("+OK\r\n")
+	}
+	// One that is not held: its 0 must keep its place too.
+	releases = append(releases, request("UNLOCK", "free", "tok")...)
+	s, st := replayServer(t, cluster, [][]byte{append(sets, releases...)})
+	t.Cleanup(func() { close(s.work) })
+	batch, err := st.rd.next()
+	if err != nil || len(batch) != 2*depth+1 {
+		t.Fatalf("next = %d requests, %v", len(batch), err)
+	}
+	s.serveBatch(st, batch)
+	want.WriteString(strings.Repeat(":1\r\n", depth) + ":0\r\n")
+	if out := string(st.nc.(*replayConn).out); out != want.String() {
+		t.Fatalf("replies %q, want %q", out, want.String())
+	}
+	if n := s.tasks.Load(); n != 0 {
+		t.Fatalf("%d of %d pipelined locks and releases ran on a worker, want none", n, 2*depth+1)
+	}
+	for i := range depth {
+		k := fmt.Sprintf("k%d", i)
+		for _, n := range nodes {
+			if rep := quorum.Call(t.Context(), n, quorum.Cmd{Kind: quorum.Get, Key: k}); rep.Err != nil || rep.OK {
+				t.Errorf("%s on %s after its release: held %v (%q), %v", k, n.Name(), rep.OK, rep.Token, rep.Err)
+			}
+		}
+	}
+}

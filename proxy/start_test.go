@@ -161,3 +161,72 @@ func unlocksNeedNoWorker(t *testing.T, nodes []quorum.Node) {
 		}
 	}
 }
+
+// An UNLOCK of an OWNER token or of a KEEPALIVE lock in a pipeline keeps
+// their books as it does on its own: it drops one hold of the owner lock
+// (the lock stays until the last one), and it stops the kept lock's
+// renewal without counting it lost, next to a plain lock's release.
+func TestPipelinedUnlockOfOwnerAndKeptLocks(t *testing.T) {
+	var nodes []quorum.Node
+	for range 3 {
+		n, err := backend.NewRedis(redistest.Start(t).Addr(), backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	ts := startServer(t, Options{}, nodes...)
+	r := ts.dial(t)
+	owner := lockToken(r, "LOCK", "owned", "10000", "OWNER", "w1")
+	if again := lockToken(r, "LOCK", "owned", "10000", "OWNER", "w1"); again != owner {
+		t.Fatalf("second hold got token %q, want %q", again, owner)
+	}
+	kept := lockToken(r, "LOCK", "kept", "10000", "KEEPALIVE")
+	r.send(string(request("SET", "plain", "p", "NX", "PX", "10000")))
+	r.expect("+OK\r\n")
+
+	r.send(string(append(append(request("UNLOCK", "owned", owner), request("UNLOCK", "kept", kept)...), request("UNLOCK", "plain", "p")...)))
+	r.expect(":1\r\n:1\r\n:1\r\n")
+	heldOnEvery(t, nodes, "owned", owner)
+	heldOnEvery(t, nodes, "kept", "")
+	heldOnEvery(t, nodes, "plain", "")
+	info := ts.client(t).Info(t.Context(), "stats").Val()
+	for _, want := range []string{"keepalive_held:0\r\n", "keepalive_lost:0\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO after the pipelined UNLOCK of the kept lock lacks %q:\n%s", want, info)
+		}
+	}
+
+	r.send(string(append(request("UNLOCK", "owned", owner), request("UNLOCK", "plain", "p")...)))
+	r.expect(":1\r\n:0\r\n")
+	heldOnEvery(t, nodes, "owned", "")
+}
+
+// lockToken sends a LOCK command and returns the token it granted.
+func lockToken(r *raw, args ...string) string {
+	r.t.Helper()
+	r.send(string(request(args...)))
+	var lines []string
+	for range 4 {
+		l, err := r.rd.ReadString('\n')
+		if err != nil {
+			r.t.Fatalf("%v: reply %q: %v", args, lines, err)
+		}
+		lines = append(lines, l)
+	}
+	if lines[0] != "*2\r\n" || lines[1][0] != '$' || lines[3][0] != ':' {
+		r.t.Fatalf("%v: reply %q, want [token, validity]", args, lines)
+	}
+	return strings.TrimSuffix(lines[2], "\r\n")
+}
+
+// heldOnEvery checks that every node holds key with token ("": not at all).
+func heldOnEvery(t *testing.T, nodes []quorum.Node, key, token string) {
+	t.Helper()
+	for _, n := range nodes {
+		rep := quorum.Call(t.Context(), n, quorum.Cmd{Kind: quorum.Get, Key: key})
+		if rep.Err != nil || rep.OK != (token != "") || rep.Token != token {
+			t.Errorf("%s on %s: held %v by %q, %v; want %q", key, n.Name(), rep.OK, rep.Token, rep.Err, token)
+		}
+	}
+}

@@ -217,8 +217,8 @@ func TestAllocsPerRequestOnSocket(t *testing.T) {
 }
 
 // TestAllocsPerPipelinedRequest is TestAllocsPerRequest for a pipeline of
-// 16 locks on different keys, which run at once on the proxy's workers,
-// then 16 releases.
+// 16 locks on different keys, then 16 releases, each batch started at once
+// in its asynchronous form (no worker runs them).
 func TestAllocsPerPipelinedRequest(t *testing.T) {
 	const depth = 16
 	ctx := context.Background()
@@ -260,7 +260,7 @@ func TestAllocsPerPipelinedRequest(t *testing.T) {
 	})
 	own := (proxied - direct) / depth
 	t.Logf("%.1f allocations per 16+16 through the proxy, %.1f in the quorum: %.2f per lock and release of its own", proxied, direct, own)
-	if own > 10 {
-		t.Fatalf("the proxy allocates %.2f times per pipelined lock and release of its own, budget 10", own)
+	if own > 4 {
+		t.Fatalf("the proxy allocates %.2f times per pipelined lock and release of its own, budget 4", own)
 	}
 }

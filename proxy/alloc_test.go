@@ -260,7 +260,11 @@ func TestAllocsPerPipelinedRequest(t *testing.T) {
 	})
 	own := (proxied - direct) / depth
 	t.Logf("%.1f allocations per 16+16 through the proxy, %.1f in the quorum: %.2f per lock and release of its own", proxied, direct, own)
-	if own > 4 {
-		t.Fatalf("the proxy allocates %.2f times per pipelined lock and release of its own, budget 4", own)
+	budget := 4.0
+	if raceEnabled {
+		budget = 6 // pooled writers and closures dropped at random
+	}
+	if own > budget {
+		t.Fatalf("the proxy allocates %.2f times per pipelined lock and release of its own, budget %.0f", own, budget)
 	}
 }

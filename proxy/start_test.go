@@ -223,10 +223,41 @@ func lockToken(r *raw, args ...string) string {
 // heldOnEvery checks that every node holds key with token ("": not at all).
 func heldOnEvery(t *testing.T, nodes []quorum.Node, key, token string) {
 	t.Helper()
+	heldInDB(t, nodes, 0, key, token)
+}
+
+// heldInDB is heldOnEvery in database db.
+func heldInDB(t *testing.T, nodes []quorum.Node, db int, key, token string) {
+	t.Helper()
 	for _, n := range nodes {
-		rep := quorum.Call(t.Context(), n, quorum.Cmd{Kind: quorum.Get, Key: key})
+		rep := quorum.Call(t.Context(), n, quorum.Cmd{Kind: quorum.Get, Key: key, DB: db})
 		if rep.Err != nil || rep.OK != (token != "") || rep.Token != token {
 			t.Errorf("%s on %s: held %v by %q, %v; want %q", key, n.Name(), rep.OK, rep.Token, rep.Err, token)
 		}
 	}
+}
+
+// A pipelined release started without a worker releases in the database
+// the connection selected before it, as the lock it releases was taken.
+func TestPipelinedUnlockInSelectedDB(t *testing.T) {
+	var nodes []quorum.Node
+	for range 3 {
+		n, err := backend.NewRedis(redistest.Start(t).Addr(), backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	ts := startServer(t, Options{}, nodes...)
+	r := ts.dial(t)
+	r.send(string(request("SELECT", "2")))
+	r.expect("+OK\r\n")
+	r.send(string(append(request("SET", "a", "t", "NX", "PX", "10000"), request("SET", "b", "t", "NX", "PX", "10000")...)))
+	r.expect("+OK\r\n+OK\r\n")
+	heldInDB(t, nodes, 2, "a", "t")
+	heldInDB(t, nodes, 0, "a", "")
+	r.send(string(append(request("UNLOCK", "a", "t"), request("EVALSHA", releaseSHA, "1", "b", "t")...)))
+	r.expect(":1\r\n:1\r\n")
+	heldInDB(t, nodes, 2, "a", "")
+	heldInDB(t, nodes, 2, "b", "")
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
@@ -260,4 +262,51 @@ func TestPipelinedUnlockInSelectedDB(t *testing.T) {
 	r.expect(":1\r\n:1\r\n")
 	heldInDB(t, nodes, 2, "a", "")
 	heldInDB(t, nodes, 2, "b", "")
+}
+
+// Over RESP3, pipelined releases answer the same integers, in order.
+func TestPipelinedUnlockRESP3(t *testing.T) {
+	var nodes []quorum.Node
+	for range 3 {
+		n, err := backend.NewRedis(redistest.Start(t).Addr(), backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	ts := startServer(t, Options{}, nodes...)
+	c := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 3, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	ctx := t.Context()
+	keys := []string{"a", "b", "c", "d"}
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.SetNX(ctx, k, "t", 10*time.Second)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Do(ctx, "UNLOCK", k, "t")
+		}
+		p.Do(ctx, "UNLOCK", "a", "t")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range out {
+		want := int64(1)
+		if i == len(keys) {
+			want = 0
+		}
+		if got, err := cmd.(*redis.Cmd).Int64(); err != nil || got != want {
+			t.Errorf("%v: %d, %v; want %d", cmd.Args(), got, err, want)
+		}
+	}
+	for _, k := range keys {
+		heldOnEvery(t, nodes, k, "")
+	}
 }

@@ -156,8 +156,12 @@ func (h *horizons) startLocked(i int) func() {
 	if h.inflight[i] || len(h.waiting[i]) == 0 {
 		return func() {}
 	}
-	h.inflight[i] = true
 	sent := h.now()
+	past := h.dropPastLocked(i, h.offset(sent))
+	if len(h.waiting[i]) == 0 {
+		return past
+	}
+	h.inflight[i] = true
 	var need int64
 	for _, w := range h.waiting[i] {
 		need = max(need, w.need)
@@ -167,6 +171,7 @@ func (h *horizons) startLocked(i int) func() {
 	gen := h.gen[i]
 	cmd := Cmd{Kind: RaiseHorizon, Key: HorizonKey, TTL: ttl}
 	return func() {
+		past()
 		h.nodes[i].Do(sent.Add(h.timeout), cmd, ReceiverFunc(func(rep Reply) {
 			// The horizon may be longer than asked (another proxy raised
 			// it): it lasts at least its reported ttl from the sending.
@@ -175,6 +180,28 @@ func (h *horizons) startLocked(i int) func() {
 			}
 			h.raised(i, gen, reach, rep)
 		}))
+	}
+}
+
+// dropPastLocked takes the waiters of node i whose key has expired by
+// now (an offset) out of the queue: there is nothing left for a horizon to
+// cover (a grant whose ttl ran out has no validity either). It returns what
+// tells them so, for the caller to run after letting go of the lock.
+func (h *horizons) dropPastLocked(i int, now int64) func() {
+	var past []func(error)
+	keep := h.waiting[i][:0]
+	for _, w := range h.waiting[i] {
+		if w.need <= now {
+			past = append(past, w.done)
+			continue
+		}
+		keep = append(keep, w)
+	}
+	h.waiting[i] = keep
+	return func() {
+		for _, done := range past {
+			done(nil)
+		}
 	}
 }
 

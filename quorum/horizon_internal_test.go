@@ -146,3 +146,35 @@ func TestLeftTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestCoverHorizonPastExpiry: a cover whose key has expired by the time
+// its raise would be sent (a slow machine, or a clock that jumps) is
+// complete without a raise: there is nothing left for a horizon to cover,
+// and no raise of a non-positive ttl is asked of the node.
+func TestCoverHorizonPastExpiry(t *testing.T) {
+	n := &raiseNode{}
+	cfg := testConfig()
+	cfg.MaxTTL = time.Hour
+	var mu sync.Mutex
+	now := time.Now()
+	cfg.Now = func() time.Time { // each reading a minute later
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Minute)
+		return now
+	}
+	c := newCluster(t, []Node{n}, cfg)
+	errs := make(chan error, 1)
+	c.coverHorizon(0, 30*time.Second, func(err error) { errs <- err })
+	select {
+	case err := <-errs:
+		if err != nil {
+			t.Fatalf("cover of an expired key: %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cover of an expired key never completed")
+	}
+	if got := n.raised(); len(got) != 0 {
+		t.Fatalf("raises for an expired key: %v, want none", got)
+	}
+}

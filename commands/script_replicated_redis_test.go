@@ -345,7 +345,20 @@ func TestReplicatedReleaseOfWaitedLock(t *testing.T) {
 		t.Fatalf("release by script = %s", r)
 	}
 	wtok, _ := lockReply(t, <-got)
-	if vals := valuesOf(servers, "k"); !allAre(vals, wtok) {
-		t.Fatalf("backends hold %q; want the waiter's token", vals)
+	// The waiter's round may reach a backend before the script's delete
+	// does there: that backend refused it and is empty now. A majority
+	// holds the waiter's token, and none the released one.
+	vals := valuesOf(servers, "k")
+	held := 0
+	for _, v := range vals {
+		if v == tok {
+			t.Fatalf("backends hold %q; the released token is still there", vals)
+		}
+		if v == wtok {
+			held++
+		}
+	}
+	if held < 2 {
+		t.Fatalf("backends hold %q; want the waiter's token on a majority", vals)
 	}
 }

@@ -38,8 +38,18 @@ func dbValues(t *testing.T, backends []*redistest.Server, db int, key string) []
 
 func wantOnAll(t *testing.T, backends []*redistest.Server, db int, key, want string) {
 	t.Helper()
-	if vals := dbValues(t, backends, db, key); redlocktest.Count(vals, want) != len(backends) {
-		t.Fatalf("db %d key %q on the backends = %v, want %q on every one", db, key, vals, want)
+	// A lock is answered once a majority stored it: the last backend's
+	// write, sent with the others, may land a moment later.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		vals := dbValues(t, backends, db, key)
+		if redlocktest.Count(vals, want) == len(backends) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("db %d key %q on the backends = %v, want %q on every one", db, key, vals, want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -279,22 +279,23 @@ func (h *horizons) ownRecord() (time.Duration, bool) {
 	return max(time.Duration(g)-h.now().Sub(h.base), 0), true
 }
 
-// leftTTL is the longest expiry a yes reply to cmd left on its node, for
-// the kinds that store or extend a lock (Reply.TTL where the node reports
-// it); 0 for the others (releases, reads, wait marks, fence counters).
-func leftTTL(cmd *Cmd, rep *Reply) time.Duration {
+// leftTTL is the longest expiry a yes reply to a command of kind, asked
+// with ttl, left on its node, for the kinds that store or extend a lock
+// (Reply.TTL where the node reports it); 0 for the others (releases,
+// reads, wait marks, fence counters).
+func leftTTL(kind CmdKind, ttl time.Duration, rep *Reply) time.Duration {
 	switch {
 	case rep.Err != nil:
 		return 0
-	case cmd.Kind == Eval: // a script's reply is its Value; TTL is what it left
+	case kind == Eval: // a script's reply is its Value; TTL is what it left
 		return rep.TTL
 	case !rep.OK:
 		return 0
 	}
-	switch cmd.Kind {
+	switch kind {
 	case SetNX, Set, CompareAndExtend, Expire, ExtendOrSetNX, SetNXAll, ExtendAll,
 		HoldOwner, ExtendHeld, RestoreHeld, CompareAndSwap:
-		return cmd.TTL
+		return ttl
 	case AddTTL:
 		return rep.TTL
 	}

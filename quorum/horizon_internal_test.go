@@ -141,7 +141,7 @@ func TestLeftTTL(t *testing.T) {
 		{Cmd{Kind: CompareAndSwap, TTL: time.Hour}, Reply{OK: true}, time.Hour},
 		{Cmd{Kind: CompareAndSwap, TTL: time.Hour}, Reply{}, 0},
 	} {
-		if got := leftTTL(&tc.cmd, &tc.rep); got != tc.want {
+		if got := leftTTL(tc.cmd.Kind, tc.cmd.TTL, &tc.rep); got != tc.want {
 			t.Errorf("leftTTL(%v, %+v) = %v, want %v", tc.cmd.Kind, tc.rep, got, tc.want)
 		}
 	}

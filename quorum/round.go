@@ -56,8 +56,10 @@ type nodeCall struct {
 	r     *round
 	i     int
 	asked bool
-	cmd   Cmd
-	rep   Reply
+	// kind and ttl of the command asked: what the horizon needs of it.
+	kind CmdKind
+	ttl  time.Duration
+	rep  Reply
 }
 
 // Receive takes the node's reply. A yes that left a key with an expiry
@@ -65,7 +67,7 @@ type nodeCall struct {
 // horizons): almost always known at once, else after a raise, which
 // replaces the reply with its error where it failed.
 func (nc *nodeCall) Receive(rep Reply) {
-	need, ok := nc.r.c.horizons.covers(nc.i, leftTTL(&nc.cmd, &rep))
+	need, ok := nc.r.c.horizons.covers(nc.i, leftTTL(nc.kind, nc.ttl, &rep))
 	if ok {
 		nc.r.receive(nc, rep)
 		return
@@ -104,7 +106,7 @@ func (r *round) launch(ask asker) {
 			continue
 		}
 		cmd.DB = r.c.db
-		nc.asked, nc.cmd = true, cmd
+		nc.asked, nc.kind, nc.ttl = true, cmd.Kind, cmd.TTL
 		n.Do(deadline, cmd, nc)
 	}
 }

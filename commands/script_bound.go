@@ -56,15 +56,21 @@ func holdOff(bs []*binding, f func(), stop func(*binding) bool) {
 // onKeys lists the bound locks on keys of database db, in lockRef order.
 func (r *bindings) onKeys(db int, keys []string) []*binding {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	bs := r.onKeysLocked(db, keys...)
+	r.mu.Unlock()
+	slices.SortFunc(bs, func(a, b *binding) int {
+		return cmp.Or(cmp.Compare(a.ref.key, b.ref.key), cmp.Compare(a.ref.token, b.ref.token))
+	})
+	return bs
+}
+
+// onKeysLocked lists the bound locks on keys of database db; r.mu is held.
+func (r *bindings) onKeysLocked(db int, keys ...string) []*binding {
 	var bs []*binding
 	for ref, b := range r.byRef {
 		if ref.db == db && slices.Contains(keys, ref.key) {
 			bs = append(bs, b)
 		}
 	}
-	slices.SortFunc(bs, func(a, b *binding) int {
-		return cmp.Or(cmp.Compare(a.ref.key, b.ref.key), cmp.Compare(a.ref.token, b.ref.token))
-	})
 	return bs
 }

@@ -315,12 +315,7 @@ func (h *Handler) unbind(b *binding) {
 func (h *Handler) unbindKey(db int, key string) {
 	r := &h.bound
 	r.mu.Lock()
-	var bs []*binding
-	for ref, b := range r.byRef {
-		if ref.db == db && ref.key == key {
-			bs = append(bs, b)
-		}
-	}
+	bs := r.onKeysLocked(db, key)
 	for _, b := range bs {
 		r.remove(b)
 	}

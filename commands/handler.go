@@ -72,7 +72,7 @@ type Handler struct {
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
-	hub := pubsub.New(cluster.Nodes(), pubsub.Options{NodeTimeout: cluster.Config().NodeTimeout})
+	hub := pubsub.New(cluster, pubsub.Options{})
 	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub}
 }
 

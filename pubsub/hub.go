@@ -25,11 +25,9 @@ const (
 
 // Options tune a Hub. Zero values take the defaults noted.
 type Options struct {
-	// NodeTimeout bounds each call to one node. Default 50ms.
-	NodeTimeout time.Duration
 	// Window is how long a delivered message's copies from other nodes
-	// are recognised as copies. Default: 20 node timeouts, at least
-	// DefaultMinWindow.
+	// are recognised as copies. Default: 20 of the cluster's node
+	// timeouts, at least DefaultMinWindow.
 	Window time.Duration
 	// MaxSeen bounds how many delivered messages are remembered for that.
 	// Default DefaultMaxSeen.
@@ -58,6 +56,7 @@ type Subscriber interface{ Deliver(Message) }
 // Hub carries the clients' subscriptions over every node. It is safe for
 // concurrent use.
 type Hub struct {
+	c     *quorum.Cluster
 	nodes []quorum.Node
 	opts  Options
 
@@ -73,13 +72,11 @@ type topicSubs struct {
 	ready chan struct{}
 }
 
-// New returns a Hub over nodes and starts hearing their messages.
-func New(nodes []quorum.Node, opts Options) *Hub {
-	if opts.NodeTimeout <= 0 {
-		opts.NodeTimeout = 50 * time.Millisecond
-	}
+// New returns a Hub over c's nodes and starts hearing their messages.
+// Its commands go to the nodes as c's broadcasts.
+func New(c *quorum.Cluster, opts Options) *Hub {
 	if opts.Window <= 0 {
-		opts.Window = max(20*opts.NodeTimeout, DefaultMinWindow)
+		opts.Window = max(20*c.Config().NodeTimeout, DefaultMinWindow)
 	}
 	if opts.MaxSeen <= 0 {
 		opts.MaxSeen = DefaultMaxSeen
@@ -87,8 +84,8 @@ func New(nodes []quorum.Node, opts Options) *Hub {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Hub{nodes: append([]quorum.Node(nil), nodes...), opts: opts, topics: make(map[Topic]*topicSubs)}
-	h.dedup = newDedup(opts.Window, opts.MaxSeen, len(nodes))
+	h := &Hub{c: c, nodes: c.Nodes(), opts: opts, topics: make(map[Topic]*topicSubs)}
+	h.dedup = newDedup(opts.Window, opts.MaxSeen, len(h.nodes))
 	for i, n := range h.nodes {
 		n.Watch(quorum.Watcher{Message: func(ch, pat, payload string) { h.received(i, ch, pat, payload) }})
 	}
@@ -113,7 +110,7 @@ func (h *Hub) Subscribe(ctx context.Context, t Topic, s Subscriber) {
 	if first {
 		// Started under the lock, so that an Unsubscribe of the topic
 		// reaches each node after it.
-		wait = h.start(ctx, topicCmd(t, quorum.Subscribe))
+		wait = h.start(topicCmd(t, quorum.Subscribe))
 	}
 	h.mu.Unlock()
 	if first {
@@ -145,11 +142,7 @@ func (h *Hub) Unsubscribe(t Topic, s Subscriber) {
 		return
 	}
 	delete(h.topics, t)
-	cmd := topicCmd(t, quorum.Unsubscribe)
-	dl := h.opts.Now().Add(h.opts.NodeTimeout)
-	for _, n := range h.nodes {
-		n.Do(dl, cmd, quorum.ReceiverFunc(func(quorum.Reply) {}))
-	}
+	h.c.Broadcast(quorum.OpPubSub, topicCmd(t, quorum.Unsubscribe), nil)
 }
 
 func topicCmd(t Topic, kind quorum.CmdKind) quorum.Cmd {
@@ -160,27 +153,13 @@ func topicCmd(t Topic, kind quorum.CmdKind) quorum.Cmd {
 	return cmd
 }
 
-// start runs cmd on every node; wait returns their answers in node
-// order, each bounded by the node timeout. Do never blocks, so start may
-// run under h.mu.
-func (h *Hub) start(ctx context.Context, cmd quorum.Cmd) (wait func() []quorum.Reply) {
-	dl := time.Now().Add(h.opts.NodeTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
-		dl = d
-	}
-	out := make([]quorum.Reply, len(h.nodes))
-	var wg sync.WaitGroup
-	wg.Add(len(h.nodes))
-	for i, n := range h.nodes {
-		n.Do(dl, cmd, quorum.ReceiverFunc(func(r quorum.Reply) {
-			out[i] = r
-			wg.Done()
-		}))
-	}
-	return func() []quorum.Reply {
-		wg.Wait() // every node answers by dl
-		return out
-	}
+// start broadcasts cmd; wait returns the nodes' answers in node order,
+// each bounded by the node timeout. The nodes are asked before start
+// returns, so start may run under h.mu to order the topic's commands.
+func (h *Hub) start(cmd quorum.Cmd) (wait func() []quorum.Reply) {
+	ch := make(chan []quorum.Reply, 1)
+	h.c.Broadcast(quorum.OpPubSub, cmd, func(reps []quorum.Reply) { ch <- reps })
+	return func() []quorum.Reply { return <-ch }
 }
 
 // Publish publishes payload on channel on every node. It returns the
@@ -188,13 +167,13 @@ func (h *Hub) start(ctx context.Context, cmd quorum.Cmd) (wait func() []quorum.R
 // channel counts once on a node, as does each client subscribed to the
 // node directly), or a *quorum.NoQuorumError when no node took it.
 func (h *Hub) Publish(ctx context.Context, channel, payload string) (int64, error) {
-	reps := h.start(ctx, quorum.Cmd{Kind: quorum.Publish, Key: channel, Token: payload})()
+	reps := h.start(quorum.Cmd{Kind: quorum.Publish, Key: channel, Token: payload})()
 	var most int64
 	answered := 0
 	var errs *multierror.Error
-	for i, r := range reps {
+	for _, r := range reps {
 		if r.Err != nil {
-			errs = multierror.Append(errs, &quorum.NodeError{Node: h.nodes[i].Name(), Err: r.Err})
+			errs = multierror.Append(errs, r.Err) // named by its node
 			continue
 		}
 		answered++

@@ -62,6 +62,17 @@ func memNodes(t *testing.T, n int) []quorum.Node {
 	return nodes
 }
 
+// clusterOf is a Cluster over nodes, as a proxy makes one.
+func clusterOf(t *testing.T, nodes []quorum.Node) *quorum.Cluster {
+	t.Helper()
+	c, err := quorum.New(nodes, quorum.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // publishOn publishes directly on one node, as a script run there does.
 func publishOn(t *testing.T, n quorum.Node, channel, payload string) {
 	t.Helper()
@@ -73,7 +84,7 @@ func publishOn(t *testing.T, n quorum.Node, channel, payload string) {
 func TestHubDeliversEachMessageOnce(t *testing.T) {
 	nodes := memNodes(t, 3)
 	clk := &clock{now: time.Unix(1000, 0)}
-	h := New(nodes, Options{Window: time.Second, Now: clk.Now})
+	h := New(clusterOf(t, nodes), Options{Window: time.Second, Now: clk.Now})
 	var r recorder
 	h.Subscribe(context.Background(), Topic{Name: "ch"}, &r)
 	h.Subscribe(context.Background(), Topic{Pattern: true, Name: "c*"}, &r)
@@ -105,7 +116,7 @@ func TestHubDeliversEachMessageOnce(t *testing.T) {
 // through one reaches the other's subscribers once.
 func TestHubTwoProxies(t *testing.T) {
 	nodes := memNodes(t, 3)
-	a, b := New(nodes, Options{}), New(nodes, Options{})
+	a, b := New(clusterOf(t, nodes), Options{}), New(clusterOf(t, nodes), Options{})
 	var r recorder
 	a.Subscribe(context.Background(), Topic{Name: "ch"}, &r)
 	if n, err := b.Publish(context.Background(), "ch", "from b"); err != nil || n != 1 {
@@ -120,7 +131,7 @@ func TestHubTwoProxies(t *testing.T) {
 // follow the subscribers.
 func TestHubUnsubscribe(t *testing.T) {
 	nodes := memNodes(t, 3)
-	h := New(nodes, Options{})
+	h := New(clusterOf(t, nodes), Options{})
 	var r1, r2 recorder
 	ch := Topic{Name: "ch"}
 	h.Subscribe(context.Background(), ch, &r1)
@@ -163,7 +174,7 @@ func TestHubPublishNoNode(t *testing.T) {
 	for _, n := range nodes {
 		n.(*backend.Memory).SetFault(fmt.Errorf("down"))
 	}
-	h := New(nodes, Options{})
+	h := New(clusterOf(t, nodes), Options{})
 	if _, err := h.Publish(context.Background(), "ch", "m"); err == nil {
 		t.Fatal("Publish with every node down: no error")
 	}

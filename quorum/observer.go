@@ -31,6 +31,8 @@ const (
 	OpExpire   = "expire"
 	OpForceSet = "force_set"
 	OpInspect  = "inspect"
+	// OpPubSub: a client's SUBSCRIBE, UNSUBSCRIBE or PUBLISH, broadcast.
+	OpPubSub = "pubsub"
 )
 
 // Outcomes passed to Observer.OpDone.

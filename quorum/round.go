@@ -317,3 +317,23 @@ func (r *round) agreedTTL(q int) time.Duration {
 	slices.Sort(ttls)
 	return ttls[len(ttls)-q]
 }
+
+// Broadcast asks every node cmd in one round (the fan-out, deadline, veto
+// and per-node reports of every operation) and calls then with each
+// node's reply in configuration order once every reply is in; an error
+// names its node. It decides nothing: it is for commands that are not a
+// vote, such as the clients' pub/sub. The nodes are asked before it
+// returns, so two Broadcasts made in order reach each node in order.
+// then may be nil.
+func (c *Cluster) Broadcast(op string, cmd Cmd, then func([]Reply)) {
+	c.collectThen(op, same(cmd), anyVote, func(r *round, _ tally) {
+		if then == nil {
+			return
+		}
+		out := make([]Reply, len(r.calls))
+		for i := range r.calls {
+			out[i] = r.reply(i)
+		}
+		then(out)
+	})
+}

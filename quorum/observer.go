@@ -33,6 +33,9 @@ const (
 	OpInspect  = "inspect"
 	// OpPubSub: a client's SUBSCRIBE, UNSUBSCRIBE or PUBLISH, broadcast.
 	OpPubSub = "pubsub"
+	// OpHorizon: a read of the other nodes' lock horizons, for a
+	// restarted node's quarantine.
+	OpHorizon = "horizon"
 )
 
 // Outcomes passed to Observer.OpDone.

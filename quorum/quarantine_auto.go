@@ -1,7 +1,6 @@
 package quorum
 
 import (
-	"sync"
 	"time"
 )
 
@@ -154,70 +153,44 @@ func (h *health) quarantineName() any {
 }
 
 // readHorizons reads every other watched node's horizon for node i's
-// quarantine and calls done with its length and whether the read was
-// conclusive (see the top of this file), from the last reply's goroutine.
+// quarantine, in one round, and calls done with its length and whether
+// the read was conclusive (see the top of this file), from the last
+// reply's goroutine. A node counts only while its answers count (up,
+// neither refused nor quarantined): one seen down may have restarted and
+// lost its horizon.
 func (c *Cluster) readHorizons(i int, done func(time.Duration, bool)) {
-	hr := &horizonRead{c: c, done: done}
-	var asks []int
-	for j := range c.nodes {
-		if j != i && c.horizons.watched[j].Load() {
-			asks = append(asks, j)
+	ask := func(j int) (Cmd, bool) {
+		return Cmd{Kind: ReadHorizon, Key: HorizonKey}, j != i && c.horizons.watched[j].Load()
+	}
+	c.collectThen(OpHorizon, ask, anyVote, func(r *round, _ tally) {
+		answered, longest := 0, time.Duration(0)
+		for j := range r.calls {
+			rep := r.reply(j)
+			if !r.calls[j].asked || rep.Err != nil || !c.health.counts(j) {
+				continue
+			}
+			answered++
+			ttl := rep.TTL
+			if ttl < 0 { // a horizon without expiry: nothing bounds it but the cap
+				ttl = c.horizons.limit
+			}
+			longest = max(longest, ttl)
 		}
-	}
-	hr.left = len(asks)
-	if hr.left == 0 {
-		hr.finish()
-		return
-	}
-	deadline := c.cfg.Now().Add(c.cfg.NodeTimeout)
-	cmd := Cmd{Kind: ReadHorizon, Key: HorizonKey}
-	for _, j := range asks {
-		c.nodes[j].Do(deadline, cmd, ReceiverFunc(func(rep Reply) { hr.take(j, rep) }))
-	}
+		c.quarantineFrom(answered, longest, done)
+	})
 }
 
-// horizonRead is one read of the other nodes' horizons.
-type horizonRead struct {
-	c    *Cluster
-	done func(time.Duration, bool)
-
-	mu       sync.Mutex
-	left     int
-	answered int
-	longest  time.Duration
-}
-
-func (hr *horizonRead) take(j int, rep Reply) {
-	counts := rep.Err == nil && hr.c.health.counts(j)
-	hr.mu.Lock()
-	if counts {
-		hr.answered++
-		ttl := rep.TTL
-		if ttl < 0 { // a horizon without expiry: nothing bounds it but the cap
-			ttl = hr.c.horizons.limit
-		}
-		hr.longest = max(hr.longest, ttl)
-	}
-	hr.left--
-	last := hr.left == 0
-	hr.mu.Unlock()
-	if last {
-		hr.finish()
-	}
-}
-
-// finish computes the quarantine: the longest horizon read and the
-// proxy's own record, or the cap where the read is not conclusive and
-// this proxy granted nothing; with the clock drift allowance on top.
-func (hr *horizonRead) finish() {
-	c := hr.c
-	n := len(c.nodes)
-	conclusive := hr.answered >= n-c.Quorum()+1
+// quarantineFrom computes the quarantine from a read that answered
+// answered nodes with longest the longest horizon: that and the proxy's
+// own record, or the cap where the read is not conclusive and this proxy
+// granted nothing; with the clock drift allowance on top.
+func (c *Cluster) quarantineFrom(answered int, longest time.Duration, done func(time.Duration, bool)) {
+	conclusive := answered >= len(c.nodes)-c.Quorum()+1
 	own, has := c.horizons.ownRecord()
 	if !conclusive && !has {
-		hr.done(c.horizons.limit, false) // the cap has its margin already
+		done(c.horizons.limit, false) // the cap has its margin already
 		return
 	}
-	q := max(hr.longest, own)
-	hr.done(q+c.horizons.driftOf(q), conclusive)
+	q := max(longest, own)
+	done(q+c.horizons.driftOf(q), conclusive)
 }

@@ -362,3 +362,28 @@ func TestReplicatedReleaseOfWaitedLock(t *testing.T) {
 		t.Fatalf("backends hold %q; want the waiter's token on a majority", vals)
 	}
 }
+
+// TestReplicatedCommandNamedByArgument: a script that takes a command's
+// name from ARGV (Redisson's later unlock publishes so) runs when the
+// argument names PUBLISH, and is refused, changing nothing, when it names
+// anything else.
+func TestReplicatedCommandNamedByArgument(t *testing.T) {
+	servers, _, f := scriptStack(t, nil)
+	const body = `redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1`
+	holdOn(t, servers, "k", "tok", time.Minute)
+	if got := f.do(eval(body, []string{"k", "chan"}, "x", "set")...); !strings.Contains(got, "command 'set' named by ARGV[2]") {
+		t.Fatalf("a script naming SET by an argument = %s, want the refusal", got)
+	}
+	if vals := valuesOf(servers, "k"); !allAre(vals, "tok") {
+		t.Fatalf("after a refused run the backends hold %q", vals)
+	}
+	if vals := valuesOf(servers, "chan"); !allAre(vals, "") {
+		t.Fatalf("a refused run wrote %q", vals)
+	}
+	if got := f.do(eval(body, []string{"k", "chan"}, "x", "publish")...); got != ":1" {
+		t.Fatalf("a script naming PUBLISH by an argument = %s", got)
+	}
+	if vals := valuesOf(servers, "k"); !allAre(vals, "") {
+		t.Fatalf("after the run the backends hold %q", vals)
+	}
+}

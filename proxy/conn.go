@@ -147,10 +147,11 @@ func (s *Server) serveBatch(st *connState, batch [][][]byte) {
 	for _, args := range batch {
 		st.reqs = append(st.reqs, commands.NewRequest(args))
 	}
-	stop := s.watchBatch(st, st.reqs)
+	blocks := anyMayBlock(st.reqs)
+	stop := s.watchBatch(st, blocks)
 	// Messages wait for the batch's replies (a SUBSCRIBE's confirmation
 	// comes before its messages), unless the batch may block for long.
-	st.out.hold(!anyMayBlock(st.reqs))
+	st.out.hold(!blocks)
 	defer st.out.hold(false)
 	quit := s.runBatch(st, st.reqs)
 	clear(st.reqs) // holds no arguments between batches
@@ -176,8 +177,8 @@ func (s *Server) serveBatch(st *connState, batch [][][]byte) {
 // once (its session's context is cancelled) and gives its socket and its
 // slot back at once; its session ends when the batch has returned, so
 // that it also releases what a wait got in its last moment.
-func (s *Server) watchBatch(st *connState, reqs []commands.Request) (stop func() bool) {
-	if !anyMayBlock(reqs) {
+func (s *Server) watchBatch(st *connState, blocks bool) (stop func() bool) {
+	if !blocks {
 		return noWatch
 	}
 	return st.rd.watch(func() {

@@ -1,9 +1,10 @@
 package commands
 
 import (
-	"path"
 	"sort"
 	"strings"
+
+	"github.com/redlockd/redlockd/internal/glob"
 )
 
 func init() {
@@ -121,7 +122,7 @@ func (h *Handler) configGet(c *call) {
 	var keys []string
 	for _, pat := range strs(c.args[1:]) {
 		for k := range configValues {
-			if ok, _ := path.Match(strings.ToLower(pat), k); ok && !contains(keys, k) {
+			if glob.Match(strings.ToLower(pat), k) && !contains(keys, k) {
 				keys = append(keys, k)
 			}
 		}

@@ -31,6 +31,14 @@ const (
 	OpExpire   = "expire"
 	OpForceSet = "force_set"
 	OpInspect  = "inspect"
+	// OpReenter is a LockOwner: every LOCK … OWNER, its owner's first
+	// hold or one more.
+	OpReenter = "reenter"
+	OpFence   = "fence"
+	// OpScript is a replicated script's round.
+	OpScript = "script"
+	// OpHandOver is HandOver's round (SET … IFEQ with a new token).
+	OpHandOver = "hand_over"
 	// OpPubSub: a client's SUBSCRIBE, UNSUBSCRIBE or PUBLISH, broadcast.
 	OpPubSub = "pubsub"
 	// OpHorizon: a read of the other nodes' lock horizons, for a

@@ -42,13 +42,6 @@ import (
 // ownerPrefix marks tokens of reentrant locks.
 const ownerPrefix = "owner:"
 
-// Operation names of reentry and fencing, for an Observer. OpReenter is a
-// LockOwner: every LOCK … OWNER, its owner's first hold or one more.
-const (
-	OpReenter = "reenter"
-	OpFence   = "fence"
-)
-
 // HoldsKey is where the nodes keep the hold count of a reentrant lock.
 func HoldsKey(key string) string { return "redlockd:holds:{" + key + "}" }
 

@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// OpScript names a replicated script's round, for an Observer.
-const OpScript = "script"
-
 // ErrDisagreed is matched (errors.Is) by every *DisagreeError.
 var ErrDisagreed = errors.New("quorum: backends disagreed")
 

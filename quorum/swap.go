@@ -5,9 +5,6 @@ import (
 	"time"
 )
 
-// OpHandOver names HandOver's rounds to an Observer.
-const OpHandOver = "hand_over"
-
 // HandOver gives the lock on key from token old to token next (SET key next
 // PX ttl IFEQ old): on each node, atomically, where key holds old it is
 // set to next for ttl. It returns the new lock when a majority swapped

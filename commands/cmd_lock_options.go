@@ -10,8 +10,8 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// lockOpts are the options of
-// LOCK key ttl [WAIT ms] [TOKEN t] [KEEPALIVE] [FENCE] [OWNER id].
+// lockOpts are the options of LOCK key ttl [WAIT ms] [TOKEN t]
+// [KEEPALIVE] [FENCE] [OWNER id] [SHARED | PERMITS n] [FAIR].
 type lockOpts struct {
 	ttl   time.Duration
 	wait  time.Duration
@@ -21,6 +21,11 @@ type lockOpts struct {
 	keepalive bool
 	// fence adds a fencing token to the reply.
 	fence bool
+	// shared asks for a read lock; permits (> 0) for one of n permits of
+	// a semaphore; fair for a place in the key's queue of waiters.
+	shared  bool
+	permits int
+	fair    bool
 }
 
 // parseLock reads LOCK's options in any order, case-insensitively; an
@@ -39,6 +44,7 @@ func (h *Handler) parseLock(c *call) (lockOpts, bool) {
 	}
 	o.wait, o.keepalive, o.fence = opts.wait, opts.keepalive, opts.fence
 	o.token, o.owner = string(opts.token), string(opts.owner)
+	o.shared, o.permits, o.fair = opts.shared, opts.permits, opts.fair
 	return o, h.lockOptsValid(c, &o)
 }
 
@@ -46,10 +52,17 @@ func (h *Handler) parseLock(c *call) (lockOpts, bool) {
 // lockWaits (the proxy's "may this LOCK block?") both read them with
 // scanLockOptions, so that the two never disagree.
 type lockOptions struct {
-	wait             time.Duration
-	token, owner     []byte // nil: not given
-	keepalive, fence bool
+	wait                           time.Duration
+	token, owner                   []byte // nil: not given
+	keepalive, fence, shared, fair bool
+	permits                        int // 0: not given
 }
+
+// maxPermits bounds PERMITS n: each node keeps and scans one slot per
+// permit.
+const maxPermits = 1000
+
+var msgBadPermits = fmt.Sprintf("ERR PERMITS must be an integer from 1 to %d", maxPermits)
 
 // LOCK's option words, as bits of the set of those seen.
 const (
@@ -58,6 +71,9 @@ const (
 	optOwner
 	optKeepalive
 	optFence
+	optShared
+	optPermits
+	optFair
 )
 
 // scanLockOptions reads LOCK's options (the arguments after key and ttl):
@@ -82,6 +98,12 @@ func scanLockOptions(args [][]byte, maxWait time.Duration) (lockOptions, string)
 		case optFence:
 			o.fence = true
 			continue
+		case optShared:
+			o.shared = true
+			continue
+		case optFair:
+			o.fair = true
+			continue
 		}
 		if i++; i >= len(args) {
 			return o, msgSyntax
@@ -93,8 +115,19 @@ func scanLockOptions(args [][]byte, maxWait time.Duration) (lockOptions, string)
 	return o, ""
 }
 
-// setValue sets the value v of WAIT, TOKEN or OWNER.
+// setValue sets the value v of WAIT, PERMITS, TOKEN or OWNER.
 func (o *lockOptions) setValue(opt int, v []byte, maxWait time.Duration) string {
+	if opt == optPermits {
+		n, ok := parseIntBytes(v)
+		switch {
+		case !ok:
+			return msgNotInt
+		case n < 1 || n > maxPermits:
+			return msgBadPermits
+		}
+		o.permits = int(n)
+		return ""
+	}
 	if opt == optWait {
 		n, ok := parseIntBytes(v)
 		switch {
@@ -131,6 +164,12 @@ func lockOptionWord(w []byte) int {
 		return optKeepalive
 	case asciiEqualFold(w, "FENCE"):
 		return optFence
+	case asciiEqualFold(w, "SHARED"):
+		return optShared
+	case asciiEqualFold(w, "PERMITS"):
+		return optPermits
+	case asciiEqualFold(w, "FAIR"):
+		return optFair
 	}
 	return 0
 }
@@ -152,14 +191,32 @@ func asciiEqualFold(b []byte, up string) bool {
 }
 
 func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
-	if o.owner != "" && o.token != "" {
-		c.w.WriteError(fmt.Sprintf(msgNotSupported, "lock", "TOKEN and OWNER exclude each other: an owner's token is chosen by the proxy"))
+	if bad := lockKindsExclude(o); bad != "" {
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, "lock", bad))
 		return false
 	}
 	if o.token == "" && o.owner == "" {
 		o.token = quorum.NewToken()
 	}
 	return true
+}
+
+// lockKindsExclude names the first pair of LOCK's options that o combines
+// and redlockd does not support together, or "".
+func lockKindsExclude(o *lockOpts) string {
+	switch {
+	case o.owner != "" && o.token != "":
+		return "TOKEN and OWNER exclude each other: an owner's token is chosen by the proxy"
+	case o.shared && o.permits > 0:
+		return "SHARED and PERMITS exclude each other: a key is a read-write lock or a semaphore"
+	case o.owner != "" && (o.shared || o.permits > 0 || o.fair):
+		return "OWNER (a reentrant exclusive lock) with SHARED, PERMITS or FAIR"
+	case o.token != "" && (o.shared || o.permits > 0):
+		return "TOKEN with SHARED or PERMITS: each holder's token is chosen by the proxy"
+	case o.fair && (o.shared || o.permits > 0):
+		return "FAIR with SHARED or PERMITS: the fair queue is for exclusive locks"
+	}
+	return ""
 }
 
 // grant is a lock LOCK obtained: a fresh acquisition, or a hold of the
@@ -212,6 +269,14 @@ func (h *Handler) writeGrant(c *call, g grant, withFence bool, fence int64) {
 // lockFor acquires key, or with OWNER takes one hold of the owner's lock:
 // one more when the owner holds it, a fresh lock otherwise, in one round.
 func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
+	switch {
+	case o.shared:
+		return h.lockShared(s, key, o)
+	case o.permits > 0:
+		return h.lockPermit(s, key, o)
+	case o.fair:
+		return h.lockFair(s, key, o)
+	}
 	if o.owner == "" {
 		l, err := h.acquire(s, key, o.token, o.ttl, o.wait)
 		return grant{Lock: l}, err

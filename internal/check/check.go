@@ -14,6 +14,9 @@ type Section struct {
 	Client string
 	Start  time.Time
 	End    time.Time
+	// Kind is Exclusive (the zero value) or Shared; Crowds reads it,
+	// Overlaps treats every section as exclusive.
+	Kind string
 }
 
 // Overlap is a pair of sections of one key whose intervals intersect.

@@ -54,6 +54,7 @@ type Hold struct {
 	r        *Recorder
 	key      string
 	client   string
+	kind     string
 	start    time.Time
 	deadline time.Time
 	ended    bool
@@ -66,6 +67,14 @@ type Hold struct {
 // cut there is one the lock service must protect.
 func (r *Recorder) Begin(client, key string, acquireStart, acquired time.Time, validity time.Duration) *Hold {
 	return &Hold{r: r, key: key, client: client, start: acquired, deadline: acquireStart.Add(validity)}
+}
+
+// BeginKind is Begin for a section of kind (Exclusive or Shared, as
+// Crowds reads it).
+func (r *Recorder) BeginKind(client, key, kind string, acquireStart, acquired time.Time, validity time.Duration) *Hold {
+	h := r.Begin(client, key, acquireStart, acquired, validity)
+	h.kind = kind
+	return h
 }
 
 // Renewed records a successful extend of the section's lock: renewStart is
@@ -129,7 +138,7 @@ func (h *Hold) EndAt(t time.Time) {
 		t = h.deadline
 	}
 	h.r.mu.Lock()
-	h.r.sections = append(h.r.sections, Section{Key: h.key, Client: h.client, Start: h.start, End: t})
+	h.r.sections = append(h.r.sections, Section{Key: h.key, Client: h.client, Start: h.start, End: t, Kind: h.kind})
 	h.r.mu.Unlock()
 }
 

@@ -58,6 +58,10 @@ var memKinds = [...]struct {
 	quorum.Unsubscribe:      {"Unsubscribe", 0, (*memOp).unsubscribe},
 	quorum.Publish:          {"Publish", 0, (*memOp).publish},
 	quorum.CompareAndSwap:   {"CompareAndSwap", memNeedTTL, (*memOp).compareAndSwap},
+	quorum.ReadPermits:      {"ReadPermits", 0, (*memOp).readPermits},
+	quorum.AcquirePermit:    {"AcquirePermit", memNeedTTL, (*memOp).acquirePermit},
+	quorum.ExtendPermit:     {"ExtendPermit", memNeedTTL, (*memOp).extendPermit},
+	quorum.ReleasePermit:    {"ReleasePermit", 0, (*memOp).releasePermit},
 }
 
 // memKindName is the name Calls counts k under.

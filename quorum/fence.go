@@ -79,7 +79,7 @@ func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
 	done := c.begin(OpFence)
 	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
-	fk := FenceKey(l.Key)
+	fk := fenceKeyOf(l)
 	top, err := c.readFences(fk)
 	if err != nil {
 		return 0, err

@@ -40,7 +40,7 @@ import (
 const MaxPermits = 1000
 
 const (
-	permitPrefix  = "permit:"
+	permitPrefix        = "permit:"
 	PermitsMarkerPrefix = "redlockd:permits:"
 	// permitTries bounds the slots one acquire tries after its read, so
 	// that a crowd racing for the last free slots ends soon.

@@ -83,11 +83,11 @@ func (s *memOp) extendPermit() quorum.Reply {
 		if e, held := s.lookup(s.c.Key); !held || e.token == marker {
 			s.raiseMarker(marker, s.c.TTL)
 		}
-		return quorum.Reply{OK: true}
+		return quorum.Reply{OK: true, N: 1}
 	}
 	if s.holds(s.c.Key, s.c.Token) {
 		s.put(s.c.Key, s.c.Token, s.c.TTL)
-		return quorum.Reply{OK: true}
+		return quorum.Reply{OK: true, N: 1}
 	}
 	return quorum.Reply{}
 }

@@ -180,6 +180,22 @@ func TestPermitKeepalive(t *testing.T) {
 	})
 }
 
+// A kept permit is put back on a backend that lost it (its data flushed,
+// as a restart without persistence would), slot and marker both.
+func TestPermitKeepaliveRestores(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	tok, _ := lock(t, c, "rsem", 600, "PERMITS", 2, "KEEPALIVE")
+	if err := in.Backends[0].Client().FlushAll(ctxT(t)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sk := quorum.PermitSlotKey("rsem", slotOf(t, tok))
+	pollFor(t, "the permit restored on the flushed backend", func() bool {
+		return redlocktest.ValuesIn(t, in.Backends[:1], 0, sk)[0] == tok &&
+			redlocktest.ValuesIn(t, in.Backends[:1], 0, "rsem")[0] == quorum.PermitsMarker(2)
+	})
+}
+
 // FENCE on a permit counts per slot: the next holder of the slot gets a
 // greater fence.
 func TestPermitFence(t *testing.T) {

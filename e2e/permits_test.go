@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -280,4 +281,27 @@ func TestPermitsBadArguments(t *testing.T) {
 			t.Errorf("%v = %v, want an error", args, err)
 		}
 	}
+}
+
+// A permit waiter whose client hangs up stops waiting at once and takes
+// nothing: the permit released afterwards is free for the next client.
+func TestPermitWaiterHangsUp(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	tok := permit(t, c, "hsem", 1)
+	conn, err := net.Dial("tcp", in.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "LOCK hsem 60000 PERMITS 1 WAIT 3600000\r\n")
+	pollFor(t, "the permit waiter", func() bool { return in.Cluster.Waiters("hsem") == 1 })
+	conn.Close()
+	pollFor(t, "the wait to end", func() bool { return in.Cluster.Waiters("hsem") == 0 })
+	if n, err := c.Do(ctxT(t), "UNLOCK", "hsem", tok).Int64(); err != nil || n != 1 {
+		t.Fatalf("UNLOCK = %v, %v", n, err)
+	}
+	if vals := slotValues(t, in.Backends, 0, "hsem", 0); redlocktest.Count(vals, "<nil>") != 3 {
+		t.Fatalf("the slot holds %v after the release: taken by the waiter that left", vals)
+	}
+	permit(t, c, "hsem", 1)
 }

@@ -71,16 +71,16 @@ func TestPermitCommandsBothNodes(t *testing.T) {
 				t.Fatalf("%s: %s: got OK %v N %d Token %q, want %+v", n.Name(), st.name, got.OK, got.N, got.Token, st.want)
 			}
 			if st.cmd.Kind == quorum.ReadPermits {
-				if s := valueText(got.Value); s != st.slots {
+				if s := permitValueText(got.Value); s != st.slots {
 					t.Fatalf("%s: %s: slots %s, want %s", n.Name(), st.name, s, st.slots)
 				}
 			}
-			checkMarker(t, n, st)
+			checkPermitMarker(t, n, st)
 		}
 	}
 }
 
-func checkMarker(t *testing.T, n quorum.Node, st permitStep) {
+func checkPermitMarker(t *testing.T, n quorum.Node, st permitStep) {
 	t.Helper()
 	rep := quorum.Call(t.Context(), n, quorum.Cmd{Kind: quorum.Get, Key: "k"})
 	switch {
@@ -95,7 +95,7 @@ func checkMarker(t *testing.T, n quorum.Node, st permitStep) {
 	}
 }
 
-func valueText(v *quorum.Value) string {
+func permitValueText(v *quorum.Value) string {
 	if v == nil {
 		return "<no value>"
 	}

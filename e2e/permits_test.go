@@ -35,13 +35,13 @@ func wantLockNull(t *testing.T, c doer, args ...any) {
 	}
 }
 
-// slotValues reads slot of key's semaphore on every backend.
-func slotValues(t *testing.T, backends []*redistest.Server, db int, key string, slot int) []string {
+// permitSlotValues reads slot of key's semaphore on every backend.
+func permitSlotValues(t *testing.T, backends []*redistest.Server, db int, key string, slot int) []string {
 	t.Helper()
 	return redlocktest.ValuesIn(t, backends, db, quorum.PermitSlotKey(key, slot))
 }
 
-func slotOf(t *testing.T, tok string) int {
+func permitSlot(t *testing.T, tok string) int {
 	t.Helper()
 	_, slot, ok := quorum.ParsePermitToken(tok)
 	if !ok {
@@ -59,7 +59,7 @@ func TestPermitsAcrossTwoProxies(t *testing.T) {
 	b := redlocktest.StartOver(t, backends, redlocktest.Options{}).Client(t, 3)
 	ta := permit(t, a, "sem", 2)
 	tb := permit(t, b, "sem", 2)
-	if slotOf(t, ta) == slotOf(t, tb) {
+	if permitSlot(t, ta) == permitSlot(t, tb) {
 		t.Fatalf("two permits on one slot: %s %s", ta, tb)
 	}
 	wantLockNull(t, a, "sem", 60000, "PERMITS", 2)
@@ -74,7 +74,7 @@ func TestPermitsAcrossTwoProxies(t *testing.T) {
 	if vals := redlocktest.ValuesIn(t, backends, 0, "sem"); redlocktest.Count(vals, quorum.PermitsMarker(2)) != 3 {
 		t.Fatalf("the key holds %v on the backends, want the marker everywhere", vals)
 	}
-	if vals := slotValues(t, backends, 0, "sem", slotOf(t, ta)); redlocktest.Count(vals, ta) != 3 {
+	if vals := permitSlotValues(t, backends, 0, "sem", permitSlot(t, ta)); redlocktest.Count(vals, ta) != 3 {
 		t.Fatalf("A's slot holds %v, want its token everywhere", vals)
 	}
 	if v, err := b.Do(ctxT(t), "RENEW", "sem", ta, 90000).Int64(); err != nil || v <= 60000 {
@@ -106,7 +106,7 @@ func TestPermitsReleaseLeavesNothing(t *testing.T) {
 		}
 	}
 	for slot := range 3 {
-		if vals := slotValues(t, in.Backends, 0, "gone", slot); redlocktest.Count(vals, "<nil>") != 3 {
+		if vals := permitSlotValues(t, in.Backends, 0, "gone", slot); redlocktest.Count(vals, "<nil>") != 3 {
 			t.Fatalf("slot %d holds %v after its release", slot, vals)
 		}
 	}
@@ -153,7 +153,7 @@ func TestPermitKeepalive(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{})
 	c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: 2, PoolSize: 1})
 	tok, _ := lock(t, c, "ksem", 300, "PERMITS", 2, "KEEPALIVE")
-	sk := quorum.PermitSlotKey("ksem", slotOf(t, tok))
+	sk := quorum.PermitSlotKey("ksem", permitSlot(t, tok))
 	direct := in.Backends[0].Client()
 	// Renewed: the slot's ttl goes back up at least twice, so it outlives
 	// its 300ms.
@@ -190,7 +190,7 @@ func TestPermitKeepaliveRestores(t *testing.T) {
 	if err := in.Backends[0].Client().FlushAll(ctxT(t)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	sk := quorum.PermitSlotKey("rsem", slotOf(t, tok))
+	sk := quorum.PermitSlotKey("rsem", permitSlot(t, tok))
 	pollFor(t, "the permit restored on the flushed backend", func() bool {
 		return redlocktest.ValuesIn(t, in.Backends[:1], 0, sk)[0] == tok &&
 			redlocktest.ValuesIn(t, in.Backends[:1], 0, "rsem")[0] == quorum.PermitsMarker(2)
@@ -300,7 +300,7 @@ func TestPermitWaiterHangsUp(t *testing.T) {
 	if n, err := c.Do(ctxT(t), "UNLOCK", "hsem", tok).Int64(); err != nil || n != 1 {
 		t.Fatalf("UNLOCK = %v, %v", n, err)
 	}
-	if vals := slotValues(t, in.Backends, 0, "hsem", 0); redlocktest.Count(vals, "<nil>") != 3 {
+	if vals := permitSlotValues(t, in.Backends, 0, "hsem", 0); redlocktest.Count(vals, "<nil>") != 3 {
 		t.Fatalf("the slot holds %v after the release: taken by the waiter that left", vals)
 	}
 	permit(t, c, "hsem", 1)

@@ -145,7 +145,7 @@ func (c *Cluster) AcquirePermitWait(ctx context.Context, key string, n int, ttl,
 	var mark time.Duration
 	for {
 		l, err := c.acquirePermit(ctx, key, n, ttl, mark)
-		if err == nil || !retryable(err) {
+		if err == nil || !permitRetryable(err) {
 			c.wake.leave(w, err == nil)
 			return l, err
 		}
@@ -160,8 +160,8 @@ func (c *Cluster) AcquirePermitWait(ctx context.Context, key string, n int, ttl,
 	}
 }
 
-// retryable is an acquire's failure that a later round may not have.
-func retryable(err error) bool {
+// permitRetryable is an acquire's failure that a later round may not have.
+func permitRetryable(err error) bool {
 	var mm *PermitsMismatchError
 	return !errors.Is(err, ErrInvalidTTL) && !errors.As(err, &mm)
 }
@@ -211,30 +211,30 @@ func (c *Cluster) permitRound(key, token string, n int, ttl, mark time.Duration)
 				held = append(held, int(rep.N))
 			}
 		}
-		if m := c.mismatch(held, n); m != nil {
+		if m := c.permitsMismatch(held, n); m != nil {
 			return Lock{}, m
 		}
 	}
 	return Lock{}, err
 }
 
-// mismatch is the error of a semaphore of n whose key holds the marker of
+// permitsMismatch is the error of a semaphore of n whose key holds the marker of
 // another n on a majority of the nodes; held has the n of each node whose
 // marker names another n. The n named is the one most of them hold.
-func (c *Cluster) mismatch(held []int, n int) error {
+func (c *Cluster) permitsMismatch(held []int, n int) error {
 	if len(held) < c.Quorum() {
 		return nil
 	}
 	top := held[0]
 	for _, h := range held {
-		if countOf(held, h) > countOf(held, top) {
+		if countHeld(held, h) > countHeld(held, top) {
 			top = h
 		}
 	}
 	return &PermitsMismatchError{Asked: n, Held: top}
 }
 
-func countOf(xs []int, x int) int {
+func countHeld(xs []int, x int) int {
 	k := 0
 	for _, y := range xs {
 		if y == x {
@@ -257,28 +257,36 @@ func (c *Cluster) freeSlots(key string, n int, mark time.Duration) ([]int, error
 	free := make([]int, n)
 	var held []int
 	for i := range r.calls {
-		rep := r.reply(i)
-		if rep.Err != nil {
-			continue
-		}
-		if m, ok := ParsePermitsMarker(rep.Token); ok && m != n {
-			held = append(held, m)
-		}
-		if rep.Token != "" && rep.Token != PermitsMarker(n) {
-			continue // nothing can be granted on this node
-		}
-		if rep.Value != nil && len(rep.Value.Elems) == n {
-			for s, e := range rep.Value.Elems {
-				if e.Kind == NilValue {
-					free[s]++
-				}
-			}
+		if rep := r.reply(i); rep.Err == nil {
+			held = countFree(rep, n, free, held)
 		}
 	}
-	if err := c.mismatch(held, n); err != nil {
+	if err := c.permitsMismatch(held, n); err != nil {
 		return nil, err
 	}
 	return pickSlots(free, c.Quorum()), nil
+}
+
+// countFree adds one node's read to free (per slot, the nodes where it is
+// free and a permit of n may be granted: the key absent or marked for n)
+// and returns held with the n of the node's marker where it names
+// another n.
+func countFree(rep Reply, n int, free, held []int) []int {
+	if m, ok := ParsePermitsMarker(rep.Token); ok && m != n {
+		held = append(held, m)
+	}
+	if rep.Token != "" && rep.Token != PermitsMarker(n) {
+		return held // nothing can be granted on this node
+	}
+	if rep.Value == nil || len(rep.Value.Elems) != n {
+		return held
+	}
+	for s, e := range rep.Value.Elems {
+		if e.Kind == NilValue {
+			free[s]++
+		}
+	}
+	return held
 }
 
 // pickSlots orders the slots free on at least q nodes, most free first.

@@ -16,7 +16,7 @@ import (
 
 const permitTTL = 10 * time.Second
 
-var errCut = errors.New("cut off")
+var errPermitCut = errors.New("cut off")
 
 // naiveSemaphore is a semaphore that counts its holders on each node and
 // grants on a majority of nodes under the limit: the shape of a per-node
@@ -47,9 +47,9 @@ var counterExample = []struct {
 	reach  []int
 }{{"A", []int{0, 1}}, {"B", []int{1, 2}}, {"C", []int{0, 2}}}
 
-// recordHolds records, for each client granted, a section that lasts
+// recordPermitHolds records, for each client granted, a section that lasts
 // until the end of the test: every grant is held at once.
-func recordHolds(granted []string) []check.Section {
+func recordPermitHolds(granted []string) []check.Section {
 	r := check.NewRecorder()
 	t0 := time.Now()
 	var holds []*check.Hold
@@ -79,31 +79,31 @@ func TestPermitsNaiveCountCrowds(t *testing.T) {
 	if len(granted) != 3 {
 		t.Fatalf("the naive count granted %v, want all three", granted)
 	}
-	if crowds := check.Crowds(recordHolds(granted), limitTwo); len(crowds) == 0 {
+	if crowds := check.Crowds(recordPermitHolds(granted), limitTwo); len(crowds) == 0 {
 		t.Fatal("the checker saw no crowd in three holders of two permits")
 	}
 }
 
-// cutNode fails every command while cut is set, without running it.
-type cutNode struct {
+// permitCutNode fails every command while cut is set, without running it.
+type permitCutNode struct {
 	*backend.Memory
 	cut atomic.Bool
 }
 
-func (n *cutNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+func (n *permitCutNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	if n.cut.Load() {
-		r.Receive(quorum.Reply{Err: errCut})
+		r.Receive(quorum.Reply{Err: errPermitCut})
 		return
 	}
 	n.Memory.Do(deadline, cmd, r)
 }
 
-func permitCluster(t *testing.T) (*quorum.Cluster, []*cutNode) {
+func permitCluster(t *testing.T) (*quorum.Cluster, []*permitCutNode) {
 	t.Helper()
-	var cuts []*cutNode
+	var cuts []*permitCutNode
 	var nodes []quorum.Node
 	for i := range 3 {
-		n := &cutNode{Memory: backend.NewMemory(fmt.Sprintf("m%d", i+1))}
+		n := &permitCutNode{Memory: backend.NewMemory(fmt.Sprintf("m%d", i+1))}
 		cuts = append(cuts, n)
 		nodes = append(nodes, n)
 	}
@@ -145,7 +145,7 @@ func TestPermitsCounterExampleBounded(t *testing.T) {
 	if len(granted) != 2 {
 		t.Fatalf("granted %v, want two of the three", granted)
 	}
-	if crowds := check.Crowds(recordHolds(granted), limitTwo); len(crowds) != 0 {
+	if crowds := check.Crowds(recordPermitHolds(granted), limitTwo); len(crowds) != 0 {
 		t.Fatalf("crowds: %v", crowds)
 	}
 }
@@ -214,7 +214,7 @@ func (n lostPermitReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receive
 		n.Memory.Do(deadline, cmd, r)
 		return
 	}
-	n.Memory.Do(deadline, cmd, quorum.ReceiverFunc(func(quorum.Reply) { r.Receive(quorum.Reply{Err: errCut}) }))
+	n.Memory.Do(deadline, cmd, quorum.ReceiverFunc(func(quorum.Reply) { r.Receive(quorum.Reply{Err: errPermitCut}) }))
 }
 
 // refuseAcquire answers AcquirePermit with an error without running it.
@@ -222,7 +222,7 @@ type refuseAcquire struct{ *backend.Memory }
 
 func (n refuseAcquire) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	if cmd.Kind == quorum.AcquirePermit {
-		r.Receive(quorum.Reply{Err: errCut})
+		r.Receive(quorum.Reply{Err: errPermitCut})
 		return
 	}
 	n.Memory.Do(deadline, cmd, r)

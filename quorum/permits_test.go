@@ -277,3 +277,70 @@ func TestPermitShapedPlainToken(t *testing.T) {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 }
+
+// A release that a node missed is sent again, to the permit's slot, once
+// the node answers.
+func TestPermitReleaseRetried(t *testing.T) {
+	mems := []*backend.Memory{backend.NewMemory("m1"), backend.NewMemory("m2"), backend.NewMemory("m3")}
+	cut := &permitCutNode{Memory: mems[2]}
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = 500 * time.Millisecond
+	cfg.ReleaseRetry = 5 * time.Millisecond
+	c, err := quorum.New([]quorum.Node{mems[0], mems[1], cut}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		c.Close()
+		for _, m := range mems {
+			m.Close()
+		}
+	}()
+	ctx := context.Background()
+	l, err := c.AcquirePermit(ctx, "k", 2, time.Minute) // outlives the polls below
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut.cut.Store(true)
+	if ok, err := c.Release(ctx, "k", l.Token); !ok || err != nil {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	_, slot, _ := quorum.ParsePermitToken(l.Token)
+	sk := quorum.PermitSlotKey("k", slot)
+	if _, _, ok, _ := nodetest.Get(ctx, mems[2], sk); !ok {
+		t.Fatal("the cut node lost the slot without a release")
+	}
+	cut.cut.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, slotLeft, _ := nodetest.Get(ctx, mems[2], sk)
+		_, _, markerLeft, _ := nodetest.Get(ctx, mems[2], "k")
+		if !slotLeft && !markerLeft {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the missed release was not retried on the slot")
+		}
+		time.Sleep(5 * time.Millisecond) // polling the node
+	}
+}
+
+// A WAIT for a permit of another n than the key's is refused at once: the
+// n will not change while permits are held.
+func TestPermitWaitMismatchAtOnce(t *testing.T) {
+	c, _ := permitCluster(t)
+	ctx := context.Background()
+	if _, err := c.AcquirePermit(ctx, "k", 2, permitTTL); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := c.AcquirePermitWait(wctx, "k", 3, permitTTL, time.Hour)
+	var mm *quorum.PermitsMismatchError
+	if !errors.As(err, &mm) {
+		t.Fatalf("AcquirePermitWait of another n = %v, want a mismatch", err)
+	}
+	if wctx.Err() != nil {
+		t.Fatal("the mismatch waited for the context")
+	}
+}

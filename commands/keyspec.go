@@ -34,13 +34,14 @@ const msgReservedValue = "ERR value is in redlockd's reserved namespace"
 
 // reservedRefusal is the error a command gets for naming the proxy's own
 // namespace, or "": a key in it, or, for a command that changes locks,
-// any argument in it (a token, a compared value). PUBLISH's message is
-// the client's own text; its channel is checked where it is named.
+// any argument in it (a token, a compared value). A script's arguments
+// are checked where it runs (an argument may name a key); PUBLISH's
+// message is the client's own text.
 func reservedRefusal(cmd *command, args [][]byte) string {
 	if namesReservedKey(cmd.keys, args) {
 		return msgReservedKey
 	}
-	if !cmd.write || cmd.name == "publish" {
+	if !cmd.write || cmd.keys == keysEval || cmd.name == "publish" {
 		return ""
 	}
 	for _, a := range args[1:] {

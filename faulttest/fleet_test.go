@@ -180,6 +180,8 @@ func TestFleetOfThreeProxies(t *testing.T) {
 	t.Run("OWNER reenters through every proxy", func(t *testing.T) { fleetOwner(t, f) })
 	t.Run("KEEPALIVE held through the fleet until its connection closes", func(t *testing.T) { fleetKeepalive(t, f, servers) })
 	t.Run("contention over the fleet", func(t *testing.T) { fleetContention(t, f) })
+	// Last: it leaves a backend quarantined and another one down.
+	t.Run("a restarted backend sits out on every proxy", func(t *testing.T) { fleetRestart(t, f, servers) })
 }
 
 // fleetWake: a lock held through A; waiters on B and C. A's UNLOCK wakes
@@ -566,5 +568,41 @@ func fleetLoop(c *redis.Client, rec *check.Recorder, name string, seed int, stop
 		}
 		h.End()
 		c.Do(ctx, "UNLOCK", key, g.token)
+	}
+}
+
+// fleetRestart: every proxy looks at every backend itself, so a backend
+// restart (without data) quarantines it on all three proxies. The other
+// two still grant through each proxy, fencing tokens still rise, and with
+// one of them killed too no proxy grants on the quarantined backend's vote.
+func fleetRestart(t *testing.T, f fleet, servers []*redistest.Server) {
+	const key = "fleet:restart"
+	cs := make([]*redis.Client, len(f))
+	for i, addr := range f {
+		cs[i] = fleetClient(t, addr, 0, 2)
+	}
+	before := mustLock(t, cs[0], key, 5000, "FENCE")
+	unlock(t, cs[0], key, before.token)
+	servers[0].Restart(t)
+	want := "backend0:addr=" + servers[0].Addr() + ",state=quarantined,"
+	for i, c := range cs {
+		eventually(t, 15*time.Second, fmt.Sprintf("proxy %d shows backend0 quarantined", i), func() bool {
+			info, err := c.Info(ctxT(t, 10*time.Second), "backends").Result()
+			return err == nil && strings.Contains(info, want)
+		})
+	}
+	seq := []int64{before.fence}
+	for _, c := range cs {
+		g := mustLock(t, c, key, 5000, "FENCE")
+		seq = append(seq, g.fence)
+		unlock(t, c, key, g.token)
+	}
+	assertIncreasing(t, "across a backend restart", seq)
+	servers[1].Kill()
+	for i, c := range cs {
+		g, err := lockCmd(ctxT(t, 10*time.Second), c, key, 5000)
+		if g.ok || err == nil || !strings.HasPrefix(err.Error(), "NOQUORUM") {
+			t.Fatalf("LOCK through proxy %d with backend0 quarantined and backend1 down = %+v, %v; want NOQUORUM", i, g, err)
+		}
 	}
 }

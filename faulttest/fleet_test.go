@@ -191,31 +191,54 @@ func fleetWake(t *testing.T, f fleet, servers []*redistest.Server, db int) {
 	key := fmt.Sprintf("fleet:wake:%d", db)
 	a := fleetClient(t, f[0], db, 2)
 	held := mustLock(t, a, key, 60000)
-	waiters := map[string]<-chan lockResult{}
+	answers := make(chan namedResult, 2)
 	clients := map[string]*redis.Client{}
 	for i, name := range []string{"B", "C"} {
-		clients[name] = fleetClient(t, f[i+1], db, 3-i) // B speaks RESP3, C RESP2
+		c := fleetClient(t, f[i+1], db, 3-i) // B speaks RESP3, C RESP2
+		clients[name] = c
 		rounds := startRounds(t, f[i+1])
-		waiters[name] = lockAsync(clients[name], key, 60000, "WAIT", 30000)
+		go func() {
+			ch := lockAsync(c, key, 60000, "WAIT", 30000)
+			answers <- namedResult{name, <-ch}
+		}()
 		rounds.waitPaused(t)
 	}
 	waitMarked(t, servers, db, key)
 	if n := unlock(t, a, key, held.token); n != 1 {
 		t.Fatalf("UNLOCK through A = %d, want 1", n)
 	}
-	first, r := firstOf(t, waiters)
-	if !r.ok {
-		t.Fatalf("waiter on %s got null: the release through A woke nobody within its WAIT", first)
+	first := receiveNamed(t, answers)
+	if !first.ok {
+		t.Fatalf("waiter on %s got null: the release through A woke nobody within its WAIT", first.name)
 	}
-	other := map[string]string{"B": "C", "C": "B"}[first]
-	if n := unlock(t, clients[first], key, r.token); n != 1 {
-		t.Fatalf("UNLOCK through %s = %d, want 1", first, n)
+	if n := unlock(t, clients[first.name], key, first.token); n != 1 {
+		t.Fatalf("UNLOCK through %s = %d, want 1", first.name, n)
 	}
-	r2 := receive(t, waiters[other], "waiter on "+other)
-	if !r2.ok || r2.token == r.token {
-		t.Fatalf("waiter on %s = %+v: the release through %s did not wake it within its WAIT", other, r2, first)
+	second := receiveNamed(t, answers)
+	if !second.ok || second.token == first.token {
+		t.Fatalf("waiter on %s = %+v: the release through %s did not wake it within its WAIT", second.name, second, first.name)
 	}
-	unlock(t, clients[other], key, r2.token)
+	unlock(t, clients[second.name], key, second.token)
+}
+
+// namedResult is a waiter's reply and the proxy it waited on.
+type namedResult struct {
+	name string
+	lockResult
+}
+
+func receiveNamed(t *testing.T, ch <-chan namedResult) namedResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("waiter on %s: %v", r.name, r.err)
+		}
+		return r
+	case <-time.After(time.Minute):
+		t.Fatal("no waiter answered")
+	}
+	return namedResult{}
 }
 
 // rounds counts a proxy's acquire rounds, as INFO locks shows them.
@@ -252,29 +275,6 @@ func (r rounds) contended(t *testing.T) int64 {
 func (r rounds) waitPaused(t *testing.T) {
 	t.Helper()
 	eventually(t, 10*time.Second, "the waiter's first two rounds", func() bool { return r.contended(t) >= r.before+2 })
-}
-
-// firstOf returns the first of the waiters to answer.
-func firstOf(t *testing.T, waiters map[string]<-chan lockResult) (string, lockResult) {
-	t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		for name, ch := range waiters {
-			select {
-			case r := <-ch:
-				if r.err != nil {
-					t.Fatalf("waiter on %s: %v", name, r.err)
-				}
-				return name, r
-			default:
-			}
-		}
-		select {
-		case <-deadline:
-			t.Fatal("no waiter answered")
-		case <-time.After(5 * time.Millisecond): // pacing the polls
-		}
-	}
 }
 
 // fleetExpiryWakesNobody is the control of fleetWake: a lock that expires

@@ -337,8 +337,8 @@ type fenceGrant struct {
 }
 
 // fenceContention runs perProxy waiters on each proxy, each taking the
-// key rounds times with LOCK … WAIT … FENCE. A holder appends its token
-// while it holds the lock, so the list is in grant order.
+// key rounds times with LOCK … WAIT … FENCE. A holder appends its fencing
+// token while it holds the lock, so the list is in grant order.
 func fenceContention(t *testing.T, f fleet, perProxy, rounds int) ([]fenceGrant, []check.Section) {
 	t.Helper()
 	rec := check.NewRecorder()
@@ -359,8 +359,12 @@ func fenceContention(t *testing.T, f fleet, perProxy, rounds int) ([]fenceGrant,
 				}
 				t0 := time.Now()
 				g, err := lockCmd(context.Background(), c, "fleet:fence:many", 10000, "WAIT", 5000, "FENCE")
-				if err != nil || !g.ok {
-					continue // WAIT ran out, or an error: try again until the deadline
+				if err != nil {
+					errs <- fmt.Errorf("client %d: LOCK: %v", i, err)
+					return
+				}
+				if !g.ok {
+					continue // the WAIT ran out: wait again until the deadline
 				}
 				h := rec.Begin(fmt.Sprintf("c%d@%d", i, i%len(f)), "fleet:fence:many", t0, time.Now(), g.validity)
 				mu.Lock()
@@ -381,8 +385,9 @@ func fenceContention(t *testing.T, f fleet, perProxy, rounds int) ([]fenceGrant,
 }
 
 // fleetOwner: one owner enters a lock through A, B and C (in db 3, with a
-// RESP3 client on B); each proxy's LOCKINFO shows the same token and hold
-// count; another owner gets null everywhere until the third UNLOCK.
+// RESP3 client on B), and twice more in one pipelined batch through C;
+// each proxy's LOCKINFO shows the same token and hold count; another owner
+// gets null everywhere until the fifth UNLOCK.
 func fleetOwner(t *testing.T, f fleet) {
 	const key = "fleet:owner"
 	cs := []*redis.Client{fleetClient(t, f[0], 3, 2), fleetClient(t, f[1], 3, 3), fleetClient(t, f[2], 3, 2)}
@@ -395,7 +400,9 @@ func fleetOwner(t *testing.T, f fleet) {
 		}
 		token = g.token
 	}
-	for holds := int64(3); holds > 0; holds-- {
+	pipelineReentry(t, cs[2], key, token)
+	const entered = 5
+	for holds := int64(entered); holds > 0; holds-- {
 		for i, c := range cs {
 			info := lockInfo(t, c, key)
 			if info["verdict"] != "held" || info["token"] != token || info["holds"] != holds {
@@ -404,7 +411,7 @@ func fleetOwner(t *testing.T, f fleet) {
 			}
 			mustNotLock(t, c, names[i], key, 30000, "OWNER", "bob")
 		}
-		at := int(3-holds) % len(cs) // drop the holds through A, then B, then C
+		at := int(entered-holds) % len(cs) // drop the holds through A, B, C, A, B
 		if n := unlock(t, cs[at], key, token); n != 1 {
 			t.Fatalf("UNLOCK through %s with %d holds = %d, want 1", names[at], holds, n)
 		}
@@ -416,6 +423,26 @@ func fleetOwner(t *testing.T, f fleet) {
 	}
 	g := mustLock(t, cs[1], key, 30000, "OWNER", "bob")
 	unlock(t, cs[1], key, g.token)
+}
+
+// pipelineReentry sends two LOCK … OWNER alice in one batch through c;
+// both must reenter with token.
+func pipelineReentry(t *testing.T, c *redis.Client, key, token string) {
+	t.Helper()
+	cmds, err := c.Pipelined(ctxT(t, 10*time.Second), func(p redis.Pipeliner) error {
+		p.Do(context.Background(), "LOCK", key, 30000, "OWNER", "alice")
+		p.Do(context.Background(), "LOCK", key, 30000, "OWNER", "alice")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("pipelined reentry: %v", err)
+	}
+	for i, cmd := range cmds {
+		res, err := cmd.(*redis.Cmd).Slice()
+		if err != nil || len(res) != 2 || res[0] != token {
+			t.Fatalf("pipelined reentry %d = %v, %v; want the token %s", i, res, err, token)
+		}
+	}
 }
 
 // lockInfo reads LOCKINFO's top-level fields, from a RESP2 flat array or

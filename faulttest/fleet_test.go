@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,16 +30,17 @@ const fleetRetryDelay = time.Hour
 // fleet is the proxies' addresses, A, B and C.
 type fleet []string
 
-func startFleet(t *testing.T, servers []*redistest.Server, n int) fleet {
+func startFleet(t *testing.T, servers []*redistest.Server, n int) (fleet, []*redlocktest.Process) {
 	t.Helper()
 	bin := redlocktest.Build(t, "./cmd/redlockd")
 	var f fleet
+	var procs []*redlocktest.Process
 	for range n {
 		p := redlocktest.StartProcess(t, bin, servers, "--node-timeout", "300ms",
 			"--retry-delay", fleetRetryDelay.String())
-		f = append(f, p.Addr)
+		f, procs = append(f, p.Addr), append(procs, p)
 	}
-	return f
+	return f, procs
 }
 
 // fleetClient is a client of the proxy at addr in database db, speaking
@@ -169,7 +171,7 @@ func receive(t *testing.T, ch <-chan lockResult, what string) lockResult {
 
 func TestFleetOfThreeProxies(t *testing.T) {
 	servers := redistest.StartN(t, 3)
-	f := startFleet(t, servers, 3)
+	f, procs := startFleet(t, servers, 3)
 	t.Run("WAIT woken by a release through another proxy", func(t *testing.T) {
 		for _, db := range []int{0, 5} {
 			t.Run(fmt.Sprintf("db %d", db), func(t *testing.T) { fleetWake(t, f, servers, db) })
@@ -180,8 +182,10 @@ func TestFleetOfThreeProxies(t *testing.T) {
 	t.Run("OWNER reenters through every proxy", func(t *testing.T) { fleetOwner(t, f) })
 	t.Run("KEEPALIVE held through the fleet until its connection closes", func(t *testing.T) { fleetKeepalive(t, f, servers) })
 	t.Run("contention over the fleet", func(t *testing.T) { fleetContention(t, f) })
-	// Last: it leaves a backend quarantined and another one down.
-	t.Run("a restarted backend sits out on every proxy", func(t *testing.T) { fleetRestart(t, f, servers) })
+	// The last two end proxy A, then leave a backend quarantined and
+	// another one down.
+	t.Run("draining a proxy releases its kept locks to the others", func(t *testing.T) { fleetDrain(t, f, procs[0], servers) })
+	t.Run("a restarted backend sits out on every proxy", func(t *testing.T) { fleetRestart(t, f[1:], servers) })
 }
 
 // fleetWake: a lock held through A; waiters on B and C. A's UNLOCK wakes
@@ -598,8 +602,27 @@ func fleetLoop(c *redis.Client, rec *check.Recorder, name string, seed int, stop
 	}
 }
 
+// fleetDrain: SIGTERM to proxy A (a drain) releases the KEEPALIVE lock
+// taken through it at once, which wakes a waiter on C. The lock's ttl
+// (60s) outlasts the waiter's WAIT (30s) and its retry tick never comes,
+// so only the release can have granted it.
+func fleetDrain(t *testing.T, f fleet, a *redlocktest.Process, servers []*redistest.Server) {
+	const key = "fleet:drained"
+	mustLock(t, fleetClient(t, f[0], 0, 2), key, 60000, "KEEPALIVE")
+	w := lockAsync(fleetClient(t, f[2], 0, 2), key, 60000, "WAIT", 30000)
+	waitMarked(t, servers, 0, key)
+	a.Signal(t, syscall.SIGTERM)
+	r := receive(t, w, "waiter on C while A drained")
+	if !r.ok {
+		t.Fatal("waiter on C got null: draining A released nothing within its WAIT")
+	}
+	if v, err := fleetClient(t, f[1], 0, 2).Get(ctxT(t, 10*time.Second), key).Result(); err != nil || v != r.token {
+		t.Fatalf("GET through B = %q, %v; want the waiter's token", v, err)
+	}
+}
+
 // fleetRestart: every proxy looks at every backend itself, so a backend
-// restart (without data) quarantines it on all three proxies. The other
+// restart (without data) quarantines it on every proxy of f. The other
 // two still grant through each proxy, fencing tokens still rise, and with
 // one of them killed too no proxy grants on the quarantined backend's vote.
 func fleetRestart(t *testing.T, f fleet, servers []*redistest.Server) {

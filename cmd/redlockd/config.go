@@ -78,6 +78,10 @@ type Config struct {
 	// BackendTLSInsecureSkipVerify accepts any certificate from rediss://
 	// backends (testing only). Default false.
 	BackendTLSInsecureSkipVerify bool
+	// RetryDelay is the longest random pause between two tries of a
+	// blocking LOCK … WAIT; each pause is drawn between a tenth of it and
+	// it. Default 50ms.
+	RetryDelay time.Duration
 
 	// clientTLS and backendTLS are built from the files above by loadConfig.
 	clientTLS, backendTLS *tls.Config
@@ -147,6 +151,8 @@ var settings = []setting{
 			c.BackendTLSInsecureSkipVerify, err = strconv.ParseBool(v)
 			return err
 		}},
+	{"retry-delay", "REDLOCKD_RETRY_DELAY", "50ms", "duration", "longest random pause between two tries of a LOCK … WAIT (drawn from a tenth of it to it); a release wakes waiters before it",
+		durationSetter(func(c *Config) *time.Duration { return &c.RetryDelay })},
 }
 
 // defaultDocs describes defaults that are not a fixed value.
@@ -400,6 +406,7 @@ func (c Config) Validate() error {
 		{c.ClientWriteTimeout < 0, "client-write-timeout", c.ClientWriteTimeout, "must not be negative"},
 		{c.LogFormat != "text" && c.LogFormat != "json", "log-format", c.LogFormat, "must be text or json"},
 		{!validLevel(c.LogLevel), "log-level", c.LogLevel, "must be debug, info, warn or error"},
+		{c.RetryDelay < time.Millisecond, "retry-delay", c.RetryDelay, "must be at least 1ms"},
 	}
 	for _, ch := range checks {
 		if ch.bad {

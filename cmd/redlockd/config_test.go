@@ -37,6 +37,7 @@ func TestConfigDefaults(t *testing.T) {
 		MaxTTL: 24 * time.Hour, MaxWait: time.Hour, SessionTTL: 30 * time.Second, RestartQuarantine: quorum.QuarantineAuto,
 		LogFormat: "text", LogLevel: "info", MaxClients: 10000,
 		MaxRequestSize: 512 << 20, ClientOutputLimit: 64 << 20, PubSubOutputLimit: 32 << 20, ClientWriteTimeout: time.Minute,
+		RetryDelay: 50 * time.Millisecond,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -109,6 +110,9 @@ func TestConfigValues(t *testing.T) {
 					c.SessionTTL == 9*time.Second && c.MetricsAddr == ":9121"
 			}},
 		{"zero drift", []string{"--drift-factor", "0"}, nil, "", func(c Config) bool { return c.DriftFactor == 0 }},
+		{"retry delay default", nil, nil, "", func(c Config) bool { return c.RetryDelay == 50*time.Millisecond }},
+		{"retry delay env", nil, map[string]string{"REDLOCKD_RETRY_DELAY": "2s"}, "",
+			func(c Config) bool { return c.RetryDelay == 2*time.Second }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,6 +176,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative output limit", []string{"--client-output-limit", "-1"}, nil, "", `invalid --client-output-limit "-1": not a size (e.g. 1048576, 512kb, 64mb, 1gb)`},
 		{"tiny pub/sub limit", []string{"--client-output-limit-pubsub", "100"}, nil, "", `invalid --client-output-limit-pubsub "100": must be at least 1kb`},
 		{"bad bool", []string{"--backend-tls-insecure-skip-verify=maybe"}, nil, "", ""},
+		{"zero retry delay", []string{"--retry-delay", "0"}, nil, "", `invalid --retry-delay "0s": must be at least 1ms`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

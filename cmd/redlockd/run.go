@@ -76,6 +76,7 @@ func stackConfig(cfg Config, log *slog.Logger) stack.Config {
 	c.MaxTTL, c.RestartQuarantine = cfg.MaxTTL, cfg.RestartQuarantine
 	c.MaxWait, c.SessionTTL = cfg.MaxWait, cfg.SessionTTL
 	c.Password, c.Version, c.MetricsAddr, c.Logger = cfg.RequirePass, Version, cfg.MetricsAddr, log
+	c.RetryDelay = cfg.RetryDelay
 	// 0 means "no limit" here as on the flags.
 	c.Proxy = proxy.Options{
 		Logger: log, TLSConfig: cfg.clientTLS, MaxClients: cfg.MaxClients,

@@ -34,6 +34,7 @@ func TestFlagDefaultsAreTheStack(t *testing.T) {
 		{"restart quarantine", got.RestartQuarantine, want.RestartQuarantine},
 		{"max wait", got.MaxWait, want.MaxWait},
 		{"session ttl", got.SessionTTL, want.SessionTTL},
+		{"retry delay", got.RetryDelay, want.RetryDelay},
 		{"listener limits", lim(got), lim(want)},
 	} {
 		if d.got != d.want {

@@ -73,6 +73,10 @@ type Config struct {
 	// Tune, when set, adjusts the quorum's configuration last (tests: retry
 	// jitter, a quarantine of their own). Default nil.
 	Tune func(*quorum.Config)
+	// RetryDelay is the longest random pause between two tries of a
+	// blocking acquire; each pause is drawn between a tenth of it and it.
+	// 0 keeps the quorum's own. Default 50ms.
+	RetryDelay time.Duration
 }
 
 // DefaultConfig returns the documented defaults: those of the flags.
@@ -90,7 +94,8 @@ func DefaultConfig() Config {
 			MaxReplyBytes: proxy.DefaultMaxReplyBytes, WriteTimeout: proxy.DefaultWriteTimeout,
 			MaxPubSubBytes: proxy.DefaultMaxPubSubBytes,
 		},
-		Logger: slog.Default(),
+		Logger:     slog.Default(),
+		RetryDelay: 50 * time.Millisecond,
 	}
 }
 
@@ -120,6 +125,9 @@ func (c Config) quorumConfig(obs quorum.Observer) quorum.Config {
 	}
 	q.Logger = c.Logger
 	q.Observer = obs
+	if c.RetryDelay > 0 {
+		q.RetryDelayMin, q.RetryDelayMax = c.RetryDelay/10, c.RetryDelay
+	}
 	if c.Tune != nil {
 		c.Tune(&q)
 	}

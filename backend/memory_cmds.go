@@ -58,6 +58,10 @@ var memKinds = [...]struct {
 	quorum.Unsubscribe:      {"Unsubscribe", 0, (*memOp).unsubscribe},
 	quorum.Publish:          {"Publish", 0, (*memOp).publish},
 	quorum.CompareAndSwap:   {"CompareAndSwap", memNeedTTL, (*memOp).compareAndSwap},
+	quorum.AcquireShared:    {"AcquireShared", memNeedTTL, (*memOp).acquireShared},
+	quorum.ExtendShared:     {"ExtendShared", memNeedTTL, (*memOp).extendShared},
+	quorum.ReleaseShared:    {"ReleaseShared", 0, (*memOp).releaseShared},
+	quorum.ReadShared:       {"ReadShared", 0, (*memOp).readShared},
 }
 
 // memKindName is the name Calls counts k under.
@@ -171,10 +175,14 @@ func (s *memOp) setNX() quorum.Reply {
 	if _, held := s.lookup(s.c.Key); held {
 		if s.c.Add > 0 {
 			s.mark(s.c.Key, s.c.Add)
+			s.markWriter(s.c.Key, s.c.Add)
 		}
 		return quorum.Reply{}
 	}
 	s.put(s.c.Key, s.c.Token, s.c.TTL)
+	if s.c.Add > 0 {
+		s.del(quorum.WriterKey(s.c.Key))
+	}
 	return quorum.Reply{OK: true}
 }
 

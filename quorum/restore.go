@@ -35,6 +35,10 @@ func (c *Cluster) restore(key, token string, ttl time.Duration, missing []bool) 
 		holds = c.maxHolds(key, token, missing)
 	}
 	cmd := Cmd{Kind: RestoreHeld, Key: key, Token: token, N: holds, TTL: ttl}
+	if IsSharedToken(token) {
+		// A reader comes back as a reader, where no writer holds the key.
+		cmd = Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl}
+	}
 	c.collect(OpExtend, func(i int) (Cmd, bool) { return cmd, missing[i] }, okVote)
 }
 

@@ -133,11 +133,14 @@ func TestSharedWriterNotStarved(t *testing.T) {
 	var reads atomic.Int64
 	for i := range 4 {
 		c := []*redlocktest.Instance{a, b}[i%2].Client(t, 2)
-		wg.Go(func() { readerStream(c, rec, fmt.Sprintf("r%d", i), key, &stopped, &reads) })
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * readerHold / 4) // staggered, so that their holds overlap
+			readerStream(c, rec, fmt.Sprintf("r%d", i), key, &stopped, &reads)
+		})
 	}
 	t.Cleanup(func() { stopped.Store(true); wg.Wait() })
 	pollFor(t, "the readers' stream", func() bool { return reads.Load() >= 8 })
-	w := b.Client(t, 2)
+	w := waitClient(t, b)
 	t0 := time.Now()
 	res, err := w.Do(ctxT(t), "LOCK", key, 5000, "WAIT", 8000).Slice()
 	got := time.Now()
@@ -160,7 +163,10 @@ func TestSharedWriterNotStarved(t *testing.T) {
 	}
 }
 
-// readerStream takes read locks on key back to back, each held 150ms,
+// readerHold is how long each reader of a stream holds.
+const readerHold = 160 * time.Millisecond
+
+// readerStream takes read locks on key back to back, each held readerHold,
 // until stopped: with several streams the key is never free of readers.
 func readerStream(c *redis.Client, rec *check.Recorder, name, key string, stopped *atomic.Bool, reads *atomic.Int64) {
 	ctx := context.Background()
@@ -173,7 +179,7 @@ func readerStream(c *redis.Client, rec *check.Recorder, name, key string, stoppe
 			continue
 		}
 		h := rec.BeginKind(name, key, check.Shared, t0, got, time.Duration(v)*time.Millisecond)
-		time.Sleep(150 * time.Millisecond) // the reader's work
+		time.Sleep(readerHold) // the reader's work
 		h.End()
 		reads.Add(1)
 		_ = c.Do(ctx, "UNLOCK", key, tok).Err()

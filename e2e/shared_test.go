@@ -75,6 +75,15 @@ func readersOn(t *testing.T, backends []*redistest.Server, key string) ([]int64,
 	return ns, vals
 }
 
+// waitClient is a RESP2 client of in whose replies may take as long as a
+// LOCK … WAIT of the tests (go-redis reads for 3s by default).
+func waitClient(t *testing.T, in *redlocktest.Instance) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: 2, ReadTimeout: 30 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // redlockV5Acquire is node-redlock v5's acquire script: all keys absent →
 // set them all, else 0.
 const redlockV5Acquire = `
@@ -274,7 +283,7 @@ func TestSharedWaitWoken(t *testing.T) {
 	backends := redistest.StartN(t, 3)
 	holdVia := redlocktest.StartOver(t, backends, redlocktest.Options{})
 	waitVia := redlocktest.StartOver(t, backends, redlocktest.Options{Quorum: slowRetries})
-	holder, waiter := holdVia.Client(t, 2), waitVia.Client(t, 2)
+	holder, waiter := holdVia.Client(t, 2), waitClient(t, waitVia)
 	const key = "rw:wait"
 	wait := (slowJitter / 2).Milliseconds()
 	wtok, _ := lock(t, holder, key, 60000)
@@ -285,7 +294,7 @@ func TestSharedWaitWoken(t *testing.T) {
 	got := make(chan readerReply, 2)
 	for range 2 {
 		go func() {
-			tok, _, ok, err := lockSharedReply(context.Background(), waitVia.Client(t, 2), key, 60000, "WAIT", wait)
+			tok, _, ok, err := lockSharedReply(context.Background(), waitClient(t, waitVia), key, 60000, "WAIT", wait)
 			if err == nil && !ok {
 				err = errors.New("LOCK SHARED WAIT answered null")
 			}

@@ -334,10 +334,11 @@ func TestSharedWaitWoken(t *testing.T) {
 }
 
 // A reader that hangs up while it waits stops waiting and takes nothing;
-// a writer that hangs up while it waits takes its mark away, so readers
-// get in again.
+// a writer that hangs up while it waits takes its mark away at once, so
+// readers get in again. (The long node timeout makes each of the writer's
+// marks live 20s: only its removal lets them go within the poll's 10s.)
 func TestSharedHangUpWhileWaiting(t *testing.T) {
-	in := redlocktest.Start(t, redlocktest.Options{})
+	in := redlocktest.Start(t, redlocktest.Options{NodeTimeout: 5 * time.Second})
 	c := in.Client(t, 2)
 	const key = "rw:gone"
 	wtok, _ := lock(t, c, key, 60000)
@@ -369,10 +370,15 @@ func TestSharedHangUpWhileWaiting(t *testing.T) {
 	})
 	wantSharedNull(t, c, key, "a reader while the writer waits")
 	wconn.Close()
-	pollFor(t, "a reader after the writer hung up", func() bool {
-		_, _, ok, err := lockSharedReply(ctxT(t), c, key, 60000)
-		return ok && err == nil
+	pollFor(t, "the hung-up writer's mark to go", func() bool {
+		for _, s := range in.Backends {
+			if n, _ := s.Client().Exists(ctxT(t), quorum.WriterKey(key)).Result(); n != 0 {
+				return false
+			}
+		}
+		return true
 	})
+	lockShared(t, c, key, 60000)
 	if n, err := c.Do(ctxT(t), "UNLOCK", key, rtok).Int(); n != 1 || err != nil {
 		t.Fatalf("first reader's UNLOCK = %d %v", n, err)
 	}
@@ -397,4 +403,28 @@ func TestSharedMinorityDown(t *testing.T) {
 		}
 	}
 	lock(t, ca, key, 1000)
+}
+
+// A read lock that reaches only a minority is taken back where it landed,
+// and only it: a reader already there keeps its hold.
+func TestSharedFailedRoundLeavesNothing(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	const key = "rw:undo"
+	first := lockShared(t, c, key, 60000)
+	for _, s := range in.Backends[1:] {
+		if err := s.Client().Set(ctxT(t), key, "writer", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantSharedNull(t, c, key, "a reader where a writer holds a majority")
+	ns, vals := readersOn(t, in.Backends, key)
+	if ns[0] != 1 || vals[0] != quorum.SharedMarker || readerExpiry(t, in.Backends[0], key, first) == 0 {
+		t.Fatalf("backend 0 after the failed round: %d readers, key %q; want the first reader alone", ns[0], vals[0])
+	}
+	for _, s := range in.Backends[1:] {
+		if v, _ := s.Client().Get(ctxT(t), key).Result(); v != "writer" {
+			t.Fatalf("backend %s: key %q, want the writer's", s.Addr(), v)
+		}
+	}
 }

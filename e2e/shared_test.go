@@ -428,3 +428,41 @@ func TestSharedFailedRoundLeavesNothing(t *testing.T) {
 		}
 	}
 }
+
+// The backends restart empty one at a time: a KEEPALIVE reader stays held
+// throughout, is put back on each restarted backend as a reader, and no
+// writer is granted the key meanwhile.
+func TestSharedKeptReaderSurvivesRollingRestart(t *testing.T) {
+	in := redlocktest.Start(t, restartOptions())
+	a := soleClient(t, in)
+	other := in.Client(t, 2)
+	pollFor(t, "every backend watched", func() bool {
+		for _, s := range in.Cluster.NodeStates() {
+			if s.RunID == "" {
+				return false
+			}
+		}
+		return true
+	})
+	const key = "rw:restart"
+	tok := lockShared(t, a, key, 1500, "KEEPALIVE")
+	for i, s := range in.Backends {
+		old := in.Cluster.NodeStates()[i].RunID
+		s.Restart(t)
+		pollFor(t, "the restart seen", func() bool { return in.Cluster.NodeStates()[i].RunID != old })
+		wantNull(t, other, "a writer during the restart", "LOCK", key, 1000)
+		pollFor(t, "the reader restored on the restarted backend", func() bool {
+			return !in.Cluster.NodeStates()[i].Quarantined && readerExpiry(t, s, key, tok) > 0
+		})
+		if v := s.Client().Get(ctxT(t), key).Val(); v != quorum.SharedMarker {
+			t.Fatalf("restarted backend %d stores %q, want the marker", i, v)
+		}
+		wantNull(t, other, "a writer after the restart", "LOCK", key, 1000)
+	}
+	if n := in.Handler.KeepaliveStats().Lost; n != 0 {
+		t.Fatalf("%d kept lock(s) counted lost", n)
+	}
+	if n, err := a.Do(ctxT(t), "UNLOCK", key, tok).Int(); n != 1 || err != nil {
+		t.Fatalf("UNLOCK = %d, %v; want 1", n, err)
+	}
+}

@@ -218,3 +218,47 @@ func waitMarked(t *testing.T, m []*backend.Memory) {
 		time.Sleep(2 * time.Millisecond) // polling the nodes
 	}
 }
+
+// A reader's release that a node missed is sent again once the node
+// answers, as a reader's release: the reader goes there too.
+func TestSharedReleaseRetried(t *testing.T) {
+	c, m := ownerCluster(t, nil)
+	ctx := context.Background()
+	l, err := c.AcquireShared(ctx, "k", ownerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m[0].SetFault(errors.New("down"))
+	if ok, err := c.Release(ctx, "k", l.Token); !ok || err != nil {
+		t.Fatalf("Release with a node down = %v %v", ok, err)
+	}
+	m[0].SetFault(nil)
+	for deadline := time.Now().Add(5 * time.Second); readers(t, m[0]) != -1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the missed release never reached m1: %d readers", readers(t, m[0]))
+		}
+		time.Sleep(5 * time.Millisecond) // the retrier runs every 20ms
+	}
+}
+
+// A kept reader's renewal puts the reader back on a node that lost it,
+// as a reader.
+func TestSharedRenewKeptRestoresReader(t *testing.T) {
+	c, m := ownerCluster(t, nil)
+	ctx := context.Background()
+	l, err := c.AcquireShared(ctx, "k", ownerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodetest.Delete(ctx, m[0], "k", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RenewKept(ctx, "k", l.Token, ownerTTL); err != nil {
+		t.Fatalf("RenewKept: %v", err)
+	}
+	wantReaders(t, m, 1)
+	if ok, err := c.Release(ctx, "k", l.Token); !ok || err != nil {
+		t.Fatalf("Release after the restore = %v %v", ok, err)
+	}
+	wantState(t, m[0], "", 0)
+}

@@ -466,3 +466,37 @@ func TestSharedKeptReaderSurvivesRollingRestart(t *testing.T) {
 		t.Fatalf("UNLOCK = %d, %v; want 1", n, err)
 	}
 }
+
+// A read lock taken after SELECT lives in that db of every backend and
+// excludes writers there only; IFEQ refuses to hand over a read lock.
+func TestSharedSelectAndHandOver(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := soleClient(t, in)
+	const key = "rw:db"
+	ctx := ctxT(t)
+	if err := c.Do(ctx, "SELECT", 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tok := lockShared(t, c, key, 30000)
+	for i, s := range in.Backends {
+		db3 := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: 3})
+		n, err := db3.ZCard(ctx, quorum.SharedKey(key)).Result()
+		db3.Close()
+		if n != 1 || err != nil {
+			t.Fatalf("backend %d db 3: %d readers (%v)", i, n, err)
+		}
+		if n, _ := s.Client().Exists(ctx, key).Result(); n != 0 {
+			t.Fatalf("backend %d holds the key in db 0", i)
+		}
+	}
+	wantNull(t, c, "a writer in db 3", "LOCK", key, 1000)
+	lock(t, in.Client(t, 2), key, 1000) // db 0 is another lock
+	for _, args := range [][]any{{"SET", key, "x", "PX", 1000, "IFEQ", quorum.SharedMarker}, {"SET", key, "x", "PX", 1000, "IFEQ", tok}} {
+		if err := c.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), "SHARED") {
+			t.Fatalf("%v = %v; want the refusal", args, err)
+		}
+	}
+	if n, err := c.Do(ctx, "UNLOCK", key, tok).Int(); n != 1 || err != nil {
+		t.Fatalf("UNLOCK in db 3 = %d %v", n, err)
+	}
+}

@@ -210,6 +210,20 @@ func TestSharedRenewUnlockFenceInfo(t *testing.T) {
 	if n, err := c.Eval(ctx, cad, []string{key}, r3).Int(); n != 1 || err != nil {
 		t.Fatalf("compare-and-delete script of a reader = %d %v", n, err)
 	}
+	pipe = c.Pipeline()
+	l1 := pipe.Do(ctx, "LOCK", key, 10000, "SHARED")
+	l2 := pipe.Do(ctx, "LOCK", key, 10000)
+	l3 := pipe.Do(ctx, "LOCK", key, 10000, "SHARED")
+	_, _ = pipe.Exec(ctx)
+	g1, _ := l1.Val().([]any)
+	g3, _ := l3.Val().([]any)
+	if len(g1) != 2 || !errors.Is(l2.Err(), redis.Nil) || len(g3) != 2 {
+		t.Fatalf("pipelined reader, writer, reader = %v, %v %v, %v", l1.Val(), l2.Val(), l2.Err(), l3.Val())
+	}
+	r4, _ := g3[0].(string)
+	if n, err := c.Do(ctx, "DELIFEQ", key, r4).Int(); n != 1 || err != nil {
+		t.Fatalf("DELIFEQ of a reader = %d %v", n, err)
+	}
 	if n, err := c.Del(ctx, key).Result(); n != 1 || err != nil {
 		t.Fatalf("DEL of a key held shared = %d %v", n, err)
 	}

@@ -94,10 +94,11 @@ func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mar
 func (c *Cluster) AcquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
 	w := c.wake.join(c.db, key)
-	token := NewSharedToken()
 	var mark time.Duration
 	for {
-		l, err := c.acquireShared(ctx, key, token, ttl, mark)
+		// A fresh token per round: a late retry of one round's undo can
+		// then never remove the reader a later round granted.
+		l, err := c.acquireShared(ctx, key, NewSharedToken(), ttl, mark)
 		if err == nil || errors.Is(err, ErrInvalidTTL) {
 			c.wake.leave(w, err == nil)
 			if err == nil {

@@ -83,6 +83,8 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		} else {
 			c.script(restoreHeldScript, readYes, []string{k, hk}, cmd.Token, quorum.FormatHolds(cmd.Token, cmd.N), c.ms(cmd.TTL))
 		}
+	case quorum.ReadPermits, quorum.AcquirePermit, quorum.ExtendPermit, quorum.ReleasePermit:
+		return c.buildPermits(cmd, channel)
 	case quorum.AcquireShared, quorum.ExtendShared, quorum.ReleaseShared, quorum.ReadShared:
 		return c.buildShared(cmd, channel)
 	default:

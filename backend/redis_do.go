@@ -154,6 +154,8 @@ var opNames = [...]string{
 	quorum.Eval: "EVALSHA", quorum.UndoEval: "undo script", quorum.RaiseHorizon: "raise horizon",
 	quorum.ReadHorizon: "read horizon", quorum.Subscribe: "SUBSCRIBE", quorum.Unsubscribe: "UNSUBSCRIBE",
 	quorum.Publish: "PUBLISH", quorum.CompareAndSwap: "compare-and-swap",
+	quorum.ReadPermits: "read permits", quorum.AcquirePermit: "acquire permit",
+	quorum.ExtendPermit: "extend permit", quorum.ReleasePermit: "release permit",
 	quorum.AcquireShared: "acquire shared", quorum.ExtendShared: "extend shared",
 	quorum.ReleaseShared: "release shared", quorum.ReadShared: "read shared",
 }

@@ -60,7 +60,7 @@ type lockOptions struct {
 
 // maxPermits bounds PERMITS n: each node keeps and scans one slot per
 // permit.
-const maxPermits = 1000
+const maxPermits = quorum.MaxPermits
 
 var msgBadPermits = fmt.Sprintf("ERR PERMITS must be an integer from 1 to %d", maxPermits)
 
@@ -215,6 +215,8 @@ func lockKindsExclude(o *lockOpts) string {
 		return "TOKEN with SHARED or PERMITS: each holder's token is chosen by the proxy"
 	case o.fair && (o.shared || o.permits > 0):
 		return "FAIR with SHARED or PERMITS: the fair queue is for exclusive locks"
+	case quorum.IsPermitToken(o.token):
+		return "TOKEN permit:…: tokens of that form name a slot of LOCK … PERMITS and are chosen by the proxy"
 	}
 	return ""
 }

@@ -19,6 +19,8 @@ func init() {
 // its fencing counter and of its hold count, read concurrently.
 type lockInfo struct {
 	lock, fence, holds quorum.Inspection
+	// permits is the slots' view of a semaphore's key; nil for other keys.
+	permits *quorum.PermitsView
 	// readers is each backend's count of live readers of a key held
 	// SHARED (-1: not held so there).
 	readers []int64
@@ -47,7 +49,7 @@ func (h *Handler) cmdLockInfo(c *call) {
 	c.w.WriteBulkString("fence")
 	writeOptInt(c.w, maxFence(info.fence))
 	c.w.WriteBulkString("holds")
-	writeOptInt(c.w, agreedHolds(info, v == "held"))
+	writeOptInt(c.w, lockHolds(info, v == "held"))
 	c.w.WriteBulkString("backends")
 	c.w.WriteArray(len(info.lock.Nodes))
 	for i := range info.lock.Nodes {
@@ -62,6 +64,10 @@ func (h *Handler) inspectLock(ctx context.Context, cl *quorum.Cluster, key strin
 	wg.Go(func() { info.holds = cl.Inspect(ctx, quorum.HoldsKey(key)) })
 	wg.Go(func() { info.readers = cl.SharedReaders(ctx, key) })
 	info.lock = cl.Inspect(ctx, key)
+	if n, ok := permitsOf(info.lock); ok {
+		p := cl.InspectPermits(ctx, key, n)
+		info.permits = &p
+	}
 	wg.Wait()
 	return info
 }
@@ -91,7 +97,7 @@ func writeBackendView(w Writer, info lockInfo, i int) {
 	w.WriteBulkString("fence")
 	writeOptInt(w, nodeFence(info.fence.Nodes[i]))
 	w.WriteBulkString("holds")
-	writeOptInt(w, info.holdsAt(i))
+	writeOptInt(w, backendHolds(info, i))
 }
 
 // nodePTTL answers as Redis's PTTL would on that node: -2 absent (or no

@@ -27,6 +27,31 @@ const reservedPrefix = "redlockd:"
 // msgReservedKey is SPEC §3's refusal of a key in the reserved namespace.
 const msgReservedKey = "ERR key is in redlockd's reserved namespace"
 
+// msgReservedValue refuses a lock value in the reserved namespace: the
+// nodes write such values themselves (the markers of a key held by readers
+// or by a semaphore's permits), and a client's copy would pass for one.
+const msgReservedValue = "ERR value is in redlockd's reserved namespace"
+
+// reservedRefusal is the error a command gets for naming the proxy's own
+// namespace, or "": a key in it, or, for a command that changes locks,
+// any argument in it (a token, a compared value). A script's arguments
+// are checked where it runs (an argument may name a key); PUBLISH's
+// message is the client's own text.
+func reservedRefusal(cmd *command, args [][]byte) string {
+	if namesReservedKey(cmd.keys, args) {
+		return msgReservedKey
+	}
+	if !cmd.write || cmd.keys == keysEval || cmd.name == "publish" {
+		return ""
+	}
+	for _, a := range args[1:] {
+		if bytes.HasPrefix(a, []byte(reservedPrefix)) {
+			return msgReservedValue
+		}
+	}
+	return ""
+}
+
 // keyArgs returns the keys that args (the name first) name under layout;
 // ok is false when EVAL's numkeys does not say where they are, which the
 // command itself refuses.

@@ -59,6 +59,7 @@ func TestLockKindOptionsRefused(t *testing.T) {
 		{[]string{"LOCK", "a", "1000", "PERMITS", "2", "TOKEN", "t"}, "-ERR redlockd does not support this form of 'lock': TOKEN with"},
 		{[]string{"LOCK", "a", "1000", "SHARED", "FAIR"}, "-ERR redlockd does not support this form of 'lock': FAIR with"},
 		{[]string{"LOCK", "a", "1000", "PERMITS", "3", "FAIR"}, "-ERR redlockd does not support this form of 'lock': FAIR with"},
+		{[]string{"LOCK", "a", "1000", "TOKEN", "permit:2:0:x"}, "-ERR redlockd does not support this form of 'lock': TOKEN permit:"},
 	}
 	for _, tt := range tests {
 		if got := f.do(tt.cmd...); !strings.HasPrefix(got, tt.want) {

@@ -157,3 +157,43 @@ func shortCall(call []string) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// TestReservedValuesRefused: a value the nodes write themselves (the
+// marker a semaphore's key holds while permits are held) cannot be given
+// as a client's token or compared value: a copy would pass for the marker,
+// and a compare-and-delete of the marker would free the key under its
+// permits. Each such command is refused and changes nothing.
+func TestReservedValuesRefused(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	f := client(t, redisHandler(t, servers, Options{MaxTTL: time.Hour}))
+	if got := f.do("LOCK", "sem", "600000", "PERMITS", "2"); !strings.HasPrefix(got, "[$permit:2:") {
+		t.Fatalf("LOCK sem PERMITS 2 = %q", got)
+	}
+	marker := "redlockd:permits:2"
+	for _, s := range servers {
+		eventually(t, 5*time.Second, "marker stored on "+s.Addr(), func() bool {
+			v, err := s.Client().Get(context.Background(), "sem").Result()
+			return err == nil && v == marker
+		})
+	}
+	want := snapshot(t, servers)
+	calls := [][]string{
+		{"UNLOCK", "sem", marker}, {"RENEW", "sem", marker, "600000"},
+		{"DELIFEQ", "sem", marker}, {"DELEX", "sem", "IFEQ", marker},
+		{"SET", "sem", "mine", "PX", "600000", "IFEQ", marker},
+		{"SET", "free", marker, "NX", "PX", "600000"}, {"SET", "free", marker},
+		{"LOCK", "free", "600000", "TOKEN", marker},
+		{"SET", "free", "redlockd:shared", "NX", "PX", "600000"},
+	}
+	for _, call := range calls {
+		if got := f.do(call...); got != "-ERR value is in redlockd's reserved namespace" {
+			t.Errorf("%v = %q, want the reserved-value error", call, got)
+		}
+	}
+	if got := snapshot(t, servers); !maps.Equal(got, want) {
+		t.Errorf("refused commands changed the backends:\nbefore %v\nafter  %v", want, got)
+	}
+	if got := f.do("PUBLISH", "news", "redlockd:is a word here"); strings.HasPrefix(got, "-") {
+		t.Errorf("PUBLISH of a message that starts with redlockd: = %q", got)
+	}
+}

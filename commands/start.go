@@ -13,12 +13,12 @@ import (
 // called exactly once, possibly before Start returns, and must not block;
 // w must stay usable until then. Start reports false, having done
 // nothing, for a request without such a form (or one Run answers with an
-// error before any round: a bad arity, no login, a reserved key): the
+// error before any round: a bad arity, no login, a reserved key or value): the
 // caller then Runs it. Like Run, Start keeps nothing of r.Args.
 func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 	cmd := r.cmd
 	args := r.Args
-	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || namesReservedKey(cmd.keys, args) {
+	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || reservedRefusal(cmd, args) != "" {
 		return false
 	}
 	c, finish := h.startCall(s, cmd, args, w, done)

@@ -141,12 +141,13 @@ func (h *Handler) runObserved(o Observer, cmd *command, args [][]byte, oc *obser
 	o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0))
 }
 
-// runChecked runs c (args with the name first) unless it names a reserved
-// key. That is checked before the command parses anything else, as Redis
-// checks a key's permission: a reserved key changes nothing on any backend.
+// runChecked runs c (args with the name first) unless it names the
+// reserved namespace. That is checked before the command parses anything
+// else, as Redis checks a key's permission: a reserved key or value
+// changes nothing on any backend.
 func (h *Handler) runChecked(cmd *command, args [][]byte, c *call) {
-	if namesReservedKey(cmd.keys, args) {
-		c.w.WriteError(msgReservedKey)
+	if msg := reservedRefusal(cmd, args); msg != "" {
+		c.w.WriteError(msg)
 		return
 	}
 	cmd.run(h, c)

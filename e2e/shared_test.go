@@ -173,10 +173,14 @@ func TestSharedRenewUnlockFenceInfo(t *testing.T) {
 	if p, err := c.PTTL(ctx, key).Result(); err != nil || p <= 30*time.Second {
 		t.Fatalf("PTTL after a reader's RENEW = %v %v; want the longest reader's", p, err)
 	}
-	for _, args := range [][]any{{"UNLOCK", key, quorum.SharedMarker}, {"RENEW", key, quorum.SharedMarker, 1000}} {
-		if v, err := c.Do(ctx, args...).Result(); err != nil && !errors.Is(err, redis.Nil) || (err == nil && v != int64(0)) {
-			t.Fatalf("%v = %v %v; want 0 or null", args, v, err)
+	// The marker is the nodes' own value: no client may name it.
+	for _, args := range [][]any{{"UNLOCK", key, quorum.SharedMarker}, {"RENEW", key, quorum.SharedMarker, 1000}, {"DELIFEQ", key, quorum.SharedMarker}} {
+		if err := c.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), "reserved namespace") {
+			t.Fatalf("%v = %v; want the reserved-value refusal", args, err)
 		}
+	}
+	if ns, _ := readersOn(t, in.Backends, key); ns[0] != 2 || ns[1] != 2 || ns[2] != 2 {
+		t.Fatalf("readers after the refused commands: %v, want 2 everywhere", ns)
 	}
 	info, err := c.Do(ctx, "LOCKINFO", key).Slice()
 	if err != nil {
@@ -506,7 +510,7 @@ func TestSharedSelectAndHandOver(t *testing.T) {
 	wantNull(t, c, "a writer in db 3", "LOCK", key, 1000)
 	lock(t, in.Client(t, 2), key, 1000) // db 0 is another lock
 	for _, args := range [][]any{{"SET", key, "x", "PX", 1000, "IFEQ", quorum.SharedMarker}, {"SET", key, "x", "PX", 1000, "IFEQ", tok}} {
-		if err := c.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), "SHARED") {
+		if err := c.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), "SHARED") && !strings.Contains(err.Error(), "reserved namespace") {
 			t.Fatalf("%v = %v; want the refusal", args, err)
 		}
 	}

@@ -87,7 +87,7 @@ func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
 // fenceOnce is one reading and raising of l's fencing counters.
 func (c *Cluster) fenceOnce(_ context.Context, l *Lock) (int64, error) {
 	t0 := c.cfg.Now()
-	fk := FenceKey(l.Key)
+	fk := fenceKeyOf(l)
 	top, err := c.readFences(fk)
 	if err != nil {
 		return 0, err

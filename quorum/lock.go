@@ -116,7 +116,7 @@ func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify 
 // answer gets the release again later (see retrier). notify: a user's
 // release, announced to waiters.
 func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify bool, leave func(int) bool, then func(*round, tally)) {
-	cmd := releaseCmd(key, token, notify)
+	cmd := Cmd{Kind: releaseKind(token), Key: key, Token: token, Notify: notify}
 	ask := func(i int) (Cmd, bool) { return cmd, leave == nil || !leave(i) }
 	c.collectThen(op, ask, okVote, func(r *round, t tally) {
 		for i := range r.calls {

@@ -194,6 +194,32 @@ const (
 	// token, -1 absent.
 	CompareAndSwap
 
+	// The semaphore (LOCK … PERMITS n) commands; see permits.go. Key is
+	// the semaphore's key; a permit token names its n and slot
+	// (ParsePermitToken), and so its slot key and the key's marker.
+	//
+	// ReadPermits: read Key's value and each of the N slots. OK: always;
+	// Token: Key's value ("" when absent); Value: an array of N elements,
+	// the token holding each slot or nil. With Add > 0 and Key present,
+	// Key is marked as waited for during Add, as SetNX does.
+	ReadPermits
+	// AcquirePermit: if Key is absent or holds the marker of the token's
+	// n, and the token's slot is free, store the slot = Token for TTL and
+	// Key = the marker with at least TTL left (never shortened). OK:
+	// stored. Otherwise N is the n of a marker of another n (0 when the
+	// refusal is something else), and with Add > 0 Key is marked as
+	// waited for, as SetNX does.
+	AcquirePermit
+	// ExtendPermit: if the token's slot holds Token, set its ttl to TTL
+	// and raise Key's marker to at least TTL. OK: done.
+	ExtendPermit
+	// ReleasePermit: delete the token's slot if it holds Token; Key's
+	// marker then lives as long as the longest slot left, or is deleted
+	// with none left. OK: deleted; N: 1 deleted, 0 held by another token,
+	// -1 absent. With Notify, a deletion is announced where waiters marked
+	// Key.
+	ReleasePermit
+
 	// The read-write lock (LOCK … SHARED, see shared.go). While readers
 	// hold Key it stores SharedMarker with the expiry of the longest
 	// reader; the readers' tokens and expiries live at SharedKey(Key), and

@@ -267,6 +267,9 @@ func (c *Cluster) renew(key, token string, ttl time.Duration) (v time.Duration, 
 	if IsOwnerToken(token) {
 		cmd.Kind = ExtendHeld
 	}
+	if IsPermitToken(token) {
+		cmd.Kind = ExtendPermit
+	}
 	if IsSharedToken(token) {
 		cmd.Kind = ExtendShared
 	}

@@ -246,7 +246,7 @@ func (r *retrier) drain(i int) {
 
 // retry sends e to n again; deleted true ends the entry.
 func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted bool, err error) {
-	cmd := releaseCmd(e.key, e.token, false)
+	cmd := Cmd{Kind: releaseKind(e.token), Key: e.key, Token: e.token}
 	if e.undo != nil {
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}

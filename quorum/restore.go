@@ -35,6 +35,11 @@ func (c *Cluster) restore(key, token string, ttl time.Duration, missing []bool) 
 		holds = c.maxHolds(key, token, missing)
 	}
 	cmd := Cmd{Kind: RestoreHeld, Key: key, Token: token, N: holds, TTL: ttl}
+	if IsPermitToken(token) {
+		// A permit's slot is taken again where it is free, as a permit
+		// round would (the marker with it).
+		cmd = Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl}
+	}
 	if IsSharedToken(token) {
 		// A reader comes back as a reader, where no writer holds the key.
 		cmd = Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl}

@@ -117,16 +117,6 @@ func (c *Cluster) AcquireSharedWait(ctx context.Context, key string, ttl, wait t
 	}
 }
 
-// releaseCmd is the compare-and-delete of token on key: a reader's
-// removal for a reader token.
-func releaseCmd(key, token string, notify bool) Cmd {
-	kind := CompareAndDelete
-	if IsSharedToken(token) {
-		kind = ReleaseShared
-	}
-	return Cmd{Kind: kind, Key: key, Token: token, Notify: notify}
-}
-
 // dropWriterMark deletes the mark of a writer that waited for key, on
 // every node, without waiting: its client is gone, and the readers it
 // kept out need not wait for the mark to run out. Another writer still

@@ -1,0 +1,350 @@
+package quorum
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Semaphores (LOCK … PERMITS n).
+//
+// A count of holders per node, granted on a majority, does not bound the
+// holders: with n = 2 on three nodes, A counted on {1,2}, B on {2,3} and C
+// on {1,3} each have a majority while no node counts more than two, and
+// three hold a 2-permit semaphore. So a semaphore of n permits is n
+// ordinary Redlock mutexes, its slots 0..n-1 (PermitSlotKey), and a holder
+// holds one slot on a majority. Two holders of one slot would need two
+// majorities that do not meet, so at most one holds each slot, and at most
+// n hold the semaphore.
+//
+// The key itself holds a marker naming n (PermitsMarker) on every node
+// where a slot is held, for at least as long as the longest slot there:
+// an exclusive lock of the key (SET NX) finds it present, and a permit is
+// refused where the key holds anything but the marker of its n. A holder
+// of a majority of slots and a holder of the key on a majority would meet
+// on a node holding both, which no node allows.
+//
+// A permit's token names its n and slot (NewPermitToken), so that
+// RENEW, UNLOCK, KEEPALIVE and FENCE reach the slot from the token alone,
+// on any proxy: every piece of state is on the nodes, written by each
+// node's command in one atomic step.
+
+// MaxPermits is the largest n of a semaphore: a node reads every slot of
+// the key in one step.
+const MaxPermits = 1000
+
+const (
+	permitPrefix        = "permit:"
+	PermitsMarkerPrefix = "redlockd:permits:"
+	// permitTries bounds the slots one acquire tries after its read, so
+	// that a crowd racing for the last free slots ends soon.
+	permitTries = 3
+)
+
+// NewPermitToken returns a fresh token for slot of a semaphore of n
+// permits: "permit:<n>:<slot>:<random>".
+func NewPermitToken(n, slot int) string {
+	return permitPrefix + strconv.Itoa(n) + ":" + strconv.Itoa(slot) + ":" + NewToken()
+}
+
+// IsPermitToken reports whether token has the form of a permit's token.
+func IsPermitToken(token string) bool {
+	_, _, ok := ParsePermitToken(token)
+	return ok
+}
+
+// ParsePermitToken reads the n and slot a permit's token names.
+func ParsePermitToken(token string) (n, slot int, ok bool) {
+	rest, ok := strings.CutPrefix(token, permitPrefix)
+	if !ok {
+		return 0, 0, false
+	}
+	ns, rest, ok1 := strings.Cut(rest, ":")
+	ss, _, ok2 := strings.Cut(rest, ":")
+	n, err1 := strconv.Atoi(ns)
+	slot, err2 := strconv.Atoi(ss)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || n < 1 || n > MaxPermits || slot < 0 || slot >= n {
+		return 0, 0, false
+	}
+	return n, slot, true
+}
+
+// PermitSlotPrefix is what every slot key of key starts with; the hash
+// tag keeps the slots in key's Redis Cluster slot.
+func PermitSlotPrefix(key string) string { return "redlockd:permit:{" + key + "}:" }
+
+// PermitSlotKey is where the nodes keep slot of key's semaphore.
+func PermitSlotKey(key string, slot int) string { return PermitSlotPrefix(key) + strconv.Itoa(slot) }
+
+// permitFenceKey is the fencing counter of one slot: a slot is a mutex,
+// so its fences increase as those of any lock do.
+func permitFenceKey(key string, slot int) string {
+	return "redlockd:fence:{" + key + "}:permit:" + strconv.Itoa(slot)
+}
+
+// fenceKeyOf is where l's fencing counter lives: its slot's for a permit.
+func fenceKeyOf(l *Lock) string {
+	if _, slot, ok := ParsePermitToken(l.Token); ok {
+		return permitFenceKey(l.Key, slot)
+	}
+	return FenceKey(l.Key)
+}
+
+// PermitsMarker is the value a semaphore's key holds while any of its n
+// permits is held.
+func PermitsMarker(n int) string { return PermitsMarkerPrefix + strconv.Itoa(n) }
+
+// ParsePermitsMarker reads the n of a PermitsMarker.
+func ParsePermitsMarker(v string) (int, bool) {
+	s, ok := strings.CutPrefix(v, PermitsMarkerPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n >= 1 && n <= MaxPermits
+}
+
+// PermitsMismatchError is a semaphore asked for with another n than the
+// one its key holds (on a majority).
+type PermitsMismatchError struct{ Asked, Held int }
+
+func (e *PermitsMismatchError) Error() string {
+	return fmt.Sprintf("PERMITS %d does not match the %d permits key holds", e.Asked, e.Held)
+}
+
+// releaseKind is the compare-and-delete a token's lock needs.
+func releaseKind(token string) CmdKind {
+	if IsPermitToken(token) {
+		return ReleasePermit
+	}
+	if IsSharedToken(token) {
+		return ReleaseShared
+	}
+	return CompareAndDelete
+}
+
+// AcquirePermit takes one of the n permits of key for ttl: a read of every
+// slot on every node picks the slots free on a majority, and each of up to
+// permitTries of them is tried by a grant round until one wins. It returns
+// the permit (its token names its slot), ErrNotAcquired when all permits
+// are held (or the key is held exclusively), a *PermitsMismatchError when
+// a majority holds the key for another n, or a *NoQuorumError.
+func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time.Duration) (Lock, error) {
+	return c.acquirePermit(ctx, key, n, ttl, 0)
+}
+
+// AcquirePermitWait retries AcquirePermit as AcquireWait retries Acquire:
+// a release of any permit of key (through any proxy) wakes the oldest
+// waiter.
+func (c *Cluster) AcquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
+	deadline := c.cfg.Now().Add(wait)
+	w := c.wake.join(c.db, key)
+	var mark time.Duration
+	for {
+		l, err := c.acquirePermit(ctx, key, n, ttl, mark)
+		if err == nil || !permitRetryable(err) {
+			c.wake.leave(w, err == nil)
+			return l, err
+		}
+		first := mark == 0
+		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
+			continue
+		}
+		if !c.pauseForRetry(ctx, w, deadline) {
+			c.wake.leave(w, false)
+			return Lock{}, err
+		}
+	}
+}
+
+// permitRetryable is an acquire's failure that a later round may not have.
+func permitRetryable(err error) bool {
+	var mm *PermitsMismatchError
+	return !errors.Is(err, ErrInvalidTTL) && !errors.As(err, &mm)
+}
+
+func (c *Cluster) acquirePermit(ctx context.Context, key string, n int, ttl, mark time.Duration) (l Lock, err error) {
+	end := c.begin(OpAcquire)
+	defer func() { end(err, l.Validity, ttl) }()
+	// As for Acquire: a caller that is gone starts no round.
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	if ttl <= 0 || n < 1 || n > MaxPermits {
+		return Lock{}, ErrInvalidTTL
+	}
+	slots, err := c.freeSlots(key, n, mark)
+	if err != nil {
+		return Lock{}, err
+	}
+	err = ErrNotAcquired
+	for _, slot := range slots {
+		if ctx.Err() != nil {
+			break
+		}
+		l, err = c.permitRound(key, NewPermitToken(n, slot), n, ttl, mark)
+		if !errors.Is(err, ErrNotAcquired) {
+			return l, err
+		}
+	}
+	return Lock{}, err
+}
+
+// permitRound is one grant round for the slot token names; a failed round
+// releases the slot wherever it may have landed.
+func (c *Cluster) permitRound(key, token string, n int, ttl, mark time.Duration) (Lock, error) {
+	v, r, err := c.grantRound(grant{
+		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
+		ask:  same(Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl, Add: mark}),
+		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
+	})
+	if err == nil {
+		return Lock{Key: key, Token: token, Validity: v}, nil
+	}
+	if errors.Is(err, ErrNotAcquired) {
+		var held []int
+		for i := range r.calls {
+			if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N > 0 {
+				held = append(held, int(rep.N))
+			}
+		}
+		if m := c.permitsMismatch(held, n); m != nil {
+			return Lock{}, m
+		}
+	}
+	return Lock{}, err
+}
+
+// permitsMismatch is the error of a semaphore of n whose key holds the marker of
+// another n on a majority of the nodes; held has the n of each node whose
+// marker names another n. The n named is the one most of them hold.
+func (c *Cluster) permitsMismatch(held []int, n int) error {
+	if len(held) < c.Quorum() {
+		return nil
+	}
+	top := held[0]
+	for _, h := range held {
+		if countHeld(held, h) > countHeld(held, top) {
+			top = h
+		}
+	}
+	return &PermitsMismatchError{Asked: n, Held: top}
+}
+
+func countHeld(xs []int, x int) int {
+	k := 0
+	for _, y := range xs {
+		if y == x {
+			k++
+		}
+	}
+	return k
+}
+
+// freeSlots reads key's semaphore on every node and returns the slots free
+// on a majority of the nodes where a permit of n may be granted (the key
+// absent or marked for n), most widely free first, at most permitTries of
+// them, in a random order among equals so that proxies racing for the
+// same slots spread out.
+func (c *Cluster) freeSlots(key string, n int, mark time.Duration) ([]int, error) {
+	r, t := c.collect(OpAcquire, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n), Add: mark}), anyVote)
+	if err := c.heard(&t); err != nil {
+		return nil, err
+	}
+	free := make([]int, n)
+	var held []int
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil {
+			held = countFree(rep, n, free, held)
+		}
+	}
+	if err := c.permitsMismatch(held, n); err != nil {
+		return nil, err
+	}
+	return pickSlots(free, c.Quorum()), nil
+}
+
+// countFree adds one node's read to free (per slot, the nodes where it is
+// free and a permit of n may be granted: the key absent or marked for n)
+// and returns held with the n of the node's marker where it names
+// another n.
+func countFree(rep Reply, n int, free, held []int) []int {
+	if m, ok := ParsePermitsMarker(rep.Token); ok && m != n {
+		held = append(held, m)
+	}
+	if rep.Token != "" && rep.Token != PermitsMarker(n) {
+		return held // nothing can be granted on this node
+	}
+	if rep.Value == nil || len(rep.Value.Elems) != n {
+		return held
+	}
+	for s, e := range rep.Value.Elems {
+		if e.Kind == NilValue {
+			free[s]++
+		}
+	}
+	return held
+}
+
+// pickSlots orders the slots free on at least q nodes, most free first.
+func pickSlots(free []int, q int) []int {
+	var slots []int
+	for s, f := range free {
+		if f >= q {
+			slots = append(slots, s)
+		}
+	}
+	rand.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
+	slices.SortStableFunc(slots, func(a, b int) int { return cmp.Compare(free[b], free[a]) })
+	return slots[:min(len(slots), permitTries)]
+}
+
+// PermitsView is what the nodes say about a semaphore's slots.
+type PermitsView struct {
+	// Nodes holds, per node in configuration order, how many slots it
+	// holds; -1 where the node did not answer.
+	Nodes []int
+	// Held is how many slots hold one token on a majority: the permits
+	// held.
+	Held int
+}
+
+// InspectPermits reads the n slots of key on every node, for LOCKINFO:
+// it changes nothing.
+func (c *Cluster) InspectPermits(ctx context.Context, key string, n int) PermitsView {
+	done := c.begin(OpInspect)
+	r, t := c.collect(OpInspect, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n)}), anyVote)
+	v := PermitsView{Nodes: make([]int, len(c.nodes))}
+	votes := make([]map[string]int, n)
+	for i := range r.calls {
+		rep := r.reply(i)
+		if rep.Err != nil || rep.Value == nil || len(rep.Value.Elems) != n {
+			v.Nodes[i] = -1
+			continue
+		}
+		for s, e := range rep.Value.Elems {
+			if e.Kind != NilValue {
+				v.Nodes[i]++
+				if votes[s] == nil {
+					votes[s] = map[string]int{}
+				}
+				votes[s][e.Str]++
+			}
+		}
+	}
+	for _, tokens := range votes {
+		for _, k := range tokens {
+			if k >= c.Quorum() {
+				v.Held++
+			}
+		}
+	}
+	done(c.heard(&t), 0, 0)
+	return v
+}

@@ -518,3 +518,22 @@ func TestSharedSelectAndHandOver(t *testing.T) {
 		t.Fatalf("UNLOCK in db 3 = %d %v", n, err)
 	}
 }
+
+// A key is a read-write lock or a semaphore at a time: readers keep
+// permits out and permits keep readers out.
+func TestSharedAndPermitsExclude(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 3)
+	const key = "rw:sem"
+	r := lockShared(t, c, key, 30000)
+	wantNull(t, c, "a permit among readers", "LOCK", key, 1000, "PERMITS", 2)
+	if n, err := c.Do(ctxT(t), "UNLOCK", key, r).Int(); n != 1 || err != nil {
+		t.Fatalf("UNLOCK = %d %v", n, err)
+	}
+	p, _ := lock(t, c, key, 30000, "PERMITS", 2)
+	wantSharedNull(t, c, key, "a reader among permits")
+	if n, err := c.Do(ctxT(t), "UNLOCK", key, p).Int(); n != 1 || err != nil {
+		t.Fatalf("UNLOCK of the permit = %d %v", n, err)
+	}
+	lockShared(t, c, key, 1000)
+}

@@ -33,13 +33,13 @@ import (
 //
 // Reader tokens start with sharedPrefix, chosen by the proxy, so that
 // RENEW, UNLOCK, the keeper and the retries of releases can tell them from
-// other tokens: Renew, the releases and restore pick the shared commands
-// for them here, and nothing above the quorum needs to know.
+// other tokens: Renew, the releases (releaseKind), restore and Fence pick
+// the shared commands for them, and nothing above the quorum needs to know.
 
 // SharedMarker is what a key held by readers stores. It is in the reserved
-// namespace, so no client can hand it to a script, and it counts as a
-// reader token: UNLOCK or RENEW with it reaches the shared commands, which
-// never treat it as a reader.
+// namespace, so the command table refuses it as a client's value; it also
+// counts as a reader token, so that a release or renewal that names it
+// reaches the shared commands, which never treat it as a reader.
 const SharedMarker = "redlockd:shared"
 
 // sharedPrefix starts every reader's token.

@@ -54,6 +54,10 @@ type Memory struct {
 	delayed  delayQueue
 	releases releaseWatchers
 	pubsub   memPubSub
+
+	// readers are the readers of keys held shared, under mu (see
+	// memory_shared.go).
+	readers map[string]memReaders
 }
 
 type entry struct {
@@ -132,6 +136,7 @@ func (m *Memory) Close() error {
 	m.closed = true
 	m.keys = make(map[string]entry)
 	m.scripts = memScripts{}
+	m.readers = nil
 	return nil
 }
 
@@ -233,4 +238,5 @@ func (m *Memory) wrote() {
 		}
 	}
 	m.sweepScripts(now)
+	m.sweepReaders(now)
 }

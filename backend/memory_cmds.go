@@ -62,6 +62,10 @@ var memKinds = [...]struct {
 	quorum.AcquirePermit:    {"AcquirePermit", memNeedTTL, (*memOp).acquirePermit},
 	quorum.ExtendPermit:     {"ExtendPermit", memNeedTTL, (*memOp).extendPermit},
 	quorum.ReleasePermit:    {"ReleasePermit", 0, (*memOp).releasePermit},
+	quorum.AcquireShared:    {"AcquireShared", memNeedTTL, (*memOp).acquireShared},
+	quorum.ExtendShared:     {"ExtendShared", memNeedTTL, (*memOp).extendShared},
+	quorum.ReleaseShared:    {"ReleaseShared", 0, (*memOp).releaseShared},
+	quorum.ReadShared:       {"ReadShared", 0, (*memOp).readShared},
 }
 
 // memKindName is the name Calls counts k under.
@@ -175,10 +179,14 @@ func (s *memOp) setNX() quorum.Reply {
 	if _, held := s.lookup(s.c.Key); held {
 		if s.c.Add > 0 {
 			s.mark(s.c.Key, s.c.Add)
+			s.markWriter(s.c.Key, s.c.Add)
 		}
 		return quorum.Reply{}
 	}
 	s.put(s.c.Key, s.c.Token, s.c.TTL)
+	if s.c.Add > 0 {
+		s.del(quorum.WriterKey(s.c.Key))
+	}
 	return quorum.Reply{OK: true}
 }
 

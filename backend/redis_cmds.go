@@ -16,7 +16,7 @@ func (c *call) build(cmd *quorum.Cmd, channel string) error {
 	switch cmd.Kind {
 	case quorum.SetNX:
 		if cmd.Add > 0 {
-			c.script(setNXMarkedScript, readYes, []string{k, waitKey(k)}, cmd.Token, c.ms(cmd.TTL), c.ms(cmd.Add))
+			c.script(setNXMarkedScript, readYes, []string{k, waitKey(k), quorum.WriterKey(k)}, cmd.Token, c.ms(cmd.TTL), c.ms(cmd.Add))
 		} else {
 			c.command(readStored, "set", k, cmd.Token, "nx", "px", c.ms(cmd.TTL))
 		}
@@ -85,6 +85,8 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		}
 	case quorum.ReadPermits, quorum.AcquirePermit, quorum.ExtendPermit, quorum.ReleasePermit:
 		return c.buildPermits(cmd, channel)
+	case quorum.AcquireShared, quorum.ExtendShared, quorum.ReleaseShared, quorum.ReadShared:
+		return c.buildShared(cmd, channel)
 	default:
 		return fmt.Errorf("%w %d", errUnknownKind, cmd.Kind)
 	}

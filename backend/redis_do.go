@@ -156,6 +156,8 @@ var opNames = [...]string{
 	quorum.Publish: "PUBLISH", quorum.CompareAndSwap: "compare-and-swap",
 	quorum.ReadPermits: "read permits", quorum.AcquirePermit: "acquire permit",
 	quorum.ExtendPermit: "extend permit", quorum.ReleasePermit: "release permit",
+	quorum.AcquireShared: "acquire shared", quorum.ExtendShared: "extend shared",
+	quorum.ReleaseShared: "release shared", quorum.ReadShared: "read shared",
 }
 
 func (c *call) op() string {

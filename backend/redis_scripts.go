@@ -67,8 +67,14 @@ if v then return 0 end
 return -1`)
 	deleteNotifyScript = newScript(
 		`local n = redis.call("del",KEYS[1]) if n > 0 and redis.call("exists",KEYS[2]) == 1 then redis.call("publish",ARGV[1],KEYS[1]) end return n`)
-	setNXMarkedScript = newScript(
-		`if redis.call("set",KEYS[1],ARGV[1],"NX","PX",ARGV[2]) then return 1 end if redis.call("pttl",KEYS[2]) < tonumber(ARGV[3]) then redis.call("set",KEYS[2],"1","PX",ARGV[3]) end return 0`)
+	// KEYS: key, wait key, writer mark (quorum.WriterKey): a waiter's
+	// SET NX is a writer waiting, which keeps new readers out while its
+	// mark lives, and clears it once it holds the key.
+	setNXMarkedScript = newScript(`if redis.call("set",KEYS[1],ARGV[1],"NX","PX",ARGV[2]) then redis.call("del",KEYS[3]) return 1 end
+for i = 2, 3 do
+  if redis.call("pttl",KEYS[i]) < tonumber(ARGV[3]) then redis.call("set",KEYS[i],"1","PX",ARGV[3]) end
+end
+return 0`)
 )
 
 // The multi-key operations: one script each, so that the node applies it

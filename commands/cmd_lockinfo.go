@@ -21,6 +21,9 @@ type lockInfo struct {
 	lock, fence, holds quorum.Inspection
 	// permits is the slots' view of a semaphore's key; nil for other keys.
 	permits *quorum.PermitsView
+	// readers is each backend's count of live readers of a key held
+	// SHARED (-1: not held so there).
+	readers []int64
 }
 
 // cmdLockInfo: LOCKINFO key -> a map (a flat array in RESP2) with the
@@ -59,6 +62,7 @@ func (h *Handler) inspectLock(ctx context.Context, cl *quorum.Cluster, key strin
 	var wg sync.WaitGroup
 	wg.Go(func() { info.fence = cl.Inspect(ctx, quorum.FenceKey(key)) })
 	wg.Go(func() { info.holds = cl.Inspect(ctx, quorum.HoldsKey(key)) })
+	wg.Go(func() { info.readers = cl.SharedReaders(ctx, key) })
 	info.lock = cl.Inspect(ctx, key)
 	if n, ok := permitsOf(info.lock); ok {
 		p := cl.InspectPermits(ctx, key, n)
@@ -162,7 +166,7 @@ func agreedHolds(info lockInfo, held bool) optInt {
 	var counts []int64
 	for i, v := range info.lock.Nodes {
 		if v.Err == nil && v.Present && v.Token == info.lock.Holder.Token {
-			if h := nodeHolds(v, info.holds.Nodes[i]); h.ok {
+			if h := info.holdsAt(i); h.ok {
 				counts = append(counts, h.n)
 			}
 		}
@@ -195,4 +199,14 @@ func writeOptInt(w Writer, v optInt) {
 		return
 	}
 	w.WriteInt(v.n)
+}
+
+// holdsAt is backend i's hold count: an OWNER lock's holds (nodeHolds), or
+// the live readers of a key held SHARED.
+func (info lockInfo) holdsAt(i int) optInt {
+	v := info.lock.Nodes[i]
+	if v.Err == nil && v.Present && v.Token == quorum.SharedMarker && info.readers[i] >= 0 {
+		return optInt{info.readers[i], true}
+	}
+	return nodeHolds(v, info.holds.Nodes[i])
 }

@@ -18,6 +18,9 @@ func (h *Handler) handOver(c *call, o setOpts) {
 	case quorum.IsOwnerToken(old) || quorum.IsOwnerToken(next):
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ does not hand over a lock of LOCK … OWNER (its hold count stays with its owner)"))
 		return
+	case quorum.IsSharedToken(old) || quorum.IsSharedToken(next):
+		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "IFEQ does not hand over a lock of LOCK … SHARED (a reader is one of many)"))
+		return
 	case o.keepTTL:
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "set", "KEEPTTL with IFEQ; give the new token's expiry (PX ms)"))
 		return

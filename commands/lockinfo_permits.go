@@ -36,5 +36,5 @@ func backendHolds(info lockInfo, i int) optInt {
 		n := info.permits.Nodes[i]
 		return optInt{int64(n), n >= 0}
 	}
-	return nodeHolds(info.lock.Nodes[i], info.holds.Nodes[i])
+	return info.holdsAt(i)
 }

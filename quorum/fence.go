@@ -78,13 +78,21 @@ func FenceKey(key string) string { return "redlockd:fence:{" + key + "}" }
 func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
 	done := c.begin(OpFence)
 	defer func() { done(err, 0, 0) }()
+	if IsSharedToken(l.Token) {
+		return c.fenceShared(ctx, l)
+	}
+	return c.fenceOnce(ctx, l)
+}
+
+// fenceOnce is one reading and raising of l's fencing counters.
+func (c *Cluster) fenceOnce(_ context.Context, l *Lock) (int64, error) {
 	t0 := c.cfg.Now()
 	fk := fenceKeyOf(l)
 	top, err := c.readFences(fk)
 	if err != nil {
 		return 0, err
 	}
-	f = max(top+1, c.cfg.Now().UnixMicro())
+	f := max(top+1, c.cfg.Now().UnixMicro())
 	if err := c.raiseFences(fk, f); err != nil {
 		return 0, err
 	}

@@ -299,6 +299,8 @@ func leftTTL(kind CmdKind, ttl time.Duration, rep *Reply) time.Duration {
 		return ttl
 	case AddTTL:
 		return rep.TTL
+	case AcquireShared, ExtendShared:
+		return ttl
 	}
 	return 0
 }

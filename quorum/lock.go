@@ -160,6 +160,9 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 		}
 		if !c.pauseForRetry(ctx, w, deadline) {
 			c.wake.leave(w, false)
+			if mark > 0 && ctx.Err() != nil {
+				c.dropWriterMark(key)
+			}
 			return Lock{}, err
 		}
 	}

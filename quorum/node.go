@@ -69,7 +69,9 @@ const (
 	// SetNX: store Key=Token for TTL if Key is absent. OK: stored. With
 	// Add > 0, a Key that is held is marked as waited for during Add
 	// (never shortening an earlier mark): until then its release is
-	// announced.
+	// announced. Such a waiter is a writer: it also marks WriterKey(Key)
+	// as long (new readers are refused meanwhile, see AcquireShared), and
+	// clears that mark when it stores Key.
 	SetNX CmdKind = iota + 1
 	// Set: store Key=Token for TTL unconditionally. OK: always.
 	Set
@@ -217,6 +219,30 @@ const (
 	// -1 absent. With Notify, a deletion is announced where waiters marked
 	// Key.
 	ReleasePermit
+
+	// The read-write lock (LOCK … SHARED, see shared.go). While readers
+	// hold Key it stores SharedMarker with the expiry of the longest
+	// reader; the readers' tokens and expiries live at SharedKey(Key), and
+	// a waiting writer's mark at WriterKey(Key).
+	//
+	// AcquireShared: add reader Token for TTL if Key is absent, or holds
+	// SharedMarker with a live reader, and no writer waits (WriterKey is
+	// absent). OK: added. With Add > 0, a refused reader marks Key as
+	// waited for, as SetNX does.
+	AcquireShared
+	// ExtendShared: set reader Token's expiry to TTL from now (the marker
+	// follows the longest reader). A Key holding Token itself (a lock
+	// taken with a token of that shape) is extended as CompareAndExtend
+	// does. OK: done.
+	ExtendShared
+	// ReleaseShared: remove reader Token; the last live reader's removal
+	// deletes Key and is announced where waiters marked it. A Key holding
+	// Token itself is deleted as CompareAndDelete does. OK: removed. N: 1
+	// removed, 0 held otherwise, -1 absent.
+	ReleaseShared
+	// ReadShared: read a shared hold. OK: Key holds SharedMarker; N its
+	// live readers.
+	ReadShared
 )
 
 // Cmd is one operation asked of one node; the fields each kind reads are

@@ -270,6 +270,9 @@ func (c *Cluster) renew(key, token string, ttl time.Duration) (v time.Duration, 
 	if IsPermitToken(token) {
 		cmd.Kind = ExtendPermit
 	}
+	if IsSharedToken(token) {
+		cmd.Kind = ExtendShared
+	}
 	v, r, err := c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
 	if err != nil {
 		return 0, nil, err

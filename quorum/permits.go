@@ -123,6 +123,9 @@ func releaseKind(token string) CmdKind {
 	if IsPermitToken(token) {
 		return ReleasePermit
 	}
+	if IsSharedToken(token) {
+		return ReleaseShared
+	}
 	return CompareAndDelete
 }
 

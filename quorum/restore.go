@@ -40,6 +40,10 @@ func (c *Cluster) restore(key, token string, ttl time.Duration, missing []bool) 
 		// round would (the marker with it).
 		cmd = Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl}
 	}
+	if IsSharedToken(token) {
+		// A reader comes back as a reader, where no writer holds the key.
+		cmd = Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl}
+	}
 	c.collect(OpExtend, func(i int) (Cmd, bool) { return cmd, missing[i] }, okVote)
 }
 

@@ -54,6 +54,8 @@ type Memory struct {
 	delayed  delayQueue
 	releases releaseWatchers
 	pubsub   memPubSub
+
+	fair memFair // the keys' fair queues, under mu
 }
 
 type entry struct {
@@ -132,6 +134,7 @@ func (m *Memory) Close() error {
 	m.closed = true
 	m.keys = make(map[string]entry)
 	m.scripts = memScripts{}
+	m.fair = memFair{}
 	return nil
 }
 

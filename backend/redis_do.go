@@ -154,6 +154,8 @@ var opNames = [...]string{
 	quorum.Eval: "EVALSHA", quorum.UndoEval: "undo script", quorum.RaiseHorizon: "raise horizon",
 	quorum.ReadHorizon: "read horizon", quorum.Subscribe: "SUBSCRIBE", quorum.Unsubscribe: "UNSUBSCRIBE",
 	quorum.Publish: "PUBLISH", quorum.CompareAndSwap: "compare-and-swap",
+	quorum.FairTail: "fair tail", quorum.FairAcquire: "fair acquire", quorum.FairUndo: "fair undo",
+	quorum.FairLeave: "fair leave",
 }
 
 func (c *call) op() string {

@@ -294,7 +294,8 @@ func leftTTL(kind CmdKind, ttl time.Duration, rep *Reply) time.Duration {
 	}
 	switch kind {
 	case SetNX, Set, CompareAndExtend, Expire, ExtendOrSetNX, SetNXAll, ExtendAll,
-		HoldOwner, ExtendHeld, RestoreHeld, CompareAndSwap:
+		HoldOwner, ExtendHeld, RestoreHeld, CompareAndSwap,
+		FairAcquire:
 		return ttl
 	case AddTTL:
 		return rep.TTL

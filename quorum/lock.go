@@ -19,7 +19,9 @@ type Lock struct {
 // once. It returns the lock when a majority granted it within its validity.
 // Otherwise it releases the token wherever the round may have stored it
 // (a caller's cancellation cannot cut that short) and returns
-// ErrNotAcquired (contention) or a *NoQuorumError (too few nodes answered).
+// ErrNotAcquired (contention; ErrQueued, which matches it, where fair
+// waiters are queued for key) or a *NoQuorumError (too few nodes
+// answered).
 func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
 	return c.acquire(ctx, key, token, ttl, 0)
 }
@@ -58,10 +60,12 @@ func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done f
 		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}),
 		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
-	}, func(v time.Duration, _ *round, err error) {
+	}, func(v time.Duration, r *round, err error) {
 		var l Lock
 		if err == nil {
 			l = Lock{Key: key, Token: token, Validity: v}
+		} else if err == ErrNotAcquired && r.sawQueue() {
+			err = ErrQueued
 		}
 		end(err, l.Validity, ttl)
 		done(l, err)
@@ -143,6 +147,9 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 // the first of them runs at once, before any pause: a release that landed
 // between the first round and the mark announced nothing, but the marked
 // round then finds the key free.
+//
+// A round refused because fair waiters are queued for key (LOCK … FAIR)
+// makes this waiter join their queue, at its end, for the rest of its wait.
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
 	// Joined before the first round, so that a release during it is not missed.
@@ -153,6 +160,11 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 		if err == nil || errors.Is(err, ErrInvalidTTL) {
 			c.wake.leave(w, err == nil)
 			return l, err
+		}
+		if err == ErrQueued && ctx.Err() == nil {
+			// Fair waiters are queued for key: this waiter joins the
+			// queue's end rather than overtake them.
+			return c.waitFair(ctx, w, key, token, ttl, deadline)
 		}
 		first := mark == 0
 		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {

@@ -68,10 +68,26 @@ func twoProxies(t *testing.T, opts redlocktest.Options) ([]*redistest.Server, [2
 }
 
 // TestFairGrantOrderAcrossProxies: waiters that join the queue one after
-// the other, alternating between two proxies, are granted in that order.
+// the other, alternating between two proxies, are granted in that order;
+// also with one backend down, the queue kept on the other two.
 func TestFairGrantOrderAcrossProxies(t *testing.T) {
+	t.Run("all backends", func(t *testing.T) { fairOrder(t, "") })
+	t.Run("one backend down", func(t *testing.T) { fairOrder(t, "down") })
+	t.Run("one backend restarted empty", func(t *testing.T) { fairOrder(t, "restart") })
+}
+
+// fairOrder queues waiters one after the other and checks they are
+// granted in that order; fault "down" kills a backend first, "restart"
+// restarts one (empty: its queue and the holder's copy lost) once every
+// waiter is queued.
+func fairOrder(t *testing.T, fault string) {
 	backends, px := twoProxies(t, redlocktest.Options{})
 	const key, n = "fair:order", 6
+	all := backends
+	if fault == "down" {
+		backends[2].Kill()
+		backends = backends[:2]
+	}
 	holder := px[0].Client(t, 2)
 	htok, _ := lock(t, holder, key, 60000)
 	var mu sync.Mutex
@@ -97,8 +113,11 @@ func TestFairGrantOrderAcrossProxies(t *testing.T) {
 		queued = append(queued, tok)
 		waitQueued(t, backends, key, queued...)
 	}
-	if err := holder.Do(ctxT(t), "UNLOCK", key, htok).Err(); err != nil {
-		t.Fatal(err)
+	if fault == "restart" {
+		all[2].Restart(t) // the waiters' next rounds queue them there again
+	}
+	if n, err := holder.Do(ctxT(t), "UNLOCK", key, htok).Int(); err != nil || n != 1 {
+		t.Fatalf("UNLOCK = %v, %v", n, err)
 	}
 	wg.Wait()
 	if want := []int{0, 1, 2, 3, 4, 5}; fmt.Sprint(order) != fmt.Sprint(want) {
@@ -179,7 +198,7 @@ func TestFairPlainDoesNotOvertake(t *testing.T) {
 		t.Fatalf("UNLOCK = %v, %v", n, err)
 	}
 	if !reservedOnAll(t, backends, key) {
-		t.Fatal("the released key is not reserved for the waiter queued")
+		t.Error("the released key is not reserved for the waiter queued")
 	}
 	for _, args := range [][]any{
 		{"LOCK", key, 10000},
@@ -241,12 +260,12 @@ func TestFairKilledProxyWaiter(t *testing.T) {
 // TestFairHangUpLeavesQueue: a queued waiter whose client hangs up leaves
 // the queue on every backend at once (its entry would otherwise live for
 // seconds), and the waiter behind it, on the other proxy, is woken by the
-// holder's pipelined UNLOCK and served.
+// pipelined UNLOCK of the holder's fair lock and served.
 func TestFairHangUpLeavesQueue(t *testing.T) {
 	backends, px := twoProxies(t, redlocktest.Options{Quorum: slowRetries})
 	const key = "fair:hangup"
 	holder := px[0].Client(t, 2)
-	htok, _ := lock(t, holder, key, 60000)
+	htok, _ := lock(t, holder, key, 60000, "WAIT", 1000, "FAIR")
 	gone, err := net.Dial("tcp", px[0].Addr)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,11 @@ import (
 //   - A waiter that gives up (its wait ran out, its client hung up) leaves
 //     the queue on every node (FairLeave), which announces the key where
 //     it is free, so that the next waiter on any proxy tries at once.
+//   - While entries are queued, a node keeps a free key reserved for them
+//     (an announcing release leaves the reservation in the lock's place,
+//     and every waiter's round puts it back), so that a plain SET NX,
+//     which stays a bare SET NX, is refused too. A plain waiter's marked
+//     rounds see the queue (ErrQueued) and join it at its end.
 //
 // Why the order holds: once waiter A's round has queued it on a majority,
 // a later waiter B reads the tickets on a majority too, meets one of A's

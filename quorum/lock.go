@@ -19,15 +19,14 @@ type Lock struct {
 // once. It returns the lock when a majority granted it within its validity.
 // Otherwise it releases the token wherever the round may have stored it
 // (a caller's cancellation cannot cut that short) and returns
-// ErrNotAcquired (contention; ErrQueued, which matches it, where fair
-// waiters are queued for key) or a *NoQuorumError (too few nodes
-// answered).
+// ErrNotAcquired (contention) or a *NoQuorumError (too few nodes answered).
 func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
 	return c.acquire(ctx, key, token, ttl, 0)
 }
 
 // acquire is Acquire that, with mark > 0, marks key as waited for where it
-// is held, in the same step as the SET NX.
+// is held, in the same step as the SET NX, and then fails with ErrQueued
+// where a node has fair waiters queued for key.
 func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (Lock, error) {
 	// Node calls outlive a cancellation (a client that hangs up mid-round
 	// must not leave the round half done), so a caller that is already

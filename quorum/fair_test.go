@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -132,5 +133,33 @@ func TestTryFair(t *testing.T) {
 	}
 	if _, err := c.TryFair(t.Context(), fkey, "u", time.Minute); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("TryFair of a held key: %v", err)
+	}
+}
+
+// TestFairFailedRoundUndone: a fair round that stored the lock on every
+// node but heard back from one only is not granted, and is undone: no
+// node keeps the token, and the waiter that gave up leaves nothing queued.
+func TestFairFailedRoundUndone(t *testing.T) {
+	mem := memNodes(3)
+	lost := func(cmd quorum.Cmd, rep *quorum.Reply) {
+		if cmd.Kind == quorum.FairAcquire && rep.OK {
+			*rep = quorum.Reply{Err: errors.New("reply lost")}
+		}
+	}
+	nodes := []quorum.Node{mem[0], &nodetest.Hooked{Node: mem[1], After: lost}, &nodetest.Hooked{Node: mem[2], After: lost}}
+	c := slowRetryCluster(t, nodes)
+	_, err := c.AcquireFair(t.Context(), fkey, "a", time.Minute, 100*time.Millisecond)
+	if !errors.Is(err, quorum.ErrNoQuorum) {
+		t.Fatalf("AcquireFair = %v, want a NoQuorumError", err)
+	}
+	for i, n := range mem {
+		if rep := quorum.Call(t.Context(), n, quorum.Cmd{Kind: quorum.Get, Key: fkey}); rep.OK {
+			t.Errorf("node %d keeps %q after the round was undone", i, rep.Token)
+		}
+	}
+	for i, n := range tails(t, mem) {
+		if n != 0 {
+			t.Errorf("node %d still queues ticket %d", i, n)
+		}
 	}
 }

@@ -154,7 +154,7 @@ func queueEntry(t *testing.T, backends []*redistest.Server, key, token string, t
 func TestFairDeadWaiterExpires(t *testing.T) {
 	backends, px := twoProxies(t, redlocktest.Options{})
 	const key = "fair:dead"
-	queueEntry(t, backends, key, "dead", 1, 3*time.Second)
+	queueEntry(t, backends, key, "dead", 1, 5*time.Second)
 	res := lockAsync(px[1].Client(t, 2), key, 60000, "WAIT", 30000, "FAIR", "TOKEN", "next")
 	waitQueued(t, backends, key, "dead", "next")
 	var r lockReply

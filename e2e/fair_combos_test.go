@@ -46,7 +46,7 @@ func TestFairCombinations(t *testing.T) {
 	backends, px := twoProxies(t, redlocktest.Options{})
 	const key, db = "fair:combo", 3
 	client := func(in *redlocktest.Instance) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: 3, DB: db})
+		c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: 3, DB: db, ReadTimeout: -1, MaxRetries: -1})
 		t.Cleanup(func() { c.Close() })
 		return c
 	}

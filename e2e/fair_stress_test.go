@@ -113,7 +113,7 @@ func TestFairStress(t *testing.T) {
 	until := time.Now().Add(3 * time.Second)
 	var wg sync.WaitGroup
 	for i := range clients {
-		c := px[i%2].Client(t, 2)
+		c := waiterClient(t, px[i%2])
 		fair := i != 0 // client 0 waits plainly: it joins the queue when it meets one
 		wg.Go(func() {
 			for n := 0; time.Now().Before(until); n++ {

@@ -57,6 +57,16 @@ func lockAsync(c *redis.Client, key string, args ...any) <-chan lockReply {
 	return ch
 }
 
+// waiterClient is a RESP2 client of in for commands that block: without a
+// read timeout (go-redis's default of 3 s would end a long wait by hanging
+// up, and a retry would queue the waiter again at the end) nor retries.
+func waiterClient(t *testing.T, in *redlocktest.Instance) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, Protocol: 2, ReadTimeout: -1, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // twoProxies serves two redlockd instances over the same three backends.
 func twoProxies(t *testing.T, opts redlocktest.Options) ([]*redistest.Server, [2]*redlocktest.Instance) {
 	t.Helper()
@@ -95,7 +105,7 @@ func fairOrder(t *testing.T, fault string) {
 	var wg sync.WaitGroup
 	var queued []string
 	for i := range n {
-		c := px[i%2].Client(t, 2)
+		c := waiterClient(t, px[i%2])
 		tok := "w" + strconv.Itoa(i)
 		wg.Go(func() {
 			res, err := c.Do(context.Background(), "LOCK", key, 60000, "WAIT", 60000, "FAIR", "TOKEN", tok).Slice()
@@ -155,7 +165,7 @@ func TestFairDeadWaiterExpires(t *testing.T) {
 	backends, px := twoProxies(t, redlocktest.Options{})
 	const key = "fair:dead"
 	queueEntry(t, backends, key, "dead", 1, 5*time.Second)
-	res := lockAsync(px[1].Client(t, 2), key, 60000, "WAIT", 30000, "FAIR", "TOKEN", "next")
+	res := lockAsync(waiterClient(t, px[1]), key, 60000, "WAIT", 30000, "FAIR", "TOKEN", "next")
 	waitQueued(t, backends, key, "dead", "next")
 	var r lockReply
 	select {
@@ -210,7 +220,7 @@ func TestFairPlainDoesNotOvertake(t *testing.T) {
 			t.Errorf("%v with a waiter queued = %v, %v; want null", args, v, err)
 		}
 	}
-	res := lockAsync(px[1].Client(t, 2), key, 60000, "WAIT", 30000, "TOKEN", "plain")
+	res := lockAsync(waiterClient(t, px[1]), key, 60000, "WAIT", 30000, "TOKEN", "plain")
 	waitQueued(t, backends, key, "first", "plain")
 	select {
 	case r := <-res:
@@ -237,11 +247,11 @@ func TestFairKilledProxyWaiter(t *testing.T) {
 	holder := px[0].Client(t, 2)
 	htok, _ := lock(t, holder, key, 60000)
 	p := redlocktest.StartProcess(t, bin, backends)
-	doomed := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, MaxRetries: -1})
+	doomed := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, ReadTimeout: -1, MaxRetries: -1})
 	t.Cleanup(func() { doomed.Close() })
 	dead := lockAsync(doomed, key, 60000, "WAIT", 60000, "FAIR", "TOKEN", "doomed")
 	waitQueued(t, backends, key, "doomed")
-	next := lockAsync(px[1].Client(t, 2), key, 60000, "WAIT", 60000, "FAIR", "TOKEN", "next")
+	next := lockAsync(waiterClient(t, px[1]), key, 60000, "WAIT", 60000, "FAIR", "TOKEN", "next")
 	waitQueued(t, backends, key, "doomed", "next")
 	p.Signal(t, syscall.SIGKILL)
 	if r := <-dead; r.err == nil {
@@ -272,7 +282,7 @@ func TestFairHangUpLeavesQueue(t *testing.T) {
 	}
 	fmt.Fprintf(gone, "LOCK %s 60000 WAIT 60000 FAIR TOKEN gone\r\n", key)
 	waitQueued(t, backends, key, "gone")
-	next := lockAsync(px[1].Client(t, 2), key, 60000, "WAIT", 60000, "FAIR", "TOKEN", "next")
+	next := lockAsync(waiterClient(t, px[1]), key, 60000, "WAIT", 60000, "FAIR", "TOKEN", "next")
 	waitQueued(t, backends, key, "gone", "next")
 	gone.Close()
 	waitQueued(t, backends, key, "next")
@@ -291,4 +301,45 @@ func TestFairHangUpLeavesQueue(t *testing.T) {
 		t.Errorf("the next waiter got the lock %v after the release; its retry jitter is %v, so it was not woken", d, slowJitter)
 	}
 	waitQueued(t, backends, key)
+}
+
+// TestFairWakeHandedOn: a release wakes a proxy's oldest waiter of the
+// key; when that is a plain waiter that meets the queue (and joins it at
+// its end), it hands the wake on, and the fair waiter behind it on the
+// same proxy, first in the queue, is served at once rather than at its
+// next retry.
+func TestFairWakeHandedOn(t *testing.T) {
+	backends, px := twoProxies(t, redlocktest.Options{Quorum: slowRetries})
+	const key = "fair:handon"
+	holder := px[1].Client(t, 2)
+	htok, _ := lock(t, holder, key, 60000)
+	plain := lockAsync(waiterClient(t, px[0]), key, 60000, "WAIT", 60000, "TOKEN", "plain")
+	pollFor(t, "the plain waiter's marked round on every backend", func() bool {
+		for _, s := range backends {
+			if s.Client().Exists(ctxT(t), "redlockd:wait:{"+key+"}").Val() != 1 {
+				return false
+			}
+		}
+		return px[0].Cluster.Waiters(key) == 1
+	})
+	fair := lockAsync(waiterClient(t, px[0]), key, 60000, "WAIT", 60000, "FAIR", "TOKEN", "fair")
+	waitQueued(t, backends, key, "fair")
+	if err := holder.Do(ctxT(t), "UNLOCK", key, htok).Err(); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	r := <-fair
+	if r.err != nil || len(r.res) != 2 || r.res[0] != "fair" {
+		t.Fatalf("fair waiter: %v, %v", r.res, r.err)
+	}
+	if d := r.at.Sub(released); d > wakeBound {
+		t.Errorf("the fair waiter got the lock %v after the release; its retry jitter is %v, so the wake was not handed on", d, slowJitter)
+	}
+	waitQueued(t, backends, key, "plain")
+	if err := px[0].Client(t, 2).Do(ctxT(t), "UNLOCK", key, "fair").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-plain; r.err != nil || len(r.res) != 2 || r.res[0] != "plain" {
+		t.Fatalf("plain waiter: %v, %v", r.res, r.err)
+	}
 }

@@ -101,6 +101,11 @@ func (c *Cluster) waitFair(ctx context.Context, w *waiter, key, token string, tt
 				return l, nil
 			}
 		}
+		if w.woken {
+			// The release was not this waiter's to take: the local
+			// waiter behind it may be first in the queue.
+			c.wake.handOn(w)
+		}
 		if !c.pauseForRetry(ctx, w, deadline) {
 			break
 		}

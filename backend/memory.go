@@ -58,6 +58,7 @@ type Memory struct {
 	// readers are the readers of keys held shared, under mu (see
 	// memory_shared.go).
 	readers map[string]memReaders
+	fair    memFair // the keys' fair queues, under mu
 }
 
 type entry struct {
@@ -137,6 +138,7 @@ func (m *Memory) Close() error {
 	m.keys = make(map[string]entry)
 	m.scripts = memScripts{}
 	m.readers = nil
+	m.fair = memFair{}
 	return nil
 }
 

@@ -66,6 +66,10 @@ var memKinds = [...]struct {
 	quorum.ExtendShared:     {"ExtendShared", memNeedTTL, (*memOp).extendShared},
 	quorum.ReleaseShared:    {"ReleaseShared", 0, (*memOp).releaseShared},
 	quorum.ReadShared:       {"ReadShared", 0, (*memOp).readShared},
+	quorum.FairTail:         {"FairTail", 0, (*memOp).fairTail},
+	quorum.FairAcquire:      {"FairAcquire", memNeedTTL, (*memOp).fairAcquire},
+	quorum.FairUndo:         {"FairUndo", 0, (*memOp).fairUndo},
+	quorum.FairLeave:        {"FairLeave", 0, (*memOp).fairLeave},
 }
 
 // memKindName is the name Calls counts k under.
@@ -176,10 +180,15 @@ func (s *memOp) marked(key string) bool {
 }
 
 func (s *memOp) setNX() quorum.Reply {
-	if _, held := s.lookup(s.c.Key); held {
+	// Only a waiter's SET NX asks about the queue, as on a Redis node.
+	queued := s.c.Add > 0 && s.fairQueued(s.c.Key)
+	if _, held := s.lookup(s.c.Key); held || queued {
 		if s.c.Add > 0 {
 			s.mark(s.c.Key, s.c.Add)
 			s.markWriter(s.c.Key, s.c.Add)
+		}
+		if queued {
+			return quorum.Reply{N: quorum.FairQueued}
 		}
 		return quorum.Reply{}
 	}
@@ -202,6 +211,10 @@ func (s *memOp) compareAndDelete() quorum.Reply {
 		return quorum.Reply{N: -1}
 	case e.token != s.c.Token:
 		return quorum.Reply{N: 0}
+	case s.c.Notify && s.fairQueued(s.c.Key):
+		s.fairReserve(s.c.Key, s.c.Token)
+		s.announceMarked(s.c.Key)
+		return quorum.Reply{OK: true, N: 1}
 	}
 	s.drop(s.c.Key, s.c.Notify)
 	return quorum.Reply{OK: true, N: 1}

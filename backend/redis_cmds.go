@@ -16,15 +16,14 @@ func (c *call) build(cmd *quorum.Cmd, channel string) error {
 	switch cmd.Kind {
 	case quorum.SetNX:
 		if cmd.Add > 0 {
-			c.script(setNXMarkedScript, readYes, []string{k, waitKey(k), quorum.WriterKey(k)}, cmd.Token, c.ms(cmd.TTL), c.ms(cmd.Add))
-		} else {
-			c.command(readStored, "set", k, cmd.Token, "nx", "px", c.ms(cmd.TTL))
+			return c.buildSetNXMarked(cmd)
 		}
+		c.command(readStored, "set", k, cmd.Token, "nx", "px", c.ms(cmd.TTL))
 	case quorum.Set:
 		c.command(readDone, "set", k, cmd.Token, "px", c.ms(cmd.TTL))
 	case quorum.CompareAndDelete:
 		if cmd.Notify {
-			c.script(compareAndDeleteNotifyScript, readYes, []string{k, waitKey(k)}, cmd.Token, channel)
+			c.scriptTagged(compareAndDeleteNotifyScript, readYes, k, fairReleasePrefixes, cmd.Token, channel)
 		} else {
 			c.script(compareAndDeleteScript, readYes, []string{k}, cmd.Token)
 		}
@@ -87,6 +86,8 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		return c.buildPermits(cmd, channel)
 	case quorum.AcquireShared, quorum.ExtendShared, quorum.ReleaseShared, quorum.ReadShared:
 		return c.buildShared(cmd, channel)
+	case quorum.FairTail, quorum.FairAcquire, quorum.FairUndo, quorum.FairLeave:
+		return c.buildFair(cmd, channel)
 	default:
 		return fmt.Errorf("%w %d", errUnknownKind, cmd.Kind)
 	}

@@ -158,6 +158,8 @@ var opNames = [...]string{
 	quorum.ExtendPermit: "extend permit", quorum.ReleasePermit: "release permit",
 	quorum.AcquireShared: "acquire shared", quorum.ExtendShared: "extend shared",
 	quorum.ReleaseShared: "release shared", quorum.ReadShared: "read shared",
+	quorum.FairTail: "fair tail", quorum.FairAcquire: "fair acquire", quorum.FairUndo: "fair undo",
+	quorum.FairLeave: "fair leave",
 }
 
 func (c *call) op() string {

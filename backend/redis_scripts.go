@@ -51,15 +51,25 @@ return 2`)
 // The release scripts publish inside the script, so a waiter on another
 // proxy hears of the release without the releaser paying a round trip; and
 // only when a waiter has marked the key (KEYS[2], see waitKey), so that an
-// uncontended release publishes nothing. setNXMarkedScript is a waiter's
-// SET NX: when the key is held it marks it, in the same atomic step, until
-// ARGV[3] ms from now unless an earlier mark lasts longer.
+// uncontended release publishes nothing. setNXMarkedScript
+// (redis_fair.go) is a waiter's SET NX: when the key is not stored it
+// marks it, in the same atomic step, until ARGV[3] ms from now unless an
+// earlier mark lasts longer.
 var (
-	// KEYS: key, wait key; ARGV: token, channel. Replies as
-	// compareAndDeleteScript.
+	// KEYS: key, wait key, fair queue, fair reservation; ARGV: token,
+	// channel. Replies as compareAndDeleteScript. Where fair waiters are
+	// queued, the key is reserved for them instead of deleted (see
+	// redis_fair.go).
 	compareAndDeleteNotifyScript = newScript(`local v = redis.call("get",KEYS[1])
 if v == ARGV[1] then
-  redis.call("del",KEYS[1])
+  local ms = redis.call("pttl",KEYS[3])
+  if ms > 0 then
+    local r = "redlockd:queued:" .. ARGV[1]
+    redis.call("set",KEYS[1],r,"px",ms)
+    redis.call("set",KEYS[4],r,"px",ms)
+  else
+    redis.call("del",KEYS[1])
+  end
   if redis.call("exists",KEYS[2]) == 1 then redis.call("publish",ARGV[2],KEYS[1]) end
   return 1
 end
@@ -67,14 +77,6 @@ if v then return 0 end
 return -1`)
 	deleteNotifyScript = newScript(
 		`local n = redis.call("del",KEYS[1]) if n > 0 and redis.call("exists",KEYS[2]) == 1 then redis.call("publish",ARGV[1],KEYS[1]) end return n`)
-	// KEYS: key, wait key, writer mark (quorum.WriterKey): a waiter's
-	// SET NX is a writer waiting, which keeps new readers out while its
-	// mark lives, and clears it once it holds the key.
-	setNXMarkedScript = newScript(`if redis.call("set",KEYS[1],ARGV[1],"NX","PX",ARGV[2]) then redis.call("del",KEYS[3]) return 1 end
-for i = 2, 3 do
-  if redis.call("pttl",KEYS[i]) < tonumber(ARGV[3]) then redis.call("set",KEYS[i],"1","PX",ARGV[3]) end
-end
-return 0`)
 )
 
 // The multi-key operations: one script each, so that the node applies it

@@ -295,7 +295,7 @@ func leftTTL(kind CmdKind, ttl time.Duration, rep *Reply) time.Duration {
 	switch kind {
 	case SetNX, Set, CompareAndExtend, Expire, ExtendOrSetNX, SetNXAll, ExtendAll,
 		HoldOwner, ExtendHeld, RestoreHeld, CompareAndSwap,
-		AcquirePermit, ExtendPermit:
+		AcquirePermit, ExtendPermit, FairAcquire:
 		return ttl
 	case AddTTL:
 		return rep.TTL

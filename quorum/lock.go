@@ -25,7 +25,8 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 }
 
 // acquire is Acquire that, with mark > 0, marks key as waited for where it
-// is held, in the same step as the SET NX.
+// is held, in the same step as the SET NX, and then fails with ErrQueued
+// where a node has fair waiters queued for key.
 func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (Lock, error) {
 	// Node calls outlive a cancellation (a client that hangs up mid-round
 	// must not leave the round half done), so a caller that is already
@@ -58,10 +59,12 @@ func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done f
 		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}),
 		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
-	}, func(v time.Duration, _ *round, err error) {
+	}, func(v time.Duration, r *round, err error) {
 		var l Lock
 		if err == nil {
 			l = Lock{Key: key, Token: token, Validity: v}
+		} else if err == ErrNotAcquired && r.sawQueue() {
+			err = ErrQueued
 		}
 		end(err, l.Validity, ttl)
 		done(l, err)
@@ -143,6 +146,9 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 // the first of them runs at once, before any pause: a release that landed
 // between the first round and the mark announced nothing, but the marked
 // round then finds the key free.
+//
+// A round refused because fair waiters are queued for key (LOCK … FAIR)
+// makes this waiter join their queue, at its end, for the rest of its wait.
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
 	// Joined before the first round, so that a release during it is not missed.
@@ -153,6 +159,11 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 		if err == nil || errors.Is(err, ErrInvalidTTL) {
 			c.wake.leave(w, err == nil)
 			return l, err
+		}
+		if err == ErrQueued && ctx.Err() == nil {
+			// Fair waiters are queued for key: this waiter joins the
+			// queue's end rather than overtake them.
+			return c.waitFair(ctx, w, key, token, ttl, deadline)
 		}
 		first := mark == 0
 		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {

@@ -67,17 +67,20 @@ type CmdKind uint8
 // another token, is one hold.
 const (
 	// SetNX: store Key=Token for TTL if Key is absent. OK: stored. With
-	// Add > 0, a Key that is held is marked as waited for during Add
-	// (never shortening an earlier mark): until then its release is
-	// announced. Such a waiter is a writer: it also marks WriterKey(Key)
-	// as long (new readers are refused meanwhile, see AcquireShared), and
-	// clears that mark when it stores Key.
+	// Add > 0 (a waiter's round), a Key that fair waiters are queued for
+	// is not stored either (N = FairQueued), and a Key that is not stored
+	// is marked as waited for during Add (never shortening an earlier
+	// mark): until then its release is announced. Such a waiter is a
+	// writer: it also marks WriterKey(Key) as long (new readers are
+	// refused meanwhile, see AcquireShared), and clears that mark when it
+	// stores Key.
 	SetNX CmdKind = iota + 1
 	// Set: store Key=Token for TTL unconditionally. OK: always.
 	Set
 	// CompareAndDelete: delete Key if it holds Token. OK: deleted. N: 1
 	// deleted, 0 held by another token, -1 absent. With Notify, a
-	// deletion of a marked key is announced.
+	// deletion of a marked key is announced, and where fair waiters are
+	// queued for Key it is reserved for them instead (see FairAcquire).
 	CompareAndDelete
 	// CompareAndExtend: set Key's ttl to TTL if it holds Token. OK: done.
 	CompareAndExtend
@@ -243,7 +246,39 @@ const (
 	// ReadShared: read a shared hold. OK: Key holds SharedMarker; N its
 	// live readers.
 	ReadShared
+
+	// The fair queue of a key (LOCK … WAIT ms FAIR, see fair.go): its
+	// entries are tokens ordered by ticket (then by token), each with an
+	// expiry of its own; an entry whose expiry passed is not queued.
+	// While entries are queued, a free Key is reserved for them: it holds
+	// a value of the node's that no acquire but FairAcquire's takes, until
+	// the last entry expires. "Free" below is absent or so reserved.
+
+	// FairTail: N: the largest ticket queued for Key, 0 when none.
+	FairTail
+	// FairAcquire: one round of a fair waiter: queue Token at ticket N
+	// (an entry already queued keeps its ticket) with an expiry Add from
+	// now; then, if Key is free and Token is the first entry queued,
+	// store Key=Token for TTL and take Token out of the queue. Otherwise
+	// reserve a free Key, and mark Key as waited for during Add, as
+	// SetNX does. With N = 0 (a try) it queues nothing and stores
+	// Key=Token for TTL only if Key is absent and nobody is queued. OK:
+	// stored.
+	FairAcquire
+	// FairUndo: the undo of a failed FairAcquire round: where Key holds
+	// Token, delete it, queue Token again at ticket N, expiring Add from
+	// now, and reserve Key. OK: deleted.
+	FairUndo
+	// FairLeave: take Token out of Key's queue. Where it was queued and
+	// Key is free, Key stays reserved while entries are left (its release
+	// announced, so that the next waiter, on any proxy, tries at once)
+	// and is freed otherwise. OK: it was queued.
+	FairLeave
 )
+
+// FairQueued is SetNX's N when it stored nothing because fair waiters
+// are queued for the key.
+const FairQueued = 2
 
 // Cmd is one operation asked of one node; the fields each kind reads are
 // in its description.

@@ -44,6 +44,8 @@ const (
 	// OpHorizon: a read of the other nodes' lock horizons, for a
 	// restarted node's quarantine.
 	OpHorizon = "horizon"
+	// OpFair: a fair waiter's ticket read, and its leaving the queue.
+	OpFair = "fair"
 )
 
 // Outcomes passed to Observer.OpDone.

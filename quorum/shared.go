@@ -49,7 +49,10 @@ const sharedPrefix = "shared:"
 func SharedKey(key string) string { return "redlockd:readers:{" + key + "}" }
 
 // WriterKey is where the nodes keep the mark of a writer waiting for key.
-func WriterKey(key string) string { return "redlockd:writer:{" + key + "}" }
+func WriterKey(key string) string { return WriterPrefix + "{" + key + "}" }
+
+// WriterPrefix starts every WriterKey.
+const WriterPrefix = "redlockd:writer:"
 
 // NewSharedToken returns a fresh reader token.
 func NewSharedToken() string { return sharedPrefix + NewToken() }

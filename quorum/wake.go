@@ -31,6 +31,9 @@ type waiter struct {
 	// ch holds at most one pending wake: several notifications of one
 	// release (one per node, plus the local one) coalesce.
 	ch chan struct{}
+	// woken: the waiter's last pause ended on a wake. Only the waiter's
+	// own goroutine reads and writes it.
+	woken bool
 }
 
 // wakeRegistry holds the waiters of each key in arrival order. A release
@@ -125,12 +128,33 @@ func (c *Cluster) pauseForRetry(ctx context.Context, w *waiter, deadline time.Ti
 	}
 	t := time.NewTimer(pause)
 	defer t.Stop()
+	w.woken = false
 	select {
 	case <-w.ch:
+		w.woken = true
 		return ctx.Err() == nil
 	case <-t.C:
 		return !last
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// handOn gives a wake that w could not use to the waiter of w's key after
+// it on this proxy: a fair waiter woken by a release while another one is
+// first in the key's queue lets the next local waiter try, which may be
+// that one.
+func (r *wakeRegistry) handOn(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.keys[w.key]
+	for i, x := range q {
+		if x == w && i+1 < len(q) {
+			select {
+			case q[i+1].ch <- struct{}{}:
+			default: // already woken, not yet retried
+			}
+			return
+		}
 	}
 }

@@ -1,0 +1,214 @@
+package quorum
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Fair locks (LOCK … WAIT ms FAIR) grant a key's waiters in the order they
+// started waiting, through any proxy. The order lives on the nodes, each
+// of which keeps a queue per key (FairQueueKey): tokens ordered by a
+// ticket, each entry with an expiry of its own that its waiter refreshes
+// with every round.
+//
+//   - A waiter first takes a ticket: it reads the largest ticket queued on
+//     every node (FairTail; a majority must answer) and picks one above
+//     it, and at least the wall clock in microseconds.
+//   - Each round (FairAcquire) queues the waiter at that ticket (or
+//     refreshes its entry) and, on a node where the key is free and the
+//     waiter is the first entry, stores the lock and takes the entry out,
+//     in one atomic step. The lock is granted as every lock is: a majority
+//     said yes within its validity. A failed round is undone (FairUndo):
+//     the lock deleted where it was stored, the entry put back.
+//   - A waiter that gives up (its wait ran out, its client hung up) leaves
+//     the queue on every node (FairLeave), which announces the key where
+//     it is free, so that the next waiter on any proxy tries at once.
+//   - While entries are queued, a node keeps a free key reserved for them
+//     (an announcing release leaves the reservation in the lock's place,
+//     and every waiter's round puts it back), so that a plain SET NX,
+//     which stays a bare SET NX, is refused too. A plain waiter's marked
+//     rounds see the queue (ErrQueued) and join it at its end.
+//
+// Why the order holds: once waiter A's round has queued it on a majority,
+// a later waiter B reads the tickets on a majority too, meets one of A's
+// nodes and takes a ticket above A's; B's grant needs a majority of nodes
+// where B is first, and every majority meets a node that still queues A.
+// So while A refreshes its entry, nobody who started waiting after A was
+// queued is granted before A. A node that lost its queue (a restart), or
+// on which A's entry expired, is one of a minority and cannot grant alone.
+// Mutual exclusion does not depend on the queue at all: a fair grant is a
+// Redlock grant of the key.
+
+// ErrQueued is an acquire's ErrNotAcquired (it matches it) when a node
+// refused it because fair waiters are queued for the key.
+var ErrQueued = fmt.Errorf("%w: fair waiters are queued", ErrNotAcquired)
+
+// FairQueueKey is where the nodes keep the queue of key's fair waiters.
+func FairQueueKey(key string) string { return FairQueuePrefix + "{" + key + "}" }
+
+// FairQueuePrefix is FairQueueKey's name without the key's hash tag.
+const FairQueuePrefix = "redlockd:fair:"
+
+// TryFair is Acquire for LOCK … FAIR without WAIT: it is granted only
+// where nobody is queued for key.
+func (c *Cluster) TryFair(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
+	end := c.begin(OpAcquire)
+	defer func() { end(err, l.Validity, ttl) }()
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	v, _, err := c.grantRound(grant{
+		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
+		ask:  same(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl}),
+		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
+	})
+	if err != nil {
+		return Lock{}, err
+	}
+	return Lock{Key: key, Token: token, Validity: v}, nil
+}
+
+// AcquireFair is AcquireWait in the key's fair queue: it takes a ticket
+// and waits its turn until it is granted the lock, wait has passed, or
+// ctx is done; then it leaves the queue. It returns as AcquireWait does.
+func (c *Cluster) AcquireFair(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
+	deadline := c.cfg.Now().Add(wait)
+	w := c.wake.join(c.db, key)
+	return c.waitFair(ctx, w, key, token, ttl, deadline)
+}
+
+// waitFair runs a fair waiter's rounds for w, a waiter of key that has
+// joined the wake registry, until deadline.
+func (c *Cluster) waitFair(ctx context.Context, w *waiter, key, token string, ttl time.Duration, deadline time.Time) (Lock, error) {
+	if ttl <= 0 {
+		c.wake.leave(w, false)
+		return Lock{}, ErrInvalidTTL
+	}
+	var ticket int64
+	var err error
+	for {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		if ticket == 0 {
+			ticket, err = c.fairTicket(key)
+		}
+		if ticket != 0 {
+			var l Lock
+			if l, err = c.fairRound(key, token, ticket, ttl, c.entryTTL(deadline)); err == nil {
+				c.wake.leave(w, true)
+				return l, nil
+			}
+		}
+		if w.woken {
+			// The release was not this waiter's to take: the local
+			// waiter behind it may be first in the queue.
+			c.wake.handOn(w)
+		}
+		if !c.pauseForRetry(ctx, w, deadline) {
+			break
+		}
+	}
+	c.wake.leave(w, false)
+	if ticket != 0 {
+		c.fairLeave(key, token)
+	}
+	return Lock{}, err
+}
+
+// entryTTL is how long a round keeps the waiter's entry queued: as long as
+// a wait mark (markTTL), since the waiter refreshes both with each round;
+// past that, an entry whose waiter died leaves the queue by itself.
+func (c *Cluster) entryTTL(deadline time.Time) time.Duration {
+	return max(c.markTTL(deadline), time.Millisecond)
+}
+
+// fairTicket reads the largest ticket queued on every node and returns the
+// next one, at least the wall clock in microseconds: a node that lost its
+// queue, in a majority that misses every node queueing an earlier waiter,
+// still gives a later ticket while the proxies' clocks agree.
+func (c *Cluster) fairTicket(key string) (int64, error) {
+	done := c.begin(OpFair)
+	r, t := c.collect(OpFair, same(Cmd{Kind: FairTail, Key: key}), anyVote)
+	if err := c.heard(&t); err != nil {
+		done(err, 0, 0)
+		return 0, err
+	}
+	var top int64
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil {
+			top = max(top, rep.N)
+		}
+	}
+	done(nil, 0, 0)
+	return max(top+1, c.cfg.Now().UnixMicro()), nil
+}
+
+// fairRound is one FairAcquire round: a grant, undone where it fails.
+// After a grant, a node that did not store it still queues the token:
+// it leaves that queue, so that it does not stand first there.
+func (c *Cluster) fairRound(key, token string, ticket int64, ttl, entry time.Duration) (Lock, error) {
+	end := c.begin(OpAcquire)
+	v, r, err := c.grantRound(grant{
+		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
+		ask:  same(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl, N: ticket, Add: entry}),
+		undo: c.undoFair(key, token, ticket, ttl, entry),
+	})
+	var l Lock
+	if err == nil {
+		l = Lock{Key: key, Token: token, Validity: v}
+		r.afterAll(func(tally) { c.leaveWhere(key, token, r) })
+	}
+	end(err, l.Validity, ttl)
+	return l, err
+}
+
+// undoFair is the undo of a failed fair round: the lock deleted and the
+// entry queued again on every node that did not refuse the round; a node
+// that did not answer the undo gets the release again later.
+func (c *Cluster) undoFair(key, token string, ticket int64, ttl, entry time.Duration) func(*round, func()) {
+	cmd := Cmd{Kind: FairUndo, Key: key, Token: token, N: ticket, Add: entry}
+	return func(g *round, done func()) {
+		ask := func(i int) (Cmd, bool) { rep := g.reply(i); return cmd, rep.Err != nil || rep.OK }
+		c.collectThen(OpAcquire, ask, okVote, func(r *round, _ tally) {
+			for i := range r.calls {
+				if r.calls[i].asked && unanswered(r.reply(i)) {
+					c.pending.add(i, c.db, key, token, ttl, true)
+				}
+			}
+			done()
+		})
+	}
+}
+
+// leaveWhere takes token out of the queue on the nodes that did not grant
+// round g, once every reply is in. It waits for nothing.
+func (c *Cluster) leaveWhere(key, token string, g *round) {
+	cmd := Cmd{Kind: FairLeave, Key: key, Token: token}
+	ask := func(i int) (Cmd, bool) { return cmd, !g.reply(i).OK }
+	c.collectThen(OpFair, ask, okVote, func(*round, tally) {})
+}
+
+// fairLeave takes token out of key's queue on every node, and wakes this
+// proxy's next waiter of key (the nodes announce it to the others).
+func (c *Cluster) fairLeave(key, token string) {
+	done := c.begin(OpFair)
+	_, t := c.collect(OpFair, same(Cmd{Kind: FairLeave, Key: key, Token: token}), anyVote)
+	c.wake.notify(c.db, key)
+	done(c.heard(&t), 0, 0)
+}
+
+// sawQueue reports whether a node refused round r's SetNX because fair
+// waiters are queued for the key. Every reply is in (a failed round).
+func (r *round) sawQueue() bool {
+	if r == nil {
+		return false
+	}
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N == FairQueued {
+			return true
+		}
+	}
+	return false
+}

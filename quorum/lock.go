@@ -150,20 +150,54 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 // A round refused because fair waiters are queued for key (LOCK … FAIR)
 // makes this waiter join their queue, at its end, for the rest of its wait.
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
+	return c.waitFor(ctx, key, wait, blocking{
+		try: func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },
+		queued: func(w *waiter, deadline time.Time) (Lock, error) {
+			return c.waitFair(ctx, w, key, token, ttl, deadline)
+		},
+		// A writer's rounds marked the key to keep new readers out: its
+		// client is gone, so the readers need not wait for the mark.
+		gone: func() { c.dropWriterMark(key) },
+	})
+}
+
+// blocking is one kind of blocking acquire, as waitFor runs it.
+type blocking struct {
+	// try is one round; mark > 0 also marks the key as waited for that
+	// long (its release is then announced).
+	try func(mark time.Duration) (Lock, error)
+	// final reports a refusal no later round can change (besides
+	// ErrInvalidTTL); nil: none.
+	final func(error) bool
+	// queued takes over a round refused with ErrQueued (fair waiters are
+	// queued for the key), with the waiter and the wait's deadline; nil:
+	// such a round is contention.
+	queued func(w *waiter, deadline time.Time) (Lock, error)
+	// gone runs when the client hung up after its rounds had marked the
+	// key; nil: nothing to do.
+	gone func()
+}
+
+// waitFor is the wait of every blocking acquire: it runs b's rounds until
+// one is granted or refused for good, wait has passed, or ctx is done,
+// and returns the last round's result. The waiter joins the key's wake
+// registry before the first round, so that a release during it is not
+// missed. The first round marks nothing, so an uncontended lock costs
+// nothing more; the second runs at once and marks the key (a release that
+// landed between the two announced nothing, but the marked round finds the
+// key free); after that each pause is cut short by a release of the key.
+func (c *Cluster) waitFor(ctx context.Context, key string, wait time.Duration, b blocking) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
-	// Joined before the first round, so that a release during it is not missed.
 	w := c.wake.join(c.db, key)
 	var mark time.Duration
 	for {
-		l, err := c.acquire(ctx, key, token, ttl, mark)
-		if err == nil || errors.Is(err, ErrInvalidTTL) {
+		l, err := b.try(mark)
+		if err == nil || errors.Is(err, ErrInvalidTTL) || (b.final != nil && b.final(err)) {
 			c.wake.leave(w, err == nil)
 			return l, err
 		}
-		if err == ErrQueued && ctx.Err() == nil {
-			// Fair waiters are queued for key: this waiter joins the
-			// queue's end rather than overtake them.
-			return c.waitFair(ctx, w, key, token, ttl, deadline)
+		if err == ErrQueued && b.queued != nil && ctx.Err() == nil {
+			return b.queued(w, deadline)
 		}
 		first := mark == 0
 		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
@@ -171,8 +205,8 @@ func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait 
 		}
 		if !c.pauseForRetry(ctx, w, deadline) {
 			c.wake.leave(w, false)
-			if mark > 0 && ctx.Err() != nil {
-				c.dropWriterMark(key)
+			if mark > 0 && ctx.Err() != nil && b.gone != nil {
+				b.gone()
 			}
 			return Lock{}, err
 		}

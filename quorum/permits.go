@@ -143,24 +143,10 @@ func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time
 // a release of any permit of key (through any proxy) wakes the oldest
 // waiter.
 func (c *Cluster) AcquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
-	deadline := c.cfg.Now().Add(wait)
-	w := c.wake.join(c.db, key)
-	var mark time.Duration
-	for {
-		l, err := c.acquirePermit(ctx, key, n, ttl, mark)
-		if err == nil || !permitRetryable(err) {
-			c.wake.leave(w, err == nil)
-			return l, err
-		}
-		first := mark == 0
-		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
-			continue
-		}
-		if !c.pauseForRetry(ctx, w, deadline) {
-			c.wake.leave(w, false)
-			return Lock{}, err
-		}
-	}
+	return c.waitFor(ctx, key, wait, blocking{
+		try:   func(mark time.Duration) (Lock, error) { return c.acquirePermit(ctx, key, n, ttl, mark) },
+		final: func(err error) bool { return !permitRetryable(err) },
+	})
 }
 
 // permitRetryable is an acquire's failure that a later round may not have.

@@ -95,29 +95,17 @@ func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mar
 // once, so that the readers queued behind a writer follow each other in
 // without waiting for their jitter.
 func (c *Cluster) AcquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
-	deadline := c.cfg.Now().Add(wait)
-	w := c.wake.join(c.db, key)
-	var mark time.Duration
-	for {
+	l, err := c.waitFor(ctx, key, wait, blocking{
 		// A fresh token per round: a late retry of one round's undo can
 		// then never remove the reader a later round granted.
-		l, err := c.acquireShared(ctx, key, NewSharedToken(), ttl, mark)
-		if err == nil || errors.Is(err, ErrInvalidTTL) {
-			c.wake.leave(w, err == nil)
-			if err == nil {
-				c.wake.notify(c.db, key)
-			}
-			return l, err
-		}
-		first := mark == 0
-		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
-			continue
-		}
-		if !c.pauseForRetry(ctx, w, deadline) {
-			c.wake.leave(w, false)
-			return Lock{}, err
-		}
+		try: func(mark time.Duration) (Lock, error) {
+			return c.acquireShared(ctx, key, NewSharedToken(), ttl, mark)
+		},
+	})
+	if err == nil {
+		c.wake.notify(c.db, key)
 	}
+	return l, err
 }
 
 // dropWriterMark deletes the mark of a writer that waited for key, on

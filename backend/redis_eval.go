@@ -126,6 +126,8 @@ return done`)
 var nodeFailureCodes = map[string]bool{
 	"OOM": true, "READONLY": true, "LOADING": true, "MISCONF": true, "BUSY": true,
 	"NOAUTH": true, "NOPERM": true, "MASTERDOWN": true, "NOSCRIPT": true, "EXECABORT": true,
+	// A Redis Cluster's: the master does not serve the keys (now).
+	"MOVED": true, "ASK": true, "TRYAGAIN": true, "CLUSTERDOWN": true, "CROSSSLOT": true,
 }
 
 // isNodeFailure reports whether err is an error reply of a failing

@@ -1,0 +1,259 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// minRefreshGap is the least time between two refreshes that a MOVED
+// starts: a migration answers MOVED to many commands at once, and the
+// MOVED itself already says where the slot went.
+const minRefreshGap = 100 * time.Millisecond
+
+// refreshRun is one read of the topology; done is closed when it ends.
+type refreshRun struct {
+	done chan struct{}
+	err  error
+}
+
+// startRefresh starts a read of the topology unless one is on its way,
+// and returns the run to wait on.
+func (cl *Cluster) startRefresh() *refreshRun {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.refresh != nil {
+		return cl.refresh
+	}
+	run := &refreshRun{done: make(chan struct{})}
+	if cl.closed {
+		run.err = ErrClosed
+		close(run.done)
+		return run
+	}
+	cl.refresh = run
+	cl.wg.Add(1)
+	go func() {
+		defer cl.wg.Done()
+		err := cl.readTopology()
+		cl.mu.Lock()
+		cl.refresh, cl.lastRef = nil, time.Now()
+		cl.mu.Unlock()
+		run.err = err
+		close(run.done)
+		cl.report()
+	}()
+	return run
+}
+
+// refreshSoon starts a refresh unless one ran within minRefreshGap.
+func (cl *Cluster) refreshSoon() {
+	cl.mu.Lock()
+	recent := time.Since(cl.lastRef) < minRefreshGap
+	cl.mu.Unlock()
+	if !recent {
+		cl.startRefresh()
+	}
+}
+
+// readTopology asks the known masters, then the seeds, for CLUSTER SLOTS
+// until one answers, and publishes what it says.
+func (cl *Cluster) readTopology() error {
+	var errs []error
+	for _, addr := range cl.candidates() {
+		slots, err := cl.askSlots(addr)
+		if err == nil {
+			cl.publish(slots)
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return fmt.Errorf("backend: CLUSTER SLOTS: %w", errors.Join(errs...))
+}
+
+func (cl *Cluster) candidates() []string {
+	var out []string
+	if t := cl.topo.Load(); t != nil {
+		for _, s := range t.shards {
+			out = append(out, s.addr)
+		}
+	}
+	return append(out, cl.seeds...)
+}
+
+// slotRange is one entry of CLUSTER SLOTS: a range, its master and the
+// node ids of its replicas.
+type slotRange struct {
+	start, end int
+	addr, id   string
+	replicas   []string
+}
+
+func (cl *Cluster) askSlots(addr string) ([]slotRange, error) {
+	o := *cl.base
+	o.Addr = addr
+	cfg := nodeConfig(&o, cl.opts, nil)
+	ctx, cancel := context.WithTimeout(cl.ctx, cfg.timeout)
+	defer cancel()
+	nc, err := cfg.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	dl, _ := ctx.Deadline()
+	_ = nc.SetDeadline(dl)
+	reps, err := roundTrip(nc, []string{"cluster", "slots"})
+	if err != nil {
+		return nil, err
+	}
+	if err := reps[0].err(); err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	return parseSlots(reps[0], host)
+}
+
+// parseSlots reads CLUSTER SLOTS; a node without an address announced is
+// at host, the server that answered.
+func parseSlots(rep reply, host string) ([]slotRange, error) {
+	if rep.kind != '*' {
+		return nil, unexpected(rep)
+	}
+	out := make([]slotRange, 0, len(rep.elems))
+	for _, e := range rep.elems {
+		if e.kind != '*' || len(e.elems) < 3 {
+			return nil, fmt.Errorf("backend: bad CLUSTER SLOTS entry %+v", e)
+		}
+		r := slotRange{start: int(e.elems[0].num), end: int(e.elems[1].num)}
+		var ok bool
+		if r.addr, r.id, ok = slotNode(e.elems[2], host); !ok || r.start < 0 || r.end >= clusterSlots {
+			return nil, fmt.Errorf("backend: bad CLUSTER SLOTS entry %+v", e)
+		}
+		for _, n := range e.elems[3:] {
+			if _, id, ok := slotNode(n, host); ok {
+				r.replicas = append(r.replicas, id)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func slotNode(n reply, host string) (addr, id string, ok bool) {
+	if n.kind != '*' || len(n.elems) < 3 || n.elems[1].kind != ':' {
+		return "", "", false
+	}
+	ip := n.elems[0].str
+	if ip == "" || ip == "?" {
+		ip = host
+	}
+	return net.JoinHostPort(ip, strconv.FormatInt(n.elems[1].num, 10)), n.elems[2].str, true
+}
+
+// publish makes slots the topology. A shard keeps its name across
+// failovers: a master that was a replica of a shard (or is a restarted
+// master of it) takes the shard's name.
+func (cl *Cluster) publish(ranges []slotRange) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.closed {
+		return
+	}
+	t := &topology{}
+	byAddr := map[string]*shard{}
+	for _, r := range ranges {
+		s := byAddr[r.addr]
+		if s == nil {
+			s = &shard{addr: r.addr, id: r.id, group: cl.groupLocked(r), first: r.start, node: cl.nodeLocked(r.addr)}
+			byAddr[r.addr] = s
+			t.shards = append(t.shards, s)
+		}
+		s.first = min(s.first, r.start)
+		for slot := r.start; slot <= r.end; slot++ {
+			t.slots[slot] = s
+		}
+	}
+	cl.topo.Store(t)
+}
+
+// groupLocked is the name of the shard of r: the one its master or a
+// replica was seen in before, else the master's address.
+func (cl *Cluster) groupLocked(r slotRange) string {
+	ids := append([]string{r.id}, r.replicas...)
+	g := ""
+	for _, id := range ids {
+		if g = cl.groupOf[id]; g != "" {
+			break
+		}
+	}
+	if g == "" {
+		g = r.addr
+	}
+	for _, id := range ids {
+		if cl.groupOf[id] == "" {
+			cl.groupOf[id] = g
+		}
+	}
+	return g
+}
+
+// moved points slot at the master at addr when the topology knows it as
+// a master, and says whether it did.
+func (cl *Cluster) moved(slot int, addr string) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	t := cl.topo.Load()
+	if t == nil {
+		return false
+	}
+	for _, s := range t.shards {
+		if s.addr == addr {
+			if t.slots[slot] != s {
+				next := *t
+				next.slots[slot] = s
+				cl.topo.Store(&next)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// shardAt is the master of the topology at addr, or nil.
+func (cl *Cluster) shardAt(addr string) *shard {
+	if t := cl.topo.Load(); t != nil {
+		for _, s := range t.shards {
+			if s.addr == addr {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// info is the look at the cluster that the watchers get: one per master.
+// It is not ready (false) until every master of the topology has been
+// looked at, so that the first look names every shard's server.
+func (cl *Cluster) info() (quorum.ServerInfo, bool) {
+	in := quorum.ServerInfo{RunID: "cluster:" + cl.name, Uptime: -1}
+	t := cl.topo.Load()
+	if t == nil {
+		in.RunID, in.Err = "", errNoTopology
+		return in, true
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, s := range t.shards {
+		look, ok := cl.looks[s.addr]
+		if !ok {
+			return in, false
+		}
+		in.Shards = append(in.Shards, quorum.ShardInfo{Name: s.group, Master: s.addr, Info: look})
+	}
+	return in, true
+}

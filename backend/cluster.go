@@ -44,8 +44,9 @@ type Cluster struct {
 	groupOf map[string]string // node id → shard name
 	watcher *quorum.Watcher   // set by Watch
 	looks   map[string]quorum.ServerInfo
-	refresh *refreshRun // the refresh in flight, nil when none
-	lastRef time.Time
+	refresh    *refreshRun // the refresh in flight, nil when none
+	lastRef    time.Time
+	refreshErr error // the last refresh's
 }
 
 var _ quorum.Node = (*Cluster)(nil)

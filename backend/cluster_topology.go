@@ -42,7 +42,7 @@ func (cl *Cluster) startRefresh() *refreshRun {
 		defer cl.wg.Done()
 		err := cl.readTopology()
 		cl.mu.Lock()
-		cl.refresh, cl.lastRef = nil, time.Now()
+		cl.refresh, cl.lastRef, cl.refreshErr = nil, time.Now(), err
 		cl.mu.Unlock()
 		run.err = err
 		close(run.done)
@@ -241,13 +241,14 @@ func (cl *Cluster) shardAt(addr string) *shard {
 // looked at, so that the first look names every shard's server.
 func (cl *Cluster) info() (quorum.ServerInfo, bool) {
 	in := quorum.ServerInfo{RunID: "cluster:" + cl.name, Uptime: -1}
-	t := cl.topo.Load()
-	if t == nil {
-		in.RunID, in.Err = "", errNoTopology
-		return in, true
-	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	t := cl.topo.Load()
+	if t == nil {
+		// Until a read of the topology failed, there is nothing to say.
+		in.RunID, in.Err = "", cl.refreshErr
+		return in, cl.refreshErr != nil
+	}
 	for _, s := range t.shards {
 		look, ok := cl.looks[s.addr]
 		if !ok {

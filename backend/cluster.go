@@ -38,12 +38,12 @@ type Cluster struct {
 	wg       sync.WaitGroup
 	reportMu sync.Mutex // serializes the reports to the watcher
 
-	mu      sync.Mutex
-	closed  bool
-	nodes   map[string]*Redis // by address; kept until Close
-	groupOf map[string]string // node id → shard name
-	watcher *quorum.Watcher   // set by Watch
-	looks   map[string]quorum.ServerInfo
+	mu         sync.Mutex
+	closed     bool
+	nodes      map[string]*Redis // by address; kept until Close
+	groupOf    map[string]string // node id → shard name
+	watcher    *quorum.Watcher   // set by Watch
+	looks      map[string]quorum.ServerInfo
 	refresh    *refreshRun // the refresh in flight, nil when none
 	lastRef    time.Time
 	refreshErr error // the last refresh's
@@ -73,9 +73,9 @@ var (
 	ErrClusterDB = errors.New("backend: a Redis Cluster has database 0 only")
 	// errCrossSlot is Redis Cluster's own answer to a command whose keys
 	// are in different slots.
-	errCrossSlot error = ServerError{Code: "CROSSSLOT", Text: "CROSSSLOT Keys in request don't hash to the same slot"}
-	errNoTopology      = errors.New("backend: cluster topology not known yet")
-	errSlotUnserved    = errors.New("backend: no master serves the slot")
+	errCrossSlot    error = ServerError{Code: "CROSSSLOT", Text: "CROSSSLOT Keys in request don't hash to the same slot"}
+	errNoTopology         = errors.New("backend: cluster topology not known yet")
+	errSlotUnserved       = errors.New("backend: no master serves the slot")
 )
 
 // NewCluster makes the node of cluster://host:port[?seed=host:port…] or

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -54,7 +55,7 @@ var _ quorum.Node = (*Cluster)(nil)
 // topology is one reading of the cluster's slots. It is never changed
 // once published; a change publishes a new one.
 type topology struct {
-	slots  [clusterSlots]*shard // nil: no master serves the slot
+	slots  [slot.Count]*shard // nil: no master serves the slot
 	shards []*shard
 }
 

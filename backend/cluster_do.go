@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -47,13 +48,13 @@ func (cl *Cluster) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 // cmdSlot is the slot that every key of cmd hashes to; false when they do
 // not share one.
 func cmdSlot(cmd *quorum.Cmd) (int, bool) {
-	slot := -1
+	at := -1
 	same := func(k string) bool {
-		s := keySlot(k)
-		if slot < 0 {
-			slot = s
+		s := slot.Of(k)
+		if at < 0 {
+			at = s
 		}
-		return s == slot
+		return s == at
 	}
 	if cmd.Key != "" && !same(cmd.Key) {
 		return 0, false
@@ -66,7 +67,7 @@ func cmdSlot(cmd *quorum.Cmd) (int, bool) {
 	if cmd.Mark != "" && !same(cmd.Mark) {
 		return 0, false
 	}
-	return max(slot, 0), true
+	return max(at, 0), true
 }
 
 // clusterCall is one Cmd on its way to the master of its slot, following
@@ -149,15 +150,15 @@ func (cc *clusterCall) redirect(se ServerError) bool {
 	if (se.Code != "MOVED" && se.Code != "ASK") || cc.tries >= maxRedirects {
 		return false
 	}
-	slot, addr, ok := parseRedirect(se.Text)
-	if !ok || slot != cc.slot {
+	at, addr, ok := parseRedirect(se.Text)
+	if !ok || at != cc.slot {
 		return false
 	}
 	cc.tries++
 	if se.Code == "ASK" {
 		return cc.ask(addr)
 	}
-	if cc.cl.moved(slot, addr) {
+	if cc.cl.moved(at, addr) {
 		cc.cl.refreshSoon()
 		cc.send()
 		return true
@@ -186,13 +187,13 @@ func parseRedirect(text string) (int, string, bool) {
 	if len(f) != 3 {
 		return 0, "", false
 	}
-	slot, err := strconv.Atoi(f[1])
-	return slot, f[2], err == nil && slot >= 0 && slot < clusterSlots
+	n, err := strconv.Atoi(f[1])
+	return n, f[2], err == nil && n >= 0 && n < slot.Count
 }
 
 // horizonKeyAt is the lock horizon's key on the master serving slot.
-func horizonKeyAt(slot int) string {
-	return quorum.HorizonKey + ":{" + slotTag(slot) + "}"
+func horizonKeyAt(s int) string {
+	return quorum.HorizonKey + ":{" + slot.Tag(s) + "}"
 }
 
 // everyShard runs a horizon command on every master, at a horizon key in

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -131,7 +132,7 @@ func parseSlots(rep reply, host string) ([]slotRange, error) {
 		}
 		r := slotRange{start: int(e.elems[0].num), end: int(e.elems[1].num)}
 		var ok bool
-		if r.addr, r.id, ok = slotNode(e.elems[2], host); !ok || r.start < 0 || r.end >= clusterSlots {
+		if r.addr, r.id, ok = slotNode(e.elems[2], host); !ok || r.start < 0 || r.end >= slot.Count {
 			return nil, fmt.Errorf("backend: bad CLUSTER SLOTS entry %+v", e)
 		}
 		for _, n := range e.elems[3:] {
@@ -174,8 +175,8 @@ func (cl *Cluster) publish(ranges []slotRange) {
 			t.shards = append(t.shards, s)
 		}
 		s.first = min(s.first, r.start)
-		for slot := r.start; slot <= r.end; slot++ {
-			t.slots[slot] = s
+		for n := r.start; n <= r.end; n++ {
+			t.slots[n] = s
 		}
 	}
 	cl.topo.Store(t)
@@ -204,7 +205,7 @@ func (cl *Cluster) groupLocked(r slotRange) string {
 
 // moved points slot at the master at addr when the topology knows it as
 // a master, and says whether it did.
-func (cl *Cluster) moved(slot int, addr string) bool {
+func (cl *Cluster) moved(n int, addr string) bool {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	t := cl.topo.Load()
@@ -213,9 +214,9 @@ func (cl *Cluster) moved(slot int, addr string) bool {
 	}
 	for _, s := range t.shards {
 		if s.addr == addr {
-			if t.slots[slot] != s {
+			if t.slots[n] != s {
 				next := *t
-				next.slots[slot] = s
+				next.slots[n] = s
 				cl.topo.Store(&next)
 			}
 			return true

@@ -12,8 +12,12 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// maxRedirects bounds how often one command follows MOVED or ASK.
-const maxRedirects = 5
+// maxRedirects bounds how often one command follows MOVED or ASK;
+// maxTryAgain, how often it is sent in all.
+const (
+	maxRedirects = 5
+	maxTryAgain  = 20
+)
 
 // Do implements quorum.Node: cmd goes to the master of its keys' slot
 // (every key of a Cmd must share it: the keys the proxy keeps for a lock
@@ -79,7 +83,8 @@ type clusterCall struct {
 	rcv      quorum.Receiver
 	slot     int
 	sh       *shard // where it was sent last
-	tries    int
+	// redirects counts the MOVED and ASK followed, tries the TRYAGAINs.
+	redirects, tries int
 }
 
 // send sends the call to the master of its slot; with no master known,
@@ -131,10 +136,10 @@ func (cc *clusterCall) fail(err error) {
 func (cc *clusterCall) Receive(rep quorum.Reply) {
 	var se ServerError
 	if rep.Err != nil && errors.As(rep.Err, &se) {
-		if cc.redirect(se) {
+		if cc.redirect(se) || cc.tryAgain(se) {
 			return
 		}
-		if se.Code == "CLUSTERDOWN" || se.Code == "TRYAGAIN" || se.Code == "EXECABORT" {
+		if se.Code == "CLUSTERDOWN" || se.Code == "EXECABORT" {
 			cc.cl.refreshSoon() // a failover or a migration may be under way
 		}
 	}
@@ -147,14 +152,14 @@ func (cc *clusterCall) Receive(rep quorum.Reply) {
 // redirect follows a MOVED or an ASK; false for any other error, or once
 // the call has followed maxRedirects.
 func (cc *clusterCall) redirect(se ServerError) bool {
-	if (se.Code != "MOVED" && se.Code != "ASK") || cc.tries >= maxRedirects {
+	if (se.Code != "MOVED" && se.Code != "ASK") || cc.redirects >= maxRedirects {
 		return false
 	}
 	at, addr, ok := parseRedirect(se.Text)
 	if !ok || at != cc.slot {
 		return false
 	}
-	cc.tries++
+	cc.redirects++
 	if se.Code == "ASK" {
 		return cc.ask(addr)
 	}
@@ -178,6 +183,29 @@ func (cc *clusterCall) ask(addr string) bool {
 	}
 	cc.sh = sh
 	sh.node.doAsking(cc.deadline, cc.cmd, cc)
+	return true
+}
+
+// tryAgainPause is how long a call waits before sending again after
+// TRYAGAIN: a migration is moving its keys, which takes a MIGRATE.
+const tryAgainPause = 5 * time.Millisecond
+
+// tryAgain sends the call again after TRYAGAIN (a multi-key command in a
+// slot under migration whose keys are split between the two masters),
+// while its deadline leaves time for it; false otherwise.
+func (cc *clusterCall) tryAgain(se ServerError) bool {
+	if se.Code != "TRYAGAIN" || cc.tries >= maxTryAgain || time.Until(cc.deadline) < 2*tryAgainPause {
+		return false
+	}
+	cc.tries++
+	cc.cl.refreshSoon()
+	time.AfterFunc(tryAgainPause, func() {
+		if cc.cl.ctx.Err() != nil {
+			cc.fail(ErrClosed)
+			return
+		}
+		cc.send()
+	})
 	return true
 }
 

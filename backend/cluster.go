@@ -21,7 +21,7 @@ import (
 // from the master that serves the key's slot. Each master is reached
 // through a Redis node of its own (its multiplexer, scripts and watch), so
 // a batch of commands leaves as one write per shard. The topology comes
-// from CLUSTER SLOTS, read at start, every health interval, and after a
+// from CLUSTER NODES, read at start, every health interval, and after a
 // MOVED; MOVED and ASK are followed within the command's deadline.
 type Cluster struct {
 	name  string

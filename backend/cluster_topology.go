@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlockd/redlockd/internal/slot"
@@ -62,7 +63,7 @@ func (cl *Cluster) refreshSoon() {
 	}
 }
 
-// readTopology asks the known masters, then the seeds, for CLUSTER SLOTS
+// readTopology asks the known masters, then the seeds, for CLUSTER NODES
 // until one answers, and publishes what it says.
 func (cl *Cluster) readTopology() error {
 	var errs []error
@@ -74,7 +75,7 @@ func (cl *Cluster) readTopology() error {
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 	}
-	return fmt.Errorf("backend: CLUSTER SLOTS: %w", errors.Join(errs...))
+	return fmt.Errorf("backend: CLUSTER NODES: %w", errors.Join(errs...))
 }
 
 func (cl *Cluster) candidates() []string {
@@ -87,7 +88,7 @@ func (cl *Cluster) candidates() []string {
 	return append(out, cl.seeds...)
 }
 
-// slotRange is one entry of CLUSTER SLOTS: a range, its master and the
+// slotRange is one slot range of a master: its address and id, and the
 // node ids of its replicas.
 type slotRange struct {
 	start, end int
@@ -95,6 +96,7 @@ type slotRange struct {
 	replicas   []string
 }
 
+// askSlots reads the topology from the server at addr.
 func (cl *Cluster) askSlots(addr string) ([]slotRange, error) {
 	o := *cl.base
 	o.Addr = addr
@@ -108,55 +110,82 @@ func (cl *Cluster) askSlots(addr string) ([]slotRange, error) {
 	defer nc.Close()
 	dl, _ := ctx.Deadline()
 	_ = nc.SetDeadline(dl)
-	reps, err := roundTrip(nc, []string{"cluster", "slots"})
+	reps, err := roundTrip(nc, []string{"cluster", "nodes"})
 	if err != nil {
 		return nil, err
 	}
 	if err := reps[0].err(); err != nil {
 		return nil, err
 	}
+	if reps[0].kind != '$' {
+		return nil, unexpected(reps[0])
+	}
 	host, _, _ := net.SplitHostPort(addr)
-	return parseSlots(reps[0], host)
+	return parseNodes(reps[0].str, host)
 }
 
-// parseSlots reads CLUSTER SLOTS; a node without an address announced is
-// at host, the server that answered.
-func parseSlots(rep reply, host string) ([]slotRange, error) {
-	if rep.kind != '*' {
-		return nil, unexpected(rep)
+// parseNodes reads CLUSTER NODES: a range per slot range of each master
+// (migration markers, in brackets, are left out: MOVED and ASK cover
+// them), with the ids of the replicas that name that master. A node
+// without an address announced is at host, the server that answered.
+func parseNodes(text, host string) ([]slotRange, error) {
+	type node struct {
+		addr, id, master string
+		slots            []string
 	}
-	out := make([]slotRange, 0, len(rep.elems))
-	for _, e := range rep.elems {
-		if e.kind != '*' || len(e.elems) < 3 {
-			return nil, fmt.Errorf("backend: bad CLUSTER SLOTS entry %+v", e)
+	var nodes []node
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
 		}
-		r := slotRange{start: int(e.elems[0].num), end: int(e.elems[1].num)}
-		var ok bool
-		if r.addr, r.id, ok = slotNode(e.elems[2], host); !ok || r.start < 0 || r.end >= slot.Count {
-			return nil, fmt.Errorf("backend: bad CLUSTER SLOTS entry %+v", e)
+		addr, _, _ := strings.Cut(f[1], "@")
+		if h, p, err := net.SplitHostPort(addr); err == nil && h == "" {
+			addr = net.JoinHostPort(host, p)
 		}
-		for _, n := range e.elems[3:] {
-			if _, id, ok := slotNode(n, host); ok {
-				r.replicas = append(r.replicas, id)
+		nodes = append(nodes, node{addr: addr, id: f[0], master: f[3], slots: f[8:]})
+	}
+	var out []slotRange
+	for _, n := range nodes {
+		var replicas []string
+		for _, o := range nodes {
+			if o.master == n.id {
+				replicas = append(replicas, o.id)
 			}
 		}
-		out = append(out, r)
+		for _, sl := range n.slots {
+			r, ok := parseSlotRange(sl)
+			if !ok {
+				continue
+			}
+			r.addr, r.id, r.replicas = n.addr, n.id, replicas
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("backend: CLUSTER NODES names no master with slots")
 	}
 	return out, nil
 }
 
-func slotNode(n reply, host string) (addr, id string, ok bool) {
-	if n.kind != '*' || len(n.elems) < 3 || n.elems[1].kind != ':' {
-		return "", "", false
+// parseSlotRange reads "a-b" or "a"; a migration marker is not one.
+func parseSlotRange(s string) (slotRange, bool) {
+	if strings.HasPrefix(s, "[") {
+		return slotRange{}, false
 	}
-	ip := n.elems[0].str
-	if ip == "" || ip == "?" {
-		ip = host
+	lo, hi, isRange := strings.Cut(s, "-")
+	if !isRange {
+		hi = lo
 	}
-	return net.JoinHostPort(ip, strconv.FormatInt(n.elems[1].num, 10)), n.elems[2].str, true
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	if err1 != nil || err2 != nil || a < 0 || b < a || b >= slot.Count {
+		return slotRange{}, false
+	}
+	return slotRange{start: a, end: b}, true
 }
 
-// publish makes slots the topology. A shard keeps its name across
+// publish makes ranges the topology. A shard keeps its name across
 // failovers: a master that was a replica of a shard (or is a restarted
 // master of it) takes the shard's name.
 func (cl *Cluster) publish(ranges []slotRange) {

@@ -27,9 +27,9 @@ type clusterLoad struct {
 
 // run runs the load until during returns (at least for min), and returns
 // the history's verdict and the error replies the clients got.
-func (l clusterLoad) run(t *testing.T, min time.Duration, during func()) (check.Result, []error) {
+// The sections go to rec.
+func (l clusterLoad) run(t *testing.T, rec *check.Recorder, min time.Duration, during func()) (check.Result, []error) {
 	t.Helper()
-	rec := check.NewRecorder()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -109,7 +109,7 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 		keys = append(keys, fmt.Sprintf("{%s}:%d", tag, i), fmt.Sprintf("%s%d", tag, i))
 	}
 	l := clusterLoad{addr: in.Addr, clients: 6, keys: keys, ttl: 2 * time.Second}
-	res, errs := l.run(t, time.Second, func() {
+	res, errs := l.run(t, check.NewRecorder(), time.Second, func() {
 		from := masterOf(clusters[0], s)
 		to := (from + 1) % 3
 		for range 4 {

@@ -102,7 +102,9 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 		h.shards.byNode[i] = m
 	}
 	var logs []func()
+	seen := make(map[string]bool, len(shards))
 	for _, in := range shards {
+		seen[in.Name] = true
 		s := m[in.Name]
 		if s == nil {
 			s = &shardHealth{state: ShardState{Name: in.Name}}
@@ -119,6 +121,14 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 			logs = append(logs, h.logShardRestart(h.nodes[i].Name, *st, in.Info.RunID))
 		}
 		st.RunID, st.Up, st.LastError = in.Info.RunID, true, ""
+	}
+	// A shard that serves no slot any more is forgotten, unless it sits
+	// out a quarantine (its slots may come back to it).
+	now := h.now()
+	for name, s := range m {
+		if !seen[name] && !now.Before(s.state.QuarantinedUntil) {
+			delete(m, name)
+		}
 	}
 	h.recheckShardsLocked(i)
 	return logs

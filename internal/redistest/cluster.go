@@ -129,7 +129,7 @@ func (c *Cluster) WaitOK(t testing.TB) {
 	defer cancel()
 	waitFor(t, ctx, "cluster_state:ok on every node", func() bool {
 		for _, s := range c.Servers() {
-			if !s.running() {
+			if !s.Running() {
 				continue
 			}
 			info, err := s.Client().ClusterInfo(ctx).Result()
@@ -151,7 +151,7 @@ func (c *Cluster) WaitMaster(t testing.TB, slot int, s *Server) {
 	want := s.Port()
 	waitFor(t, ctx, fmt.Sprintf("every node to name %s master of slot %d", s.Addr(), slot), func() bool {
 		for _, o := range c.Servers() {
-			if !o.running() {
+			if !o.Running() {
 				continue
 			}
 			if port, ok := slotMasterPort(ctx, o, slot); !ok || port != want {
@@ -231,14 +231,14 @@ func (c *Cluster) EndMigration(t testing.TB, slot int, from, to *Server) {
 	mustDo(t, ctx, to, "cluster", "setslot", slot, "node", id)
 	mustDo(t, ctx, from, "cluster", "setslot", slot, "node", id)
 	for _, m := range c.Masters {
-		if m != to && m != from && m.running() {
+		if m != to && m != from && m.Running() {
 			mustDo(t, ctx, m, "cluster", "setslot", slot, "node", id)
 		}
 	}
 }
 
-// running tells whether the server's process is alive.
-func (s *Server) running() bool {
+// Running tells whether the server's process is alive.
+func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cmd != nil

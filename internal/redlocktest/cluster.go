@@ -54,11 +54,14 @@ func ClusterValue(t testing.TB, c *redistest.Cluster, key string) (string, *redi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, m := range c.Masters {
+	for _, m := range c.Servers() {
+		if !m.Running() {
+			continue
+		}
 		v, err := m.Client().Get(ctx, key).Result()
 		switch {
 		case err != nil && strings.HasPrefix(err.Error(), "MOVED"):
-			continue
+			continue // not its master (a replica answers MOVED too)
 		case errors.Is(err, redis.Nil):
 			return "<nil>", m
 		case err != nil:

@@ -234,12 +234,16 @@ func (h *health) sharedServerLocked(i, j int) string {
 	return ""
 }
 
+// runIDsLocked is node i's run_id, then its shards' in order (the same
+// order on every look, so a refusal's reason does not change between
+// looks).
 func (h *health) runIDsLocked(i int) []string {
-	ids := []string{h.nodes[i].RunID}
+	var shards []string
 	for _, s := range h.shards.byNode[i] {
-		ids = append(ids, s.state.RunID)
+		shards = append(shards, s.state.RunID)
 	}
-	return ids
+	slices.Sort(shards)
+	return append([]string{h.nodes[i].RunID}, shards...)
 }
 
 func (h *health) logShardRestart(node string, st ShardState, newID string) func() {

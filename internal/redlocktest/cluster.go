@@ -34,7 +34,7 @@ func ClusterURL(c *redistest.Cluster) string {
 // of the quorum (cluster://).
 func StartOverClusters(t testing.TB, clusters []*redistest.Cluster, opts Options) *Instance {
 	t.Helper()
-	in := &Instance{}
+	in := &Instance{Clusters: clusters}
 	nodes := make([]quorum.Node, len(clusters))
 	for i, c := range clusters {
 		n, err := backend.NewCluster(ClusterURL(c), backend.RedisOptions{})
@@ -70,4 +70,13 @@ func ClusterValue(t testing.TB, c *redistest.Cluster, key string) (string, *redi
 		return v, m
 	}
 	return "<no master>", nil
+}
+
+func clusterValues(t testing.TB, clusters []*redistest.Cluster, key string) []string {
+	t.Helper()
+	vals := make([]string, len(clusters))
+	for i, c := range clusters {
+		vals[i], _ = ClusterValue(t, c, key)
+	}
+	return vals
 }

@@ -208,3 +208,48 @@ func TestClusterFailoverWithoutQuarantineLosesTheLock(t *testing.T) {
 		t.Fatalf("without the quarantine the lost write went unnoticed: B got it %d times, overlaps %v", gotB, overlaps)
 	}
 }
+
+// A master without a replica that restarts empty (same node id, from its
+// nodes.conf; a new run_id) is a restart of its shard too: with a fixed
+// quarantine, that shard alone is quarantined for it.
+func TestClusterMasterRestartQuarantinesTheShard(t *testing.T) {
+	clusters := []*redistest.Cluster{
+		redistest.StartCluster(t, 3, 0), redistest.StartCluster(t, 3, 0), redistest.StartCluster(t, 3, 0),
+	}
+	in := redlocktest.StartOverClusters(t, clusters, redlocktest.Options{
+		Quorum: func(c *quorum.Config) { c.RestartQuarantine = time.Minute },
+	})
+	c := in.Client(t, 2)
+	ctx := ctxT(t, 30*time.Second)
+	// Every shard's run_id is known before the restart.
+	eventually(t, 10*time.Second, "the proxy looked at every master", func() bool {
+		info, err := c.Do(ctx, "INFO", "backends").Text()
+		return err == nil && upShards(info) == 9
+	})
+	m := clusters[1].Masters[2]
+	m.Restart(t)
+	clusters[1].WaitOK(t)
+	var info string
+	eventually(t, 10*time.Second, "the restarted master's shard quarantined", func() bool {
+		var err error
+		info, err = c.Do(ctx, "INFO", "backends").Text()
+		return err == nil && strings.Contains(info, "master="+m.Addr()+",state=quarantined")
+	})
+	if n := strings.Count(info, "state=quarantined"); n != 1 {
+		t.Fatalf("%d shards quarantined, want 1:\n%s", n, info)
+	}
+	if !strings.Contains(info, "backend1_shard") || !strings.Contains(info, "quarantine_left_ms=") {
+		t.Fatalf("INFO backends:\n%s", info)
+	}
+}
+
+// upShards counts the shard lines of INFO backends that say up.
+func upShards(info string) int {
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.Contains(line, "_shard") && strings.Contains(line, ",state=up,") {
+			n++
+		}
+	}
+	return n
+}

@@ -56,10 +56,17 @@ func clusterPairs(ctx context.Context, o options, sides []*clusterTarget) ([]pai
 // clusterMarkdown is the comparison's tables.
 func clusterMarkdown(o options, sides []*clusterTarget, set [][2]summary, pairs []pairSummary, _ int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n### redlockd over N=3 single servers vs N=3 clusters of %d masters (median of %d, one machine)\n\n", clusterShards, o.reps)
+	fmt.Fprintf(&b, "\n### redlockd over N=3 single servers vs N=3 clusters of %d masters (median of %d, one machine, node timeout %v)\n\n",
+		clusterShards, o.reps, o.nodeTimeout)
 	b.WriteString("| measure | " + sides[0].name + " | " + sides[1].name + " | clusters / single |\n|---|---|---|---|\n")
 	for w := range 2 {
 		s0, s1 := set[0][w], set[1][w]
+		for i, s := range []summary{s0, s1} {
+			if s.aborted > 0 {
+				fmt.Fprintf(&b, "| %s, %s: runs aborted by an error reply | %d of %d: %s | | |\n",
+					sides[i].name, workloadName(o, w), s.aborted, s.aborted+s.done, s.reason)
+			}
+		}
 		fmt.Fprintf(&b, "| SET NX PX, %s: requests/s (p99) | %.0f (%.1f ms) | %.0f (%.1f ms) | %.2f |\n",
 			workloadName(o, w), s0.rps, s0.p99, s1.rps, s1.p99, s1.rps/s0.rps)
 		fmt.Fprintf(&b, "| same: redlockd CPU µs per request | %.2f | %.2f | %.2f |\n", s0.selfUS, s1.selfUS, s1.selfUS/s0.selfUS)

@@ -164,15 +164,20 @@ func (c *Cluster) WaitMaster(t testing.TB, slot int, s *Server) {
 
 // slotMasterPort reads which port s names as the master of slot.
 func slotMasterPort(ctx context.Context, s *Server, slot int) (int, bool) {
-	slots, err := s.Client().ClusterSlots(ctx).Result()
+	shards, err := s.Client().ClusterShards(ctx).Result()
 	if err != nil {
 		return 0, false
 	}
-	for _, r := range slots {
-		if int(r.Start) <= slot && slot <= int(r.End) && len(r.Nodes) > 0 {
-			_, p, _ := strings.Cut(r.Nodes[0].Addr, ":")
-			port, err := strconv.Atoi(p)
-			return port, err == nil
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int(r.Start) > slot || slot > int(r.End) {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role == "master" && n.Health == "online" {
+					return int(n.Port), true
+				}
+			}
 		}
 	}
 	return 0, false

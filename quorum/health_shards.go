@@ -97,7 +97,8 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 		return nil
 	}
 	m := h.shards.byNode[i]
-	if m == nil {
+	first := m == nil
+	if first {
 		m = map[string]*shardHealth{}
 		h.shards.byNode[i] = m
 	}
@@ -116,7 +117,13 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 			st.Up, st.LastError = false, oneline.Of(in.Info.Err.Error())
 			continue
 		}
-		if st.RunID != "" && in.Info.RunID != st.RunID {
+		// A new run_id of a known shard is a failover or a restart. A shard
+		// that appears after the node's first look is a master the proxy
+		// never saw, serving slots: it may be a replica promoted before the
+		// proxy read it as one, so it is taken as restarted too (a master
+		// that got its slots by migration, with their keys, then sits out
+		// for nothing, which costs availability, not safety).
+		if (st.RunID != "" && in.Info.RunID != st.RunID) || (st.RunID == "" && !first) {
 			h.quarantineShardLocked(s)
 			logs = append(logs, h.logShardRestart(h.nodes[i].Name, *st, in.Info.RunID))
 		}

@@ -89,3 +89,23 @@ func TestClusterNodesSharingAServerRefused(t *testing.T) {
 		t.Fatalf("node B state %+v, want refused as the same server", st)
 	}
 }
+
+// A shard that appears after the node's first look (a master the proxy
+// never saw, such as a replica promoted before it was read as one) is
+// taken as restarted; the shards seen at the first look are not.
+func TestNewShardAfterFirstLookQuarantined(t *testing.T) {
+	c, ws, _ := unseenCluster(t, time.Minute)
+	node := shardedNode{ws[0]}
+	c2, err := quorum.New([]quorum.Node{node, ws[1], ws[2]}, c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.report(quorum.ServerInfo{RunID: "cluster", Uptime: -1, Shards: []quorum.ShardInfo{
+		{Name: "s2", Master: "m2", Info: quorum.ServerInfo{RunID: "x2"}},
+	}})
+	node.looks("y1", "x2")
+	shards := c2.NodeStates()[0].Shards
+	if len(shards) != 2 || shards[0].Name != "s1" || !shards[0].Quarantined || shards[1].Quarantined {
+		t.Fatalf("shard states %+v, want the new s1 quarantined and s2 not", shards)
+	}
+}

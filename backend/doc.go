@@ -1,7 +1,8 @@
 // Package backend holds the quorum.Node implementations: Redis, a real
-// redis-server reached through a multiplexer of its own, and Memory, an
-// in-process node for the embedded mode and for the quorum package's unit
-// tests.
+// redis-server reached through a multiplexer of its own; Cluster, a whole
+// Redis Cluster as one node, each Cmd sent to the Redis node of the master
+// that serves its keys' slot (cluster*.go); and Memory, an in-process node
+// for the embedded mode and for the quorum package's unit tests.
 //
 // A node answers for itself only. It never decides whether a lock is held:
 // counting votes, validity and drift, and releasing after a failed acquire

@@ -76,7 +76,7 @@ func (s *memOp) fairTake(key, token string) bool {
 
 // fairResKeyOf is where the reservation of key is recognised, named as on a
 // Redis node.
-func fairResKeyOf(key string) string { return fairResPrefix + "{" + key + "}" }
+func fairResKeyOf(key string) string { return fairResKey(key) }
 
 // fairReserved reports whether key holds its queue's reservation.
 func (s *memOp) fairReserved(key string) bool {

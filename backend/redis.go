@@ -57,6 +57,11 @@ func NewRedis(addr string, opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newRedisFrom(o, opts), nil
+}
+
+// newRedisFrom makes the node of parsed options.
+func newRedisFrom(o *redis.Options, opts RedisOptions) *Redis {
 	name := opts.Name
 	if name == "" {
 		name = nodeName(o)
@@ -66,7 +71,7 @@ func NewRedis(addr string, opts RedisOptions) (*Redis, error) {
 	w.health.cfg, w.subCfg = cfg, cfg
 	r := &Redis{name: name, mux: newMux(*cfg), watch: w}
 	r.dbs.base = *cfg
-	return r, nil
+	return r
 }
 
 func parseAddr(addr string, tlsConf *tls.Config) (*redis.Options, error) {

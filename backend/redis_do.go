@@ -20,6 +20,12 @@ var _ quorum.Node = (*Redis)(nil)
 // line's sweeper's to report. No goroutine, context or timer is made per
 // call.
 func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
+	r.do(deadline, cmd, rcv, false)
+}
+
+// do is Do; asking sends ASKING ahead of the command, in the same request
+// (a Redis Cluster's importing master then serves the key).
+func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, asking bool) {
 	switch cmd.Kind {
 	case quorum.Subscribe, quorum.Unsubscribe:
 		// Subscriptions live on the subscription connection, not on a line.
@@ -36,7 +42,16 @@ func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
 		return
 	}
+	if asking {
+		c.req.buf = append(resp.AppendCommand(nil, []string{"asking"}), c.req.buf...)
+		c.req.skip++
+	}
 	m.submit(&c.req, deadline, c.line, c)
+}
+
+// doAsking is Do after ASKING, for a Redis Cluster's ASK redirect.
+func (r *Redis) doAsking(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
+	r.do(deadline, cmd, rcv, true)
 }
 
 // lineKey is the key whose line carries cmd.

@@ -75,7 +75,8 @@ redis.call("hset", m, "n", #KEYS)
 redis.call("pexpire", m, ARGV[1])
 return 1`)
 	// KEYS: mark, keys; ARGV: limit-ms (0: none), mark ttl-ms, release
-	// channel. Returns the longest remaining ttl (ms) among the keys, 0
+	// channel, then each key's wait key (in the key's slot: a Redis
+	// Cluster's master serves only the keys of its slots). Returns the longest remaining ttl (ms) among the keys, 0
 	// when none has one. A key the script deleted that waiters mark is
 	// announced on the release channel, as a release's script does. A
 	// mark undone before the step arrived takes the script back at once.
@@ -95,7 +96,7 @@ for i = 2, #KEYS do
     redis.call("hset", m, "a" .. i, d, "ae" .. i, e)
   else
     redis.call("hdel", m, "a" .. i, "ae" .. i)
-    if redis.call("hexists", m, "b" .. i) == 1 and redis.call("exists", "redlockd:wait:{" .. k .. "}") == 1 then
+    if redis.call("hexists", m, "b" .. i) == 1 and redis.call("exists", ARGV[i + 2]) == 1 then
       redis.call("publish", ARGV[3], k)
     end
   end
@@ -126,6 +127,8 @@ return done`)
 var nodeFailureCodes = map[string]bool{
 	"OOM": true, "READONLY": true, "LOADING": true, "MISCONF": true, "BUSY": true,
 	"NOAUTH": true, "NOPERM": true, "MASTERDOWN": true, "NOSCRIPT": true, "EXECABORT": true,
+	// A Redis Cluster's: the master does not serve the keys (now).
+	"MOVED": true, "ASK": true, "TRYAGAIN": true, "CLUSTERDOWN": true, "CROSSSLOT": true,
 }
 
 // isNodeFailure reports whether err is an error reply of a failing
@@ -188,7 +191,8 @@ func (m *markedEval) step(user *script, eval bool) []byte {
 	buf := resp.AppendCommand(nil, []string{"multi"})
 	buf = appendScript(buf, evalSnapshotScript, eval, marked, m.ttl)
 	buf = appendScript(buf, user, eval, m.keys, m.args...)
-	buf = appendScript(buf, evalAfterScript, eval, marked, m.limit, m.ttl, m.channel)
+	after := append([]string{m.limit, m.ttl, m.channel}, waitKeys(m.keys)[len(m.keys):]...)
+	buf = appendScript(buf, evalAfterScript, eval, marked, after...)
 	return resp.AppendCommand(buf, []string{"exec"})
 }
 

@@ -2,7 +2,9 @@ package backend
 
 import (
 	"strconv"
+	"strings"
 
+	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -30,10 +32,10 @@ import (
 // that is not first puts it back on a free key.
 
 // fairExpiryKey is where a node keeps the expiries of key's queue entries.
-func fairExpiryKey(key string) string { return "redlockd:fairttl:{" + key + "}" }
+func fairExpiryKey(key string) string { return "redlockd:fairttl:" + slot.Tagged(key) }
 
 // fairResKey is where a node keeps the value of key's reservation.
-func fairResKey(key string) string { return fairResPrefix + "{" + key + "}" }
+func fairResKey(key string) string { return fairResPrefix + slot.Tagged(key) }
 
 const (
 	// waitPrefix is waitKey's name without the key's hash tag.
@@ -172,7 +174,7 @@ func (c *call) buildSetNXMarked(cmd *quorum.Cmd) error {
 }
 
 // scriptTagged is script over the keys key and, for each prefix,
-// prefix+"{"+key+"}", written into the request as they are encoded, so
+// prefix+slot.Tagged(key), written into the request as they are encoded, so
 // that no key name is built on the way.
 func (c *call) scriptTagged(s *script, read readFn, key string, prefixes []string, args ...string) {
 	c.s, c.read = s, read
@@ -183,6 +185,10 @@ func (c *call) scriptTagged(s *script, read readFn, key string, prefixes []strin
 	b = appendBulk(appendBulk(b, s.sha), strconv.Itoa(nkeys))
 	b = appendBulk(b, key)
 	for _, p := range prefixes {
+		if strings.ContainsAny(key, "{}") {
+			b = appendBulk(b, p+slot.Tagged(key)) // rare: a key with braces of its own
+			continue
+		}
 		b = strconv.AppendInt(append(b, '$'), int64(len(p)+len(key)+2), 10)
 		b = append(append(append(append(append(b, '\r', '\n'), p...), '{'), key...), '}', '\r', '\n')
 	}

@@ -12,6 +12,7 @@
 //	go -C bench run . -smoke               # seconds: N = 3, tiny counts, no file
 //	go -C bench run . -baseline OLD_BINARY # OLD_BINARY measured alongside
 //	go -C bench run . -release             # the three releases at N = 3, printed
+//	go -C bench run . -cluster             # N = 3 single servers vs 3 clusters, printed
 package main
 
 import (
@@ -47,6 +48,9 @@ type options struct {
 	// release runs only the comparison of release commands (release.go)
 	// and prints it: it writes no results file.
 	release bool
+	// cluster runs only the comparison of N=3 single servers with N=3
+	// Redis Clusters (cluster.go) and prints it: it writes no results file.
+	cluster bool
 }
 
 func main() {
@@ -57,6 +61,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if o.cluster {
+		if err := runCluster(ctx, o, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.release {
 		res, err := runRelease(ctx, o, os.Stdout)
 		if err != nil {
@@ -105,6 +116,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.baseline, "baseline", "", "a second redlockd binary (an older build) measured in the same run, interleaved")
 	fs.BoolVar(&o.release, "release", false,
 		"only compare lock+release pairs released by the recognised compare-and-delete script, an unrecognised one (replicated) and UNLOCK, at the first -n; prints, writes no file")
+	fs.BoolVar(&o.cluster, "cluster", false,
+		"only compare redlockd over N=3 single servers with redlockd over N=3 Redis Clusters of 3 masters (cluster://); prints, writes no file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

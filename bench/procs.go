@@ -27,14 +27,14 @@ type redisProc struct {
 
 // startRedis runs redis-server on a free loopback port without
 // persistence, and waits for its "Ready to accept connections" line.
-func startRedis(dir string) (*redisProc, error) {
+func startRedis(dir string, extra ...string) (*redisProc, error) {
 	var last error
 	for range 5 { // the port can be taken between probe and bind
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		p, err := runRedis(dir, port)
+		p, err := runRedis(dir, port, extra...)
 		if err == nil {
 			return p, nil
 		}
@@ -43,10 +43,10 @@ func startRedis(dir string) (*redisProc, error) {
 	return nil, last
 }
 
-func runRedis(dir string, port int) (*redisProc, error) {
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+func runRedis(dir string, port int, extra ...string) (*redisProc, error) {
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
-		"--protected-mode", "no", "--loglevel", "notice")
+		"--protected-mode", "no", "--loglevel", "notice"}, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

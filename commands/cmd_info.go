@@ -84,5 +84,6 @@ func (h *Handler) infoBackends(b *strings.Builder) {
 	}
 	for i, st := range h.cluster.NodeStates() {
 		fmt.Fprintf(b, "%s%s\r\n", backendLine(i, st), h.backendExtra(st.Name))
+		b.WriteString(shardLines(i, st))
 	}
 }

@@ -116,5 +116,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			left = max(time.Until(st.QuarantinedUntil).Seconds(), 0)
 		}
 		ch <- prometheus.MustNewConstMetric(c.quarantineLeft, prometheus.GaugeValue, left, st.Name)
+		c.collectShards(ch, st)
 	}
 }

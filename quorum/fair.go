@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/slot"
 )
 
 // Fair locks (LOCK … WAIT ms FAIR) grant a key's waiters in the order they
@@ -45,7 +47,7 @@ import (
 var ErrQueued = fmt.Errorf("%w: fair waiters are queued", ErrNotAcquired)
 
 // FairQueueKey is where the nodes keep the queue of key's fair waiters.
-func FairQueueKey(key string) string { return FairQueuePrefix + "{" + key + "}" }
+func FairQueueKey(key string) string { return FairQueuePrefix + slot.Tagged(key) }
 
 // FairQueuePrefix is FairQueueKey's name without the key's hash tag.
 const FairQueuePrefix = "redlockd:fair:"

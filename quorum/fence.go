@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/slot"
 )
 
 // Fencing tokens (LOCK … FENCE).
@@ -69,7 +71,7 @@ var ErrBadFence = errors.New("quorum: malformed fence counter")
 var ErrFenceOvertaken = errors.New("quorum: fence overtaken by a later holder")
 
 // FenceKey is where the nodes keep key's fencing counter.
-func FenceKey(key string) string { return "redlockd:fence:{" + key + "}" }
+func FenceKey(key string) string { return "redlockd:fence:" + slot.Tagged(key) }
 
 // Fence hands out the next fencing token for l, a lock just acquired, and
 // takes the time it spent off l.Validity. It returns ErrNotAcquired when

@@ -39,6 +39,11 @@ type ServerInfo struct {
 	Uptime time.Duration
 	// Err is set when the look failed; the other fields are then empty.
 	Err error
+	// Shards, for a node that is a Redis Cluster, is one look per shard
+	// (the master serving a slot range). RunID is then the node's own
+	// name: a restart or a failover is a shard's, seen as a new run_id of
+	// that shard, and quarantines that shard alone.
+	Shards []ShardInfo
 }
 
 // NodeState is one node's health as the Cluster sees it, for INFO and
@@ -65,6 +70,8 @@ type NodeState struct {
 	// Refused, when not empty, says why the node's votes never count.
 	Refused   string
 	LastError string
+	// Shards is each shard's state, for a node that is a Redis Cluster.
+	Shards []ShardState
 }
 
 // refusedForever marks a node in health.blocked that is refused rather
@@ -95,6 +102,9 @@ type health struct {
 	started []time.Time
 	// auto is, per node, its QuarantineAuto state (see quarantine_auto.go).
 	auto []autoState
+	// shards is the per-shard health of nodes that are Redis Clusters
+	// (see health_shards.go).
+	shards shardsHealth
 }
 
 func newHealth(nodes []Node, cfg Config) *health {
@@ -108,6 +118,7 @@ func newHealth(nodes []Node, cfg Config) *health {
 		started:    make([]time.Time, len(nodes)),
 		auto:       make([]autoState, len(nodes)),
 		limit:      horizonLimit(cfg),
+		shards:     newShardsHealth(len(nodes)),
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -119,10 +130,18 @@ func newHealth(nodes []Node, cfg Config) *health {
 	return h
 }
 
-// veto returns the error that replaces node i's answer while its votes do
-// not count, or nil. It is called after every node operation, so that a
-// node that restarted while the operation ran is not counted either.
-func (h *health) veto(i int) error {
+// veto returns the error that replaces node i's answer, given by its shard
+// shard ("" for a node that is one server), while its votes do not count,
+// or nil. It is called after every node operation, so that a node that
+// restarted while the operation ran is not counted either.
+func (h *health) veto(i int, shard string) error {
+	if err := h.vetoNode(i); err != nil {
+		return err
+	}
+	return h.vetoShard(i, shard)
+}
+
+func (h *health) vetoNode(i int) error {
 	until := h.blocked[i].Load()
 	if until == 0 {
 		return nil
@@ -173,8 +192,9 @@ func (h *health) observe(i int, in ServerInfo) {
 	}
 	n.Up, n.LastError = true, ""
 	n.RunID, n.Replica, n.Replicas = in.RunID, in.Replica, in.Replicas
+	logs = append(logs, h.observeShardsLocked(i, in.Shards)...)
 	logs = append(logs, h.recheckLocked()...)
-	reads := h.autoReadsLocked()
+	reads := append(h.autoReadsLocked(), h.shardReadsLocked()...)
 	h.mu.Unlock()
 	for _, l := range logs {
 		l()
@@ -264,8 +284,8 @@ func (h *health) refusal(i int) string {
 		return "it is a replica of another server, not an independent node"
 	}
 	for j := range i {
-		if o := h.nodes[j]; n.RunID != "" && o.RunID == n.RunID {
-			return fmt.Sprintf("it is the same server as %s (run_id %s)", o.Name, n.RunID)
+		if id := h.sharedServerLocked(i, j); id != "" {
+			return fmt.Sprintf("it is the same server as %s (run_id %s)", h.nodes[j].Name, id)
 		}
 	}
 	return ""
@@ -333,6 +353,7 @@ func (h *health) states() []NodeState {
 	for i := range out {
 		out[i].Quarantined = now.Before(out[i].QuarantinedUntil)
 		out[i].QuarantinePending = out[i].Quarantined && h.auto[i].pending
+		out[i].Shards = h.shardStatesLocked(i)
 	}
 	return out
 }

@@ -342,6 +342,10 @@ type Reply struct {
 	Each  []bool
 	Value *Value // Eval
 	Err   error
+	// Shard names the shard that answered, for a node that is a Redis
+	// Cluster (ShardInfo.Name); "" for a node that is one server, or an
+	// answer of several shards. A quarantined shard's answer is vetoed.
+	Shard string
 }
 
 // Call runs cmd on n and waits for its reply, within ctx's deadline (or the

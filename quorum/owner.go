@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/slot"
 )
 
 // Reentrant locks (LOCK … OWNER id) keep their state on the backends, so
@@ -43,11 +45,11 @@ import (
 const ownerPrefix = "owner:"
 
 // HoldsKey is where the nodes keep the hold count of a reentrant lock.
-func HoldsKey(key string) string { return "redlockd:holds:{" + key + "}" }
+func HoldsKey(key string) string { return "redlockd:holds:" + slot.Tagged(key) }
 
 // holdMarkKey is where a node records what one round of LockOwner (named
 // by its round token) did there; see Reentrant.HoldOwner.
-func holdMarkKey(key, token string) string { return "redlockd:hold:{" + key + "}:" + token }
+func holdMarkKey(key, token string) string { return "redlockd:hold:" + slot.Tagged(key) + ":" + token }
 
 // FormatHolds is the text of a hold count as the nodes store it at
 // HoldsKey: "<token> <count>".

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/slot"
 )
 
 // Semaphores (LOCK … PERMITS n).
@@ -77,15 +79,15 @@ func ParsePermitToken(token string) (n, slot int, ok bool) {
 
 // PermitSlotPrefix is what every slot key of key starts with; the hash
 // tag keeps the slots in key's Redis Cluster slot.
-func PermitSlotPrefix(key string) string { return "redlockd:permit:{" + key + "}:" }
+func PermitSlotPrefix(key string) string { return "redlockd:permit:" + slot.Tagged(key) + ":" }
 
 // PermitSlotKey is where the nodes keep slot of key's semaphore.
-func PermitSlotKey(key string, slot int) string { return PermitSlotPrefix(key) + strconv.Itoa(slot) }
+func PermitSlotKey(key string, i int) string { return PermitSlotPrefix(key) + strconv.Itoa(i) }
 
 // permitFenceKey is the fencing counter of one slot: a slot is a mutex,
 // so its fences increase as those of any lock do.
-func permitFenceKey(key string, slot int) string {
-	return "redlockd:fence:{" + key + "}:permit:" + strconv.Itoa(slot)
+func permitFenceKey(key string, i int) string {
+	return "redlockd:fence:" + slot.Tagged(key) + ":permit:" + strconv.Itoa(i)
 }
 
 // fenceKeyOf is where l's fencing counter lives: its slot's for a permit.

@@ -120,7 +120,7 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 		n := c.nodes[nc.i]
 		c.reportNode(r.op, n, r.start, rep.Err)
 		if rep.Err == nil {
-			if err := c.health.veto(nc.i); err != nil {
+			if err := c.health.veto(nc.i, rep.Shard); err != nil {
 				rep = Reply{Err: err}
 			}
 		}

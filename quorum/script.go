@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/slot"
 )
 
 // ErrDisagreed is matched (errors.Is) by every *DisagreeError.
@@ -28,7 +30,9 @@ func (e *DisagreeError) Is(target error) bool { return target == ErrDisagreed ||
 
 // scriptMarkKey is where a node records what one writing script's round
 // did there (see Eval). It shares the hash tag of the script's first key.
-func scriptMarkKey(key, token string) string { return "redlockd:script:{" + key + "}:" + token }
+func scriptMarkKey(key, token string) string {
+	return "redlockd:script:" + slot.Tagged(key) + ":" + token
+}
 
 // Eval runs script s on every node, in c's database, with keys and args, in one round,
 // and returns the reply the rule below picks from the nodes' answers.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/slot"
 )
 
 // Read-write locks (LOCK … SHARED) keep their state on the nodes, so that
@@ -46,10 +48,10 @@ const SharedMarker = "redlockd:shared"
 const sharedPrefix = "shared:"
 
 // SharedKey is where the nodes keep the readers of key.
-func SharedKey(key string) string { return "redlockd:readers:{" + key + "}" }
+func SharedKey(key string) string { return "redlockd:readers:" + slot.Tagged(key) }
 
 // WriterKey is where the nodes keep the mark of a writer waiting for key.
-func WriterKey(key string) string { return WriterPrefix + "{" + key + "}" }
+func WriterKey(key string) string { return WriterPrefix + slot.Tagged(key) }
 
 // WriterPrefix starts every WriterKey.
 const WriterPrefix = "redlockd:writer:"

@@ -69,7 +69,7 @@ type Config struct {
 	// TLSCACertFile, when set, makes the listener require client
 	// certificates signed by it. Default none.
 	TLSCACertFile string
-	// BackendTLSCACertFile is the CA that rediss:// backends' certificates
+	// BackendTLSCACertFile is the CA that rediss:// (and clusters://) backends' certificates
 	// must chain to. Default: the system roots.
 	BackendTLSCACertFile string
 	// BackendTLSCertFile and BackendTLSKeyFile are the client certificate
@@ -99,7 +99,7 @@ type setting struct {
 var settings = []setting{
 	{"listen", "REDLOCKD_LISTEN", "127.0.0.1:6380", "addr", "client address",
 		func(c *Config, v string) error { c.Listen = v; return nil }},
-	{"backends", "REDLOCKD_BACKENDS", "", "list", "comma-separated host:port, redis://[user:pass@]host:port[/db] or rediss://…; empty = embedded mode",
+	{"backends", "REDLOCKD_BACKENDS", "", "list", "comma-separated host:port, redis://[user:pass@]host:port[/db], rediss://…, or cluster://host:port[?seed=host:port…] / clusters://… (one Redis Cluster as one node); empty = embedded mode",
 		func(c *Config, v string) error { c.Backends = splitList(v); return nil }},
 	{"node-timeout", "REDLOCKD_NODE_TIMEOUT", "50ms", "duration", "timeout per backend, per operation",
 		durationSetter(func(c *Config) *time.Duration { return &c.NodeTimeout })},

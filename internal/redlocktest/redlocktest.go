@@ -50,6 +50,8 @@ type Instance struct {
 	Addr     string
 	Port     int
 	Backends []*redistest.Server
+	// Clusters are the Redis Clusters of StartOverClusters, one per node.
+	Clusters []*redistest.Cluster
 	Nodes    []*backend.Redis
 	Cluster  *quorum.Cluster
 	Handler  *commands.Handler
@@ -200,10 +202,14 @@ func (in *Instance) Client(t testing.TB, protocol int) *redis.Client {
 	return c
 }
 
-// BackendValues reads key directly on each backend: its value, "<nil>"
-// when absent, or "<err …>".
+// BackendValues reads key directly on each backend (on a Redis Cluster,
+// on the master of its slot): its value, "<nil>" when absent, or
+// "<err …>".
 func (in *Instance) BackendValues(t testing.TB, key string) []string {
 	t.Helper()
+	if len(in.Clusters) > 0 {
+		return clusterValues(t, in.Clusters, key)
+	}
 	return ValuesIn(t, in.Backends, 0, key)
 }
 

@@ -30,14 +30,23 @@ func openNodes(ctx context.Context, cfg Config) ([]quorum.Node, error) {
 	}
 	nodes := make([]quorum.Node, 0, len(cfg.Backends))
 	for _, addr := range cfg.Backends {
-		r, err := backend.NewRedis(addr, backend.RedisOptions{TLSConfig: cfg.BackendTLS})
+		n, err := openNode(addr, backend.RedisOptions{TLSConfig: cfg.BackendTLS})
 		if err != nil {
 			closeNodes(nodes)
 			return nil, fmt.Errorf("invalid --backends %q: %v", addr, err)
 		}
-		nodes = append(nodes, r)
+		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// openNode is one backend: a Redis Cluster (cluster://, clusters://) or
+// one server.
+func openNode(addr string, opts backend.RedisOptions) (quorum.Node, error) {
+	if backend.IsClusterAddr(addr) {
+		return backend.NewCluster(addr, opts)
+	}
+	return backend.NewRedis(addr, opts)
 }
 
 func closeNodes(nodes []quorum.Node) {
@@ -86,8 +95,10 @@ func checkBackends(ctx context.Context, cluster *quorum.Cluster, log *slog.Logge
 			continue
 		}
 		up++
-		if j := slices.IndexFunc(states[:i], func(o quorum.NodeState) bool { return o.RunID == st.RunID }); j >= 0 {
-			return fmt.Errorf("invalid --backends: %s and %s are the same server (run_id %s)", states[j].Name, st.Name, st.RunID)
+		for _, o := range states[:i] {
+			if id := sharedRunID(o, st); id != "" {
+				return fmt.Errorf("invalid --backends: %s and %s are the same server (run_id %s)", o.Name, st.Name, id)
+			}
 		}
 		if st.Replica {
 			return fmt.Errorf("invalid --backends: %s is a replica, not an independent master", st.Name)
@@ -104,4 +115,16 @@ func lookError(st quorum.NodeState) string {
 		return "no answer within " + startupCheckTimeout.String()
 	}
 	return st.LastError
+}
+
+// sharedRunID is a server that both nodes reach (a Redis Cluster reaches
+// its shards' masters), or "".
+func sharedRunID(a, b quorum.NodeState) string {
+	ids := b.RunIDs()
+	for _, id := range a.RunIDs() {
+		if id != "" && slices.Contains(ids, id) {
+			return id
+		}
+	}
+	return ""
 }

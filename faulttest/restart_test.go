@@ -13,13 +13,18 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// restartScenario: A takes the lock while backend 2 is blackholed, so A
-// holds it on exactly a majority {0, 1}. Backend 0 then crashes and
+// restartScenario: A takes the lock while backend 2 refuses connections,
+// so A holds it on exactly a majority {0, 1}. Backend 0 then crashes and
 // restarts; backend 2 comes back. B tries the same key while A still holds
 // it, once B's cluster has seen the restarted server and every backend
 // answers its looks. It returns the checker's verdict over A's and B's
 // sections, which backends held A's key just before B's first try, and B's
 // acquire error.
+//
+// Backend 2 refuses rather than blackholes: a blackhole drops bytes in the
+// middle of open connections, and B's connection to backend 2 could be
+// left waiting for replies that never come, until it is reset for being
+// stale; a refusal closes it at once, and B's next call opens a clean one.
 func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (check.Result, []int, error) {
 	t.Helper()
 	e := faults.Start(t, 3, serverArgs...)
@@ -34,7 +39,7 @@ func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (che
 		return lookedAtAll(ca) && lookedAtAll(cb)
 	})
 
-	e.Backends[2].Proxy.Set(faults.Blackhole)
+	e.Backends[2].Proxy.Set(faults.Refuse)
 	t0 := time.Now()
 	a, err := ca.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), ttl)
 	if err != nil {
@@ -50,9 +55,9 @@ func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (che
 	var berr error
 	for range 20 { // a try lost to a transient node timeout is tried again
 		// Each try starts once B's cluster has seen the new server on
-		// backend 0 and looks at every backend succeed: the restart is no
-		// longer a reconnect in progress, which would answer for the
-		// restarted backend and leave B a minority to win with.
+		// backend 0 and its looks at every backend succeed: neither
+		// backend B needs (0, restarted, and 2) is still being
+		// reconnected to.
 		eventually(t, 10*time.Second, "B's cluster saw the restart and every backend up", func() bool {
 			return lookedAtAll(cb) && cb.NodeStates()[0].RunID != old
 		})

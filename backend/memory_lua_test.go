@@ -71,7 +71,10 @@ var luaStringCases = []luaCase{
 	{name: "SET over a hash", setup: `redis.call('hset', KEYS[1], 'f', 'v')`, script: `redis.call('set', KEYS[1], 'b'); return {redis.call('type', KEYS[1]), redis.call('get', KEYS[1])}`, keys: k1},
 	{name: "SET NX XX", script: `return redis.pcall('set', KEYS[1], 'v', 'NX', 'XX')['err']`, keys: k1},
 	{name: "SET EX KEEPTTL", script: `return redis.pcall('set', KEYS[1], 'v', 'EX', 1, 'KEEPTTL')['err']`, keys: k1},
-	{name: "SET PX PX", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', 1, 'PX', 2)['err']`, keys: k1},
+	// The last PX wins: it is long, so that the key is compared on both
+	// sides alive (the first, 1ms, would have it gone on one and not the
+	// other), and a node that kept the first would show it gone or 30s short.
+	{name: "SET PX PX", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', 1, 'PX', 30000)['err']`, keys: k1},
 	{name: "SET PX missing", script: `return redis.pcall('set', KEYS[1], 'v', 'PX')['err']`, keys: k1},
 	{name: "SET PX zero", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', 0)['err']`, keys: k1},
 	{name: "SET PX word", script: `return redis.pcall('set', KEYS[1], 'v', 'PX', 'x')['err']`, keys: k1},

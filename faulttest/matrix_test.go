@@ -293,10 +293,23 @@ func TestElapsedExceedsTTLReal(t *testing.T) {
 
 // TestBlackhole: a blackholed minority costs one node timeout; a
 // blackholed majority gives NOQUORUM; lifting the fault restores service.
+//
+// With one node blackholed, the first acquire needs both others within the
+// node timeout, and a cluster's first acquire also pays for what is left
+// of its start-up (each line dialing and loading every script): tens of
+// milliseconds on a loaded machine, where a warm one takes one. The fault
+// comes once the cluster has looked at every backend, and the node timeout
+// leaves a healthy node's reply room under load: what is tested is the
+// outcome, not the speed of a healthy node.
 func TestBlackhole(t *testing.T) {
 	e := faults.Start(t, 3)
 	cfg := defaultCfg()
+	// Not longer: after the fault is lifted, a line is reset once its
+	// oldest dropped request is a node timeout past its deadline, and
+	// service comes back within a few of them.
+	cfg.NodeTimeout = 500 * time.Millisecond
 	c := e.Cluster(t, cfg)
+	eventually(t, 10*time.Second, "the cluster looked at every backend", func() bool { return lookedAtAll(c) })
 	e.Backends[0].Proxy.Set(faults.Blackhole)
 	l, err := c.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), lockTTL)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,12 +13,19 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// restartScenario: A takes the lock while backend 2 is blackholed, so A
-// holds it on exactly a majority {0, 1}. Backend 0 then crashes and
+// restartScenario: A takes the lock while backend 2 refuses connections,
+// so A holds it on exactly a majority {0, 1}. Backend 0 then crashes and
 // restarts; backend 2 comes back. B tries the same key while A still holds
-// it. It returns the checker's verdict over A's and B's sections and B's
+// it, once B's cluster has seen the restarted server and every backend
+// answers its looks. It returns the checker's verdict over A's and B's
+// sections, which backends held A's key just before B's first try, and B's
 // acquire error.
-func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (check.Result, error) {
+//
+// Backend 2 refuses rather than blackholes: a blackhole drops bytes in the
+// middle of open connections, and B's connection to backend 2 could be
+// left waiting for replies that never come, until it is reset for being
+// stale; a refusal closes it at once, and B's next call opens a clean one.
+func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (check.Result, []int, error) {
 	t.Helper()
 	e := faults.Start(t, 3, serverArgs...)
 	ca, cb := e.Cluster(t, cfg), e.Cluster(t, cfg)
@@ -31,7 +39,7 @@ func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (che
 		return lookedAtAll(ca) && lookedAtAll(cb)
 	})
 
-	e.Backends[2].Proxy.Set(faults.Blackhole)
+	e.Backends[2].Proxy.Set(faults.Refuse)
 	t0 := time.Now()
 	a, err := ca.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), ttl)
 	if err != nil {
@@ -39,11 +47,20 @@ func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (che
 	}
 	ha := rec.Begin("A", "k", t0, time.Now(), a.Validity)
 
+	old := cb.NodeStates()[0].RunID
 	e.Backends[0].Restart(t)
 	e.Backends[2].Proxy.Set(faults.Pass)
+	held := holders(t, e, "k")
 
 	var berr error
-	for range 20 { // B retries through the reconnects after the restart
+	for range 20 { // a try lost to a transient node timeout is tried again
+		// Each try starts once B's cluster has seen the new server on
+		// backend 0 and its looks at every backend succeed: neither
+		// backend B needs (0, restarted, and 2) is still being
+		// reconnected to.
+		eventually(t, 10*time.Second, "B's cluster saw the restart and every backend up", func() bool {
+			return lookedAtAll(cb) && cb.NodeStates()[0].RunID != old
+		})
 		t0 = time.Now()
 		b, err := cb.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), ttl)
 		berr = err
@@ -53,13 +70,30 @@ func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (che
 			cb.Release(context.Background(), "k", b.Token)
 			break
 		}
+		t.Logf("B's acquire: %v", err)
 		if !errors.Is(err, quorum.ErrNoQuorum) && !errors.Is(err, quorum.ErrNotAcquired) {
 			t.Fatalf("B's acquire: %v", err)
 		}
 	}
 	ha.End()
 	ca.Release(context.Background(), "k", a.Token)
-	return rec.Check(), berr
+	return rec.Check(), held, berr
+}
+
+// holders is which backends hold key, read on the servers themselves.
+func holders(t *testing.T, e *faults.Env, key string) []int {
+	t.Helper()
+	var out []int
+	for i, b := range e.Backends {
+		n, err := b.Client().Exists(ctxT(t, 5*time.Second), key).Result()
+		if err != nil {
+			t.Fatalf("backend %d: EXISTS %s: %v", i, key, err)
+		}
+		if n == 1 {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // TestRestartWithoutPersistenceBreaksExclusion is the negative control of
@@ -69,8 +103,11 @@ func restartScenario(t *testing.T, cfg quorum.Config, serverArgs ...string) (che
 func TestRestartWithoutPersistenceBreaksExclusion(t *testing.T) {
 	cfg := defaultCfg()
 	cfg.RestartQuarantine = 0
-	res, berr := restartScenario(t, cfg)
+	res, held, berr := restartScenario(t, cfg)
 	t.Logf("SCENARIO %-28s %v (B: %v)", t.Name(), res, berr)
+	if !slices.Equal(held, []int{1}) {
+		t.Fatalf("A's key on backends %v before B tried, want only on 1: the lock is not lost", held)
+	}
 	if berr != nil {
 		t.Fatalf("B was not let in (%v): the unsafe setup did not show its flaw", berr)
 	}
@@ -84,8 +121,11 @@ func TestRestartWithoutPersistenceBreaksExclusion(t *testing.T) {
 // is refused.
 func TestRestartWithAppendOnlyKeepsExclusion(t *testing.T) {
 	cfg := defaultCfg()
-	res, berr := restartScenario(t, cfg, "--appendonly", "yes", "--appendfsync", "always")
+	res, held, berr := restartScenario(t, cfg, "--appendonly", "yes", "--appendfsync", "always")
 	t.Logf("SCENARIO %-28s %v (B: %v)", t.Name(), res, berr)
+	if !slices.Equal(held, []int{0, 1}) {
+		t.Fatalf("A's key on backends %v after a persistent restart, want on 0 and 1", held)
+	}
 	if berr == nil || !res.OK() {
 		t.Fatalf("B got a held lock after a persistent restart: %v %v", res, berr)
 	}
@@ -96,8 +136,11 @@ func TestRestartWithAppendOnlyKeepsExclusion(t *testing.T) {
 func TestRestartQuarantineKeepsExclusion(t *testing.T) {
 	cfg := defaultCfg()
 	cfg.RestartQuarantine = time.Minute
-	res, berr := restartScenario(t, cfg)
+	res, held, berr := restartScenario(t, cfg)
 	t.Logf("SCENARIO %-28s %v (B: %v)", t.Name(), res, berr)
+	if !slices.Equal(held, []int{1}) {
+		t.Fatalf("A's key on backends %v before B tried, want only on 1: nothing for the quarantine to guard", held)
+	}
 	if berr == nil || !res.OK() {
 		t.Fatalf("B got a held lock from a quarantined backend: %v %v", res, berr)
 	}

@@ -60,11 +60,7 @@ func (c *Cluster) TryFair(ctx context.Context, key, token string, ttl time.Durat
 	if err := ctx.Err(); err != nil {
 		return Lock{}, err
 	}
-	v, _, err := c.grantRound(grant{
-		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl}),
-		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
-	})
+	v, _, err := c.grantRound(c.acquireGrant(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl}))
 	if err != nil {
 		return Lock{}, err
 	}

@@ -53,13 +53,23 @@ func (c *Cluster) AcquireAsync(key, token string, ttl time.Duration, done func(L
 	c.acquireThen(key, token, ttl, 0, done)
 }
 
+// acquireGrant declares the round of an acquire of one lock, cmd (of
+// cmd.Key and cmd.Token for cmd.TTL; the kind says what each node is
+// asked: a plain SET NX, a reader, a permit's slot, a fair try): granted as
+// soon as a majority stored it within the validity, refused (no
+// majority) as contention, and undone by releasing the token wherever the
+// node did not refuse it.
+func (c *Cluster) acquireGrant(cmd Cmd) grant {
+	return grant{
+		op: OpAcquire, ttl: cmd.TTL, early: true, failed: ErrNotAcquired,
+		ask:  same(cmd),
+		undo: c.undoGrant(OpAcquire, cmd.Key, cmd.Token, cmd.TTL, refused),
+	}
+}
+
 func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done func(Lock, error)) {
 	end := c.begin(OpAcquire)
-	c.grantThen(grant{
-		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}),
-		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
-	}, func(v time.Duration, r *round, err error) {
+	c.grantThen(c.acquireGrant(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}), func(v time.Duration, r *round, err error) {
 		var l Lock
 		if err == nil {
 			l = Lock{Key: key, Token: token, Validity: v}

@@ -187,11 +187,7 @@ func (c *Cluster) acquirePermit(ctx context.Context, key string, n int, ttl, mar
 // permitRound is one grant round for the slot token names; a failed round
 // releases the slot wherever it may have landed.
 func (c *Cluster) permitRound(key, token string, n int, ttl, mark time.Duration) (Lock, error) {
-	v, r, err := c.grantRound(grant{
-		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl, Add: mark}),
-		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
-	})
+	v, r, err := c.grantRound(c.acquireGrant(Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl, Add: mark}))
 	if err == nil {
 		return Lock{Key: key, Token: token, Validity: v}, nil
 	}

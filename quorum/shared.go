@@ -79,11 +79,7 @@ func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mar
 	if err := ctx.Err(); err != nil {
 		return Lock{}, err
 	}
-	v, _, err := c.grantRound(grant{
-		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl, Add: mark}),
-		undo: c.undoGrant(OpAcquire, key, token, ttl, refused),
-	})
+	v, _, err := c.grantRound(c.acquireGrant(Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl, Add: mark}))
 	if err != nil {
 		return Lock{}, err
 	}

@@ -58,7 +58,24 @@ func (h *Handler) startSet(c *call, done func()) bool {
 	if !o.plainLock() {
 		return false
 	}
-	h.acquireAsync(c, c.arg(0), c.arg(1), o.ttl, done)
+	h.acquireAsync(c, c.arg(0), c.arg(1), o.ttl, false, done)
+	return true
+}
+
+// startLock is LOCK's asynchronous form for a try-lock: LOCK key ttl
+// [TOKEN t]. A malformed LOCK is answered at once; the other options
+// (WAIT, KEEPALIVE, FENCE, OWNER and the lock kinds) keep their books on
+// a worker, so they are left to Run.
+func (h *Handler) startLock(c *call, done func()) bool {
+	o, ok := h.parseLock(c)
+	if !ok {
+		done()
+		return true
+	}
+	if o.wait > 0 || o.keepalive || o.fence || o.owner != "" || o.shared || o.permits > 0 || o.fair {
+		return false
+	}
+	h.acquireAsync(c, c.arg(0), o.token, o.ttl, true, done)
 	return true
 }
 
@@ -68,12 +85,13 @@ func (o setOpts) plainLock() bool {
 	return o.nx && o.ttl > 0 && !o.xx && !o.keepTTL && !o.get && o.ifeq == nil
 }
 
-// acquireAsync is acquire without WAIT, for Start: the reply (OK, or the
-// lock error) is written to c.w from the goroutine of the round's deciding
-// reply, then done is called. A lock won for a client that hung up
+// acquireAsync is acquire without WAIT, for Start: the reply (SET's OK,
+// or with asLock LOCK's [token, validity-ms]; or the lock error) is
+// written to c.w from the goroutine of the round's deciding reply, then
+// done is called. A lock won for a client that hung up
 // meanwhile is released, as acquire does. One closure carries the whole
 // continuation.
-func (h *Handler) acquireAsync(c *call, key, token string, ttl time.Duration, done func()) {
+func (h *Handler) acquireAsync(c *call, key, token string, ttl time.Duration, asLock bool, done func()) {
 	s := c.s
 	if err := s.Context().Err(); err != nil {
 		writeLockError(c.w, c.name, err)
@@ -89,9 +107,12 @@ func (h *Handler) acquireAsync(c *call, key, token string, ttl time.Duration, do
 			cl.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
 		}
 		h.took(s, err, token, key)
-		if err != nil {
+		switch {
+		case err != nil:
 			writeLockError(c.w, c.name, err)
-		} else {
+		case asLock:
+			h.writeGrant(c, grant{Lock: l}, false, 0)
+		default:
 			c.w.WriteSimple("OK")
 		}
 		done()

@@ -310,3 +310,64 @@ func TestPipelinedUnlockRESP3(t *testing.T) {
 		heldOnEvery(t, nodes, k, "")
 	}
 }
+
+// A pipelined batch of try-locks (LOCK key ttl, LOCK key ttl TOKEN t) runs
+// without a worker, answered in order with LOCK's [token, validity]; a
+// contended one answers null in its place, and LOCK with an option that
+// keeps books (FENCE here) still runs on a worker.
+func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
+	var nodes []quorum.Node
+	for range 3 {
+		n, err := backend.NewRedis(redistest.Start(t).Addr(), backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	const depth = 16
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = time.Second
+	cluster, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Close() })
+	var locks, fenced []byte
+	for i := range depth {
+		k := fmt.Sprintf("k%d", i%(depth-1)) // the last one contends with the first
+		if i%2 == 0 {
+			locks = append(locks, request("LOCK", k, "10000")...)
+		} else {
+			locks = append(locks, request("LOCK", k, "10000", "TOKEN", fmt.Sprintf("t%d", i))...)
+		}
+		fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "FENCE")...)
+	}
+	s, st := replayServer(t, cluster, [][]byte{locks, fenced})
+	t.Cleanup(func() { close(s.work) })
+	batch, err := st.rd.next()
+	if err != nil || len(batch) != depth {
+		t.Fatalf("next = %d requests, %v", len(batch), err)
+	}
+	s.serveBatch(st, batch)
+	out := string(st.nc.(*replayConn).out)
+	if n := strings.Count(out, "*2\r\n"); n != depth-1 {
+		t.Fatalf("%d granted LOCK replies in %q, want %d", n, out, depth-1)
+	}
+	if !strings.HasSuffix(out, "*-1\r\n") && !strings.HasSuffix(out, "$-1\r\n") {
+		t.Fatalf("the contended last LOCK did not answer null last: %q", out)
+	}
+	if !strings.Contains(out, "$2\r\nt1\r\n") || !strings.Contains(out, "$2\r\nt3\r\n") {
+		t.Fatalf("LOCK … TOKEN replies lack their tokens: %q", out)
+	}
+	if n := s.tasks.Load(); n != 0 {
+		t.Fatalf("%d of %d pipelined try-locks ran on a worker, want none", n, depth)
+	}
+	if batch, err = st.rd.next(); err != nil {
+		t.Fatal(err)
+	}
+	s.serveBatch(st, batch)
+	if n := s.tasks.Load(); n == 0 {
+		t.Fatal("pipelined LOCK … FENCE ran without a worker")
+	}
+}

@@ -18,7 +18,7 @@ func (c *call) build(cmd *quorum.Cmd, channel string) error {
 		if cmd.Add > 0 {
 			return c.buildSetNXMarked(cmd)
 		}
-		c.command(readStored, "set", k, cmd.Token, "nx", "px", c.ms(cmd.TTL))
+		c.setNXPX(k, cmd.Token, cmd.TTL)
 	case quorum.Set:
 		c.command(readDone, "set", k, cmd.Token, "px", c.ms(cmd.TTL))
 	case quorum.CompareAndDelete:
@@ -78,7 +78,7 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		c.script(extendHeldScript, readYes, []string{k, hk}, cmd.Token, c.ms(cmd.TTL))
 	case quorum.RestoreHeld:
 		if cmd.N <= 1 {
-			c.command(readStored, "set", k, cmd.Token, "nx", "px", c.ms(cmd.TTL))
+			c.setNXPX(k, cmd.Token, cmd.TTL)
 		} else {
 			c.script(restoreHeldScript, readYes, []string{k, hk}, cmd.Token, quorum.FormatHolds(cmd.Token, cmd.N), c.ms(cmd.TTL))
 		}

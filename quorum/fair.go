@@ -54,17 +54,8 @@ const FairQueuePrefix = "redlockd:fair:"
 
 // TryFair is Acquire for LOCK … FAIR without WAIT: it is granted only
 // where nobody is queued for key.
-func (c *Cluster) TryFair(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
-	end := c.begin(OpAcquire)
-	defer func() { end(err, l.Validity, ttl) }()
-	if err := ctx.Err(); err != nil {
-		return Lock{}, err
-	}
-	v, _, err := c.grantRound(c.acquireGrant(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl}))
-	if err != nil {
-		return Lock{}, err
-	}
-	return Lock{Key: key, Token: token, Validity: v}, nil
+func (c *Cluster) TryFair(ctx context.Context, key, token string, ttl time.Duration) (Lock, error) {
+	return c.acquireCmd(ctx, Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl})
 }
 
 // AcquireFair is AcquireWait in the key's fair queue: it takes a ticket
@@ -122,25 +113,13 @@ func (c *Cluster) entryTTL(deadline time.Time) time.Duration {
 	return max(c.markTTL(deadline), time.Millisecond)
 }
 
-// fairTicket reads the largest ticket queued on every node and returns the
-// next one, at least the wall clock in microseconds: a node that lost its
-// queue, in a majority that misses every node queueing an earlier waiter,
-// still gives a later ticket while the proxies' clocks agree.
+// fairTicket is the next ticket after the largest queued for key on any
+// node (nextAbove, as a fence is).
 func (c *Cluster) fairTicket(key string) (int64, error) {
 	done := c.begin(OpFair)
-	r, t := c.collect(OpFair, same(Cmd{Kind: FairTail, Key: key}), anyVote)
-	if err := c.heard(&t); err != nil {
-		done(err, 0, 0)
-		return 0, err
-	}
-	var top int64
-	for i := range r.calls {
-		if rep := r.reply(i); rep.Err == nil {
-			top = max(top, rep.N)
-		}
-	}
-	done(nil, 0, 0)
-	return max(top+1, c.cfg.Now().UnixMicro()), nil
+	ticket, err := c.nextAbove(OpFair, Cmd{Kind: FairTail, Key: key})
+	done(err, 0, 0)
+	return ticket, err
 }
 
 // fairRound is one FairAcquire round: a grant, undone where it fails.
@@ -148,11 +127,9 @@ func (c *Cluster) fairTicket(key string) (int64, error) {
 // it leaves that queue, so that it does not stand first there.
 func (c *Cluster) fairRound(key, token string, ticket int64, ttl, entry time.Duration) (Lock, error) {
 	end := c.begin(OpAcquire)
-	v, r, err := c.grantRound(grant{
-		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl, N: ticket, Add: entry}),
-		undo: c.undoFair(key, token, ticket, ttl, entry),
-	})
+	g := c.acquireGrant(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl, N: ticket, Add: entry})
+	g.undo = c.undoFair(key, token, ticket, ttl, entry) // the entry goes back in the queue too
+	v, r, err := c.grantRound(g)
 	var l Lock
 	if err == nil {
 		l = Lock{Key: key, Token: token, Validity: v}

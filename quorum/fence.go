@@ -83,18 +83,17 @@ func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
 	if IsSharedToken(l.Token) {
 		return c.fenceShared(ctx, l)
 	}
-	return c.fenceOnce(ctx, l)
+	return c.fenceOnce(l)
 }
 
 // fenceOnce is one reading and raising of l's fencing counters.
-func (c *Cluster) fenceOnce(_ context.Context, l *Lock) (int64, error) {
+func (c *Cluster) fenceOnce(l *Lock) (int64, error) {
 	t0 := c.cfg.Now()
 	fk := fenceKeyOf(l)
-	top, err := c.readFences(fk)
+	f, err := c.nextAbove(OpFence, Cmd{Kind: ReadFence, Key: fk})
 	if err != nil {
 		return 0, err
 	}
-	f := max(top+1, c.cfg.Now().UnixMicro())
 	if err := c.raiseFences(fk, f); err != nil {
 		return 0, err
 	}
@@ -105,8 +104,14 @@ func (c *Cluster) fenceOnce(_ context.Context, l *Lock) (int64, error) {
 	return f, nil
 }
 
-func (c *Cluster) readFences(fk string) (int64, error) {
-	r, t := c.collect(OpFence, same(Cmd{Kind: ReadFence, Key: fk}), anyVote)
+// nextAbove reads a counter (cmd: its N on each node) on every node and
+// returns the next value above the largest any node gave, and at least
+// the wall clock in microseconds: a node that lost the counter, in a
+// majority that misses every node holding the latest value, still gives a
+// later one while the proxies' clocks agree. Fences and fair tickets both
+// are such counters.
+func (c *Cluster) nextAbove(op string, cmd Cmd) (int64, error) {
+	r, t := c.collect(op, same(cmd), anyVote)
 	if err := c.heard(&t); err != nil {
 		return 0, err
 	}
@@ -116,7 +121,7 @@ func (c *Cluster) readFences(fk string) (int64, error) {
 			top = max(top, rep.N)
 		}
 	}
-	return top, nil
+	return max(top+1, c.cfg.Now().UnixMicro()), nil
 }
 
 func (c *Cluster) raiseFences(fk string, f int64) error {

@@ -94,25 +94,6 @@ func horizonLimit(cfg Config) time.Duration {
 
 func (h *horizons) offset(t time.Time) int64 { return max(int64(t.Sub(h.base)), 1) }
 
-// coverHorizon calls done once node i's horizon covers a key that lives
-// ttl from now on the node, raising it first where it does not: at once
-// (on the caller's goroutine) when it already does, else from the raise's
-// reply. done gets nil, or an error matching ErrHorizon: then what the
-// node did must not count. It is how a round (or an operation that reads
-// a ttl from a reply, such as a replicated script's Reply.TTL, the
-// longest ttl it left) keeps the horizon rule; done must not block.
-func (c *Cluster) coverHorizon(i int, ttl time.Duration, done func(error)) {
-	c.horizons.cover(i, ttl, done)
-}
-
-func (h *horizons) cover(i int, ttl time.Duration, done func(error)) {
-	if need, ok := h.covers(i, ttl); !ok {
-		h.wait(i, need, done)
-		return
-	}
-	done(nil)
-}
-
 // covers is the fast path, taken by almost every reply: whether node i's
 // horizon is known to cover a key living ttl from now, and if not, the
 // offset it must reach.
@@ -295,12 +276,10 @@ func leftTTL(kind CmdKind, ttl time.Duration, rep *Reply) time.Duration {
 	switch kind {
 	case SetNX, Set, CompareAndExtend, Expire, ExtendOrSetNX, SetNXAll, ExtendAll,
 		HoldOwner, ExtendHeld, RestoreHeld, CompareAndSwap,
-		AcquirePermit, ExtendPermit, FairAcquire:
+		AcquirePermit, ExtendPermit, FairAcquire, AcquireShared, ExtendShared:
 		return ttl
 	case AddTTL:
 		return rep.TTL
-	case AcquireShared, ExtendShared:
-		return ttl
 	}
 	return 0
 }

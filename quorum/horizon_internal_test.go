@@ -178,3 +178,15 @@ func TestCoverHorizonPastExpiry(t *testing.T) {
 		t.Fatalf("raises for an expired key: %v, want none", got)
 	}
 }
+
+// coverHorizon is what nodeCall.Receive does with a reply: done is called
+// once node i's horizon covers a key that lives ttl from now on the node,
+// raising it first where it does not (at once when it already does, else
+// from the raise's reply), with nil or an error matching ErrHorizon.
+func (c *Cluster) coverHorizon(i int, ttl time.Duration, done func(error)) {
+	if need, ok := c.horizons.covers(i, ttl); !ok {
+		c.horizons.wait(i, need, done)
+		return
+	}
+	done(nil)
+}

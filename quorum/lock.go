@@ -67,6 +67,21 @@ func (c *Cluster) acquireGrant(cmd Cmd) grant {
 	}
 }
 
+// acquireCmd is one acquire round of cmd (acquireGrant), waited for, as
+// an operation of its own: a caller that is already gone starts no round.
+func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (l Lock, err error) {
+	end := c.begin(OpAcquire)
+	defer func() { end(err, l.Validity, cmd.TTL) }()
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	v, _, err := c.grantRound(c.acquireGrant(cmd))
+	if err != nil {
+		return Lock{}, err
+	}
+	return Lock{Key: cmd.Key, Token: cmd.Token, Validity: v}, nil
+}
+
 func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done func(Lock, error)) {
 	end := c.begin(OpAcquire)
 	c.grantThen(c.acquireGrant(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}), func(v time.Duration, r *round, err error) {

@@ -73,17 +73,8 @@ func (c *Cluster) AcquireShared(ctx context.Context, key string, ttl time.Durati
 	return c.acquireShared(ctx, key, NewSharedToken(), ttl, 0)
 }
 
-func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mark time.Duration) (l Lock, err error) {
-	end := c.begin(OpAcquire)
-	defer func() { end(err, l.Validity, ttl) }()
-	if err := ctx.Err(); err != nil {
-		return Lock{}, err
-	}
-	v, _, err := c.grantRound(c.acquireGrant(Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl, Add: mark}))
-	if err != nil {
-		return Lock{}, err
-	}
-	return Lock{Key: key, Token: token, Validity: v}, nil
+func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mark time.Duration) (Lock, error) {
+	return c.acquireCmd(ctx, Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl, Add: mark})
 }
 
 // AcquireSharedWait retries AcquireShared as AcquireWait retries Acquire:
@@ -139,7 +130,7 @@ const sharedFenceTries = 4
 // majority), so the fence is taken again above it.
 func (c *Cluster) fenceShared(ctx context.Context, l *Lock) (f int64, err error) {
 	for range sharedFenceTries {
-		if f, err = c.fenceOnce(ctx, l); !errors.Is(err, ErrFenceOvertaken) {
+		if f, err = c.fenceOnce(l); !errors.Is(err, ErrFenceOvertaken) {
 			return f, err
 		}
 	}

@@ -33,23 +33,36 @@ const msgReservedKey = "ERR key is in redlockd's reserved namespace"
 const msgReservedValue = "ERR value is in redlockd's reserved namespace"
 
 // reservedRefusal is the error a command gets for naming the proxy's own
-// namespace, or "": a key in it, or, for a command that changes locks,
-// any argument in it (a token, a compared value). A script's arguments
-// are checked where it runs (an argument may name a key); PUBLISH's
-// message is the client's own text.
+// namespace, or "": a key in it; any argument of a script (EVAL and its
+// forms, recognised or replicated, read-only or not), which may name a
+// key (a script can build one from ARGV) or stand for a token; or, for
+// another command that changes locks, any argument in it (a token, a
+// compared value). PUBLISH's message is the client's own text. It is the
+// one check: every path of a command (Run, Start) asks it first.
 func reservedRefusal(cmd *command, args [][]byte) string {
 	if namesReservedKey(cmd.keys, args) {
 		return msgReservedKey
 	}
-	if !cmd.write || cmd.keys == keysEval || cmd.name == "publish" {
-		return ""
-	}
-	for _, a := range args[1:] {
-		if bytes.HasPrefix(a, []byte(reservedPrefix)) {
+	switch {
+	case cmd.keys == keysEval:
+		if _, ok := evalKeyArgs(args); ok && anyReserved(args[3:]) {
+			return msgReservedKey
+		}
+	case cmd.write && cmd.name != "publish":
+		if anyReserved(args[1:]) {
 			return msgReservedValue
 		}
 	}
 	return ""
+}
+
+func anyReserved(args [][]byte) bool {
+	for _, a := range args {
+		if bytes.HasPrefix(a, []byte(reservedPrefix)) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyArgs returns the keys that args (the name first) name under layout;

@@ -190,6 +190,20 @@ func TestReservedValuesRefused(t *testing.T) {
 			t.Errorf("%v = %q, want the reserved-value error", call, got)
 		}
 	}
+	// A library's recognised script (release, acquire) and a replicated
+	// one take the same arguments: the key error, as for any script
+	// argument in the namespace.
+	cad := scripts[sha1Hex(`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`)].body
+	for _, call := range [][]string{
+		{"EVALSHA", sha1Hex(cad), "1", "sem", marker}, {"EVAL", cad, "1", "sem", marker},
+		{"EVALSHA", sha1Hex(redsyncTouchOrSetNX), "1", "free", "redlockd:shared", "600000"},
+		{"EVAL", redlockAcquireV5, "1", "free", "redlockd:shared", "600000"},
+		{"EVAL_RO", potteryAcquired, "1", "sem", marker},
+	} {
+		if got := f.do(call...); got != "-"+msgReservedKey {
+			t.Errorf("%v = %q, want the reserved-key error", call[:2], got)
+		}
+	}
 	if got := snapshot(t, servers); !maps.Equal(got, want) {
 		t.Errorf("refused commands changed the backends:\nbefore %v\nafter  %v", want, got)
 	}

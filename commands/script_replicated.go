@@ -24,14 +24,7 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 	}
 	rest := strs(c.args[2:])
 	keys, args := rest[:n], rest[n:]
-	// KEYS were checked before the command ran (keysEval); an argument
-	// may name a key too (a script can build one from ARGV).
-	for _, a := range args {
-		if strings.HasPrefix(a, reservedPrefix) {
-			c.w.WriteError(msgReservedKey)
-			return
-		}
-	}
+	// KEYS and ARGV were checked before the command ran (reservedRefusal).
 	if e.info.Writes && slices.ContainsFunc(args, quorum.IsOwnerToken) {
 		// A script would change the lock but not its hold count: extended,
 		// the count expires first; deleted, every hold goes at once.

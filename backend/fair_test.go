@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +115,36 @@ func TestFairEntryExpires(t *testing.T) {
 	}
 	if rep := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: "x", TTL: time.Minute}); !rep.OK {
 		t.Fatal("SET NX refused after the queue expired")
+	}
+}
+
+// A fair queue that no waiter refreshes goes from the in-memory node by
+// itself, as Redis expires it, even when its key is never touched again.
+func TestMemoryFairQueueSwept(t *testing.T) {
+	m := NewMemory("m")
+	defer m.Close()
+	now := time.Now()
+	m.mu.Lock()
+	m.now = func() time.Time { return now }
+	m.mu.Unlock()
+	ctx := context.Background()
+	// A holder, then a waiter queued behind it for one second.
+	quorum.Call(ctx, m, quorum.Cmd{Kind: quorum.SetNX, Key: "held", Token: "h", TTL: time.Hour})
+	quorum.Call(ctx, m, quorum.Cmd{Kind: quorum.FairAcquire, Key: "held", Token: "w", N: 1, TTL: time.Minute, Add: time.Second})
+	m.mu.Lock()
+	queued := len(m.fair)
+	m.now = func() time.Time { return now.Add(time.Minute) }
+	m.mu.Unlock()
+	if queued != 1 {
+		t.Fatalf("%d queues after a waiter queued, want 1", queued)
+	}
+	for i := range 200 { // writes to other keys only
+		quorum.Call(ctx, m, quorum.Cmd{Kind: quorum.Set, Key: fmt.Sprintf("other%d", i), Token: "x", TTL: time.Hour})
+	}
+	m.mu.Lock()
+	left := len(m.fair)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d queues left after their entries expired, want 0", left)
 	}
 }

@@ -229,7 +229,7 @@ func (m *Memory) store(key, token string, expires time.Time) {
 // wrote counts a write and sweeps once enough have accumulated.
 func (m *Memory) wrote() {
 	m.writes++
-	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records))/2 {
+	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records)+len(m.fair))/2 {
 		return
 	}
 	m.writes = 0
@@ -241,4 +241,5 @@ func (m *Memory) wrote() {
 	}
 	m.sweepScripts(now)
 	m.sweepReaders(now)
+	m.sweepFair(now)
 }

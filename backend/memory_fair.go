@@ -74,14 +74,10 @@ func (s *memOp) fairTake(key, token string) bool {
 	return len(q) < n
 }
 
-// fairResKeyOf is where the reservation of key is recognised, named as on a
-// Redis node.
-func fairResKeyOf(key string) string { return fairResKey(key) }
-
 // fairReserved reports whether key holds its queue's reservation.
 func (s *memOp) fairReserved(key string) bool {
 	e, ok := s.lookup(key)
-	r, rok := s.lookup(fairResKeyOf(key))
+	r, rok := s.lookup(fairResKey(key))
 	return ok && rok && e.token == r.token
 }
 
@@ -98,7 +94,7 @@ func (s *memOp) fairReserve(key, tag string) {
 	if len(q) == 0 {
 		if s.fairReserved(key) {
 			s.del(key)
-			s.del(fairResKeyOf(key))
+			s.del(fairResKey(key))
 		}
 		return
 	}
@@ -108,7 +104,7 @@ func (s *memOp) fairReserve(key, tag string) {
 	}
 	v := "redlockd:queued:" + tag
 	s.store(key, v, until)
-	s.store(fairResKeyOf(key), v, until)
+	s.store(fairResKey(key), v, until)
 }
 
 // announceMarked announces key's release where waiters marked it.
@@ -141,7 +137,7 @@ func (s *memOp) fairAcquire() quorum.Reply {
 	free := s.fairFree(key)
 	if q := s.fairLive(key); free && len(q) > 0 && q[0].token == token {
 		s.put(key, token, s.c.TTL)
-		s.del(fairResKeyOf(key))
+		s.del(fairResKey(key))
 		s.fairTake(key, token)
 		return quorum.Reply{OK: true}
 	}
@@ -177,4 +173,15 @@ func (s *memOp) fairLeave() quorum.Reply {
 		}
 	}
 	return quorum.Reply{OK: true}
+}
+
+// sweepFair drops the queues whose every entry has expired, as Redis
+// expires a queue that no waiter refreshes: a key nobody touches again
+// must not keep its queue.
+func (m *Memory) sweepFair(now time.Time) {
+	for k, q := range m.fair {
+		if !slices.ContainsFunc(q, func(e memFairEntry) bool { return now.Before(e.expires) }) {
+			delete(m.fair, k)
+		}
+	}
 }

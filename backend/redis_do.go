@@ -169,6 +169,14 @@ func (c *call) ms(d time.Duration) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// msOrZero is ms, with "0" for no duration (no wait mark).
+func (c *call) msOrZero(d time.Duration) string {
+	if d <= 0 {
+		return "0"
+	}
+	return c.ms(d)
+}
+
 var (
 	errNoKeys      = errors.New("no keys")
 	errUnknownKind = errors.New("unknown command kind")

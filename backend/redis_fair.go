@@ -184,9 +184,13 @@ func (c *call) scriptTagged(s *script, read readFn, key string, prefixes []strin
 	b = appendBulk(append(b, '\r', '\n'), "evalsha")
 	b = appendBulk(appendBulk(b, s.sha), strconv.Itoa(nkeys))
 	b = appendBulk(b, key)
+	braced := "" // slot.Tagged(key) for a key with braces of its own (rare)
+	if strings.ContainsAny(key, "{}") {
+		braced = slot.Tagged(key)
+	}
 	for _, p := range prefixes {
-		if strings.ContainsAny(key, "{}") {
-			b = appendBulk(b, p+slot.Tagged(key)) // rare: a key with braces of its own
+		if braced != "" {
+			b = appendBulk(b, p+braced)
 			continue
 		}
 		b = strconv.AppendInt(append(b, '$'), int64(len(p)+len(key)+2), 10)

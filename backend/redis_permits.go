@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -90,7 +89,7 @@ func (c *call) buildPermits(cmd *quorum.Cmd, channel string) error {
 			return errBadPermit
 		}
 		c.nkeys = int(cmd.N)
-		c.script(readPermitsScript, readPermits, []string{k, waitKey(k)}, quorum.PermitSlotPrefix(k), strconv.FormatInt(cmd.N, 10), c.permitMarkMS(cmd.Add))
+		c.script(readPermitsScript, readPermits, []string{k, waitKey(k)}, quorum.PermitSlotPrefix(k), strconv.FormatInt(cmd.N, 10), c.msOrZero(cmd.Add))
 		return c.err
 	}
 	n, slot, ok := quorum.ParsePermitToken(cmd.Token)
@@ -100,7 +99,7 @@ func (c *call) buildPermits(cmd *quorum.Cmd, channel string) error {
 	sk, marker := quorum.PermitSlotKey(k, slot), quorum.PermitsMarker(n)
 	switch cmd.Kind {
 	case quorum.AcquirePermit:
-		c.script(acquirePermitScript, readPermitGrant, []string{k, sk, waitKey(k)}, cmd.Token, marker, c.ms(cmd.TTL), c.permitMarkMS(cmd.Add), quorum.PermitsMarkerPrefix)
+		c.script(acquirePermitScript, readPermitGrant, []string{k, sk, waitKey(k)}, cmd.Token, marker, c.ms(cmd.TTL), c.msOrZero(cmd.Add), quorum.PermitsMarkerPrefix)
 	case quorum.ExtendPermit:
 		c.script(extendPermitScript, readYes, []string{k, sk}, cmd.Token, c.ms(cmd.TTL), marker)
 	case quorum.ReleasePermit:
@@ -111,14 +110,6 @@ func (c *call) buildPermits(cmd *quorum.Cmd, channel string) error {
 		c.script(releasePermitScript, readYes, []string{k, sk, waitKey(k)}, cmd.Token, marker, quorum.PermitSlotPrefix(k), strconv.Itoa(n), channel, notify)
 	}
 	return c.err
-}
-
-// permitMarkMS is a wait mark in ms: "0" for none.
-func (c *call) permitMarkMS(d time.Duration) string {
-	if d <= 0 {
-		return "0"
-	}
-	return c.ms(d)
 }
 
 // readPermitGrant: 1 stored; -m the key holds the marker of m permits.

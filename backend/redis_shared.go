@@ -1,10 +1,6 @@
 package backend
 
-import (
-	"time"
-
-	"github.com/redlockd/redlockd/quorum"
-)
+import "github.com/redlockd/redlockd/quorum"
 
 // The read-write lock's scripts (see quorum/shared.go). The readers of a
 // key are a sorted set at quorum.SharedKey: member the reader's token,
@@ -107,12 +103,4 @@ func (c *call) buildShared(cmd *quorum.Cmd, channel string) error {
 		c.script(readSharedScript, readUnhold, []string{k, rk}, quorum.SharedMarker)
 	}
 	return c.err
-}
-
-// msOrZero is ms, with 0 for no duration.
-func (c *call) msOrZero(d time.Duration) string {
-	if d <= 0 {
-		return "0"
-	}
-	return c.ms(d)
 }

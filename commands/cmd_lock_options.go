@@ -201,6 +201,13 @@ func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
 	return true
 }
 
+// tryLock reports whether o is a plain try-lock, LOCK key ttl [TOKEN t]:
+// no option that waits or keeps books beyond the round (the form that
+// Start runs without a worker).
+func (o *lockOpts) tryLock() bool {
+	return o.wait == 0 && !o.keepalive && !o.fence && o.owner == "" && !o.shared && o.permits == 0 && !o.fair
+}
+
 // lockKindsExclude names the first pair of LOCK's options that o combines
 // and redlockd does not support together, or "".
 func lockKindsExclude(o *lockOpts) string {

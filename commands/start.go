@@ -72,7 +72,7 @@ func (h *Handler) startLock(c *call, done func()) bool {
 		done()
 		return true
 	}
-	if o.wait > 0 || o.keepalive || o.fence || o.owner != "" || o.shared || o.permits > 0 || o.fair {
+	if !o.tryLock() {
 		return false
 	}
 	h.acquireAsync(c, c.arg(0), o.token, o.ttl, true, done)

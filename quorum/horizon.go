@@ -38,6 +38,10 @@ var ErrHorizon = errors.New("quorum: lock horizon not raised")
 // then raises each node's horizon about once a second at most.
 const horizonFloor = time.Second
 
+// recordStep is the grain of the proxy's own record of the latest expiry
+// it granted (horizons.granted): at most that much too long.
+const recordStep = int64(100 * time.Millisecond)
+
 // horizons is what the Cluster knows of every node's horizon.
 type horizons struct {
 	nodes   []Node
@@ -120,8 +124,12 @@ func (h *horizons) wait(i int, need int64, done func(error)) {
 	send()
 }
 
-// record remembers need as the latest expiry this proxy granted.
+// record remembers need as the latest expiry this proxy granted, rounded
+// up to the next recordStep: a bound that may only be too long, so that
+// the replies of every round (which nearly always extend it) write the
+// shared record about once per step rather than once each.
 func (h *horizons) record(need int64) {
+	need = (need + recordStep - 1) / recordStep * recordStep
 	for {
 		cur := h.granted.Load()
 		if cur >= need || h.granted.CompareAndSwap(cur, need) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/redlockd/redlockd/internal/slot"
 )
@@ -62,7 +61,9 @@ func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writ
 	}
 	cmd := Cmd{Kind: Eval, Script: s, DB: c.db, Keys: keys, Args: args, Limit: c.cfg.SessionTTL}
 	if writes && len(keys) > 0 {
-		cmd.Mark, cmd.TTL = scriptMarkKey(keys[0], NewToken()), c.scriptMarkTTL()
+		// The undo record lives as long as a release that does not know
+		// its lock's ttl is retried.
+		cmd.Mark, cmd.TTL = scriptMarkKey(keys[0], NewToken()), c.pending.horizon
 	}
 	r, t := c.collect(OpScript, same(cmd), anyVote)
 	v, err = c.pickReply(r, &t)
@@ -70,15 +71,6 @@ func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writ
 		c.undoEval(r, cmd, v, err)
 	}
 	return v, err
-}
-
-// scriptMarkTTL is how long a node keeps a script's undo record: as long as a
-// release that does not know its lock's ttl is retried.
-func (c *Cluster) scriptMarkTTL() time.Duration {
-	if c.cfg.MaxTTL > 0 {
-		return c.cfg.MaxTTL
-	}
-	return defaultMaxTTL
 }
 
 // pickReply applies Eval's reply rule to round r, every reply in.

@@ -159,7 +159,14 @@ func (s *memOp) dropPhys(phys string, notify bool) {
 // drop deletes key; with notify, a marked key's release is announced.
 func (s *memOp) drop(key string, notify bool) {
 	s.del(key)
-	if notify && s.marked(key) {
+	if notify {
+		s.announceMarked(key)
+	}
+}
+
+// announceMarked announces key's release where waiters marked it.
+func (s *memOp) announceMarked(key string) {
+	if s.marked(key) {
 		s.announce = append(s.announce, memRelease{s.c.DB, key})
 	}
 }

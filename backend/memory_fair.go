@@ -107,13 +107,6 @@ func (s *memOp) fairReserve(key, tag string) {
 	s.store(fairResKey(key), v, until)
 }
 
-// announceMarked announces key's release where waiters marked it.
-func (s *memOp) announceMarked(key string) {
-	if s.marked(key) {
-		s.announce = append(s.announce, memRelease{s.c.DB, key})
-	}
-}
-
 // fairTail is quorum.FairTail.
 func (s *memOp) fairTail() quorum.Reply {
 	q := s.fairLive(s.c.Key)

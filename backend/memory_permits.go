@@ -113,8 +113,8 @@ func (s *memOp) releasePermit() quorum.Reply {
 	default:
 		return quorum.Reply{N: -1}
 	}
-	if s.c.Notify && s.marked(s.c.Key) {
-		s.announce = append(s.announce, memRelease{s.c.DB, s.c.Key})
+	if s.c.Notify {
+		s.announceMarked(s.c.Key)
 	}
 	return quorum.Reply{OK: true, N: 1}
 }

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -385,5 +386,72 @@ func TestReplicatedCommandNamedByArgument(t *testing.T) {
 	}
 	if vals := valuesOf(servers, "k"); !allAre(vals, "") {
 		t.Fatalf("after the run the backends hold %q", vals)
+	}
+}
+
+// opRecorder is a quorum.Observer that keeps every operation's outcome.
+type opRecorder struct {
+	mu  sync.Mutex
+	ops []string // "op/outcome"
+}
+
+func (r *opRecorder) NodeDone(string, string, time.Duration, error) {}
+
+func (r *opRecorder) OpDone(op, outcome string, _ time.Duration, _, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, op+"/"+outcome)
+}
+
+func (r *opRecorder) count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, o := range r.ops {
+		if o == key {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReplicatedDisagreed: three backends that all answer, one with a
+// value, one with a script error (WRONGTYPE) and one with nil, give no
+// reply and no class a majority: the client gets NOQUORUM backends
+// disagreed, and the script's round is counted as no_quorum.
+func TestReplicatedDisagreed(t *testing.T) {
+	const body = `return redis.call("get",KEYS[1])`
+	if _, ok := scripts[sha1Hex(body)]; ok {
+		t.Fatal("the GET body is a recognised script: this test would not test replication")
+	}
+	rec := &opRecorder{}
+	servers, _, f := scriptStack(t, func(c *quorum.Config) { c.Observer = rec })
+	ctx := context.Background()
+	if err := servers[0].Client().Set(ctx, "k", "v", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := servers[1].Client().HSet(ctx, "k", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := rec.count("script/no_quorum")
+	got := f.do(eval(body, k1("k"))...)
+	if want := "-NOQUORUM backends disagreed: 3 of 3 answered, no reply had a majority"; got != want {
+		t.Fatalf("GET by script over a string, a hash and nothing = %s; want %s", got, want)
+	}
+	if n := rec.count("script/no_quorum") - before; n != 1 {
+		t.Fatalf("the disagreed round counted %d times as script/no_quorum; operations %v", n, rec.ops)
+	}
+	if n := rec.count("script/ok") + rec.count("script/error") + rec.count("script/contended"); n != 0 {
+		t.Fatalf("a script round counted otherwise: %v", rec.ops)
+	}
+	// The read changed nothing: each backend keeps what it held.
+	if v, _ := servers[0].Client().Get(ctx, "k").Result(); v != "v" {
+		t.Fatalf("backend 0 holds %q", v)
+	}
+	if v, _ := servers[1].Client().HGet(ctx, "k", "f").Result(); v != "v" {
+		t.Fatalf("backend 1's hash holds %q", v)
+	}
+	if e, _ := servers[2].Client().Exists(ctx, "k").Result(); e != 0 {
+		t.Fatal("backend 2 holds k")
 	}
 }

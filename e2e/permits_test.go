@@ -305,3 +305,71 @@ func TestPermitWaiterHangsUp(t *testing.T) {
 	}
 	permit(t, c, "hsem", 1)
 }
+
+// The key of a semaphore holding 2 of 3 permits: GET answers the marker,
+// PTTL covers the longest permit and is not shortened by a RENEW to a
+// shorter ttl, and a DEL of the key removes the marker only: the permits
+// keep their slots, so the bound still counts them and their tokens still
+// release.
+func TestPermitsKeyMarker(t *testing.T) {
+	backends := redistest.StartN(t, 3)
+	c := redlocktest.StartOver(t, backends, redlocktest.Options{}).Client(t, 2)
+	ctx := ctxT(t)
+	short, vShort := lock(t, c, "sem", 90000, "PERMITS", 3)
+	tShort := time.Now()
+	long, vLong := lock(t, c, "sem", 120000, "PERMITS", 3)
+	tLong := time.Now()
+	if permitSlot(t, short) == permitSlot(t, long) {
+		t.Fatalf("two permits on one slot: %s %s", short, long)
+	}
+	if v, err := c.Get(ctx, "sem").Result(); err != nil || v != quorum.PermitsMarker(3) || v != "redlockd:permits:3" {
+		t.Fatalf("GET of a semaphore's key = %q, %v; want redlockd:permits:3", v, err)
+	}
+	// The marker lives at least as long as the longest permit.
+	p, err := c.PTTL(ctx, "sem").Result()
+	if err != nil || p <= 0 {
+		t.Fatalf("PTTL of a semaphore's key = %v, %v", p, err)
+	}
+	if floor := time.Duration(vLong)*time.Millisecond - time.Since(tLong) - 500*time.Millisecond; p < floor {
+		t.Fatalf("PTTL %v is shorter than the longest permit's validity left (%v)", p, floor)
+	}
+	before, tBefore := p, time.Now()
+	// The longest permit renewed to a much shorter ttl: the marker's ttl
+	// is not shortened, so still covers the other permit.
+	if v, err := c.Do(ctx, "RENEW", "sem", long, 30000).Int64(); err != nil || v <= 0 || v > 30000 {
+		t.Fatalf("RENEW of a permit to 30000 = %d, %v", v, err)
+	}
+	p, err = c.PTTL(ctx, "sem").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor := time.Duration(vShort)*time.Millisecond - time.Since(tShort) - 500*time.Millisecond; p < floor {
+		t.Fatalf("PTTL after RENEW of one permit to 30s = %v; the other permit's validity left is %v", p, floor)
+	}
+	if floor := before - time.Since(tBefore) - 500*time.Millisecond; p < floor {
+		t.Errorf("PTTL after RENEW to a shorter ttl = %v, was %v: shortened", p, before)
+	}
+	// DEL acts on the marker only.
+	if n, err := c.Del(ctx, "sem").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of a semaphore's key = %d, %v", n, err)
+	}
+	if err := c.Get(ctx, "sem").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET after DEL = %v, want null", err)
+	}
+	for _, tok := range []string{short, long} {
+		if vals := permitSlotValues(t, backends, 0, "sem", permitSlot(t, tok)); redlocktest.Count(vals, tok) != 3 {
+			t.Fatalf("after DEL %s's slot holds %v on the backends, want its token everywhere", tok, vals)
+		}
+	}
+	third := permit(t, c, "sem", 3)
+	if s := permitSlot(t, third); s == permitSlot(t, short) || s == permitSlot(t, long) {
+		t.Fatalf("after DEL a permit got slot %d of a permit still held (%s, %s)", s, short, long)
+	}
+	wantLockNull(t, c, "sem", 60000, "PERMITS", 3)
+	if v, err := c.Do(ctx, "UNLOCK", "sem", short).Int64(); err != nil || v != 1 {
+		t.Fatalf("UNLOCK of a permit held across the DEL = %d, %v; want 1", v, err)
+	}
+	if v, err := c.Do(ctx, "UNLOCK", "sem", long).Int64(); err != nil || v != 1 {
+		t.Fatalf("UNLOCK of the renewed permit held across the DEL = %d, %v; want 1", v, err)
+	}
+}

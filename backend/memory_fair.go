@@ -156,16 +156,16 @@ func (s *memOp) fairUndo() quorum.Reply {
 
 // fairLeave is quorum.FairLeave.
 func (s *memOp) fairLeave() quorum.Reply {
-	if !s.fairTake(s.c.Key, s.c.Token) {
-		return quorum.Reply{}
-	}
+	took := s.fairTake(s.c.Key, s.c.Token)
+	// Whether or not the entry was still there (it expires as its wait
+	// runs out, when the leave is sent), a free key is the next entry's.
 	if s.fairFree(s.c.Key) {
 		s.fairReserve(s.c.Key, s.c.Token)
 		if s.fairQueued(s.c.Key) {
 			s.announce = append(s.announce, memRelease{s.c.DB, s.c.Key})
 		}
 	}
-	return quorum.Reply{OK: true}
+	return quorum.Reply{OK: took}
 }
 
 // sweepFair drops the queues whose every entry has expired, as Redis

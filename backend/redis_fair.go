@@ -159,7 +159,9 @@ local k, q, e, res = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = fairNow()
 fairPurge(q, e, now)
 local n = fairTake(q, e, ARGV[1], now)
-if n == 1 and fairFree(k, res) then
+-- Whether or not the entry was still there (it expires as its wait runs
+-- out, when the leave is sent), a free key is the next entry's to take.
+if fairFree(k, res) then
   fairReserve(k, res, q, ARGV[1])
   if redis.call("exists", q) == 1 then redis.call("publish", ARGV[2], k) end
 end

@@ -16,7 +16,6 @@ import (
 // key free: the waiter behind it, on another proxy whose retries are too
 // slow to serve it in time, is woken and takes the lock at once.
 func TestFairGiveUpAnnouncesFreeKey(t *testing.T) {
-	t.Skip("fails: a waiter's entry expires with its wait (entryTTL is capped at the remaining wait), so the leave at the deadline finds it gone, takes nothing out and announces nothing")
 	backends, px := twoProxies(t, redlocktest.Options{Quorum: slowRetries})
 	const key = "fair:giveup"
 	holder := px[0].Client(t, 2)

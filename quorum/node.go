@@ -269,10 +269,11 @@ const (
 	// Token, delete it, queue Token again at ticket N, expiring Add from
 	// now, and reserve Key. OK: deleted.
 	FairUndo
-	// FairLeave: take Token out of Key's queue. Where it was queued and
-	// Key is free, Key stays reserved while entries are left (its release
-	// announced, so that the next waiter, on any proxy, tries at once)
-	// and is freed otherwise. OK: it was queued.
+	// FairLeave: take Token out of Key's queue. Where Key is free
+	// (whether or not Token was still queued: its entry expires as its
+	// wait runs out), Key stays reserved while entries are left (its
+	// release announced, so that the next waiter, on any proxy, tries at
+	// once) and is freed otherwise. OK: it was queued.
 	FairLeave
 )
 

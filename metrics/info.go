@@ -15,16 +15,20 @@ import (
 // and the last error.
 func (m *Metrics) BackendFields(node string) string {
 	n := m.node(node)
+	// calls before busy: NodeDone adds the time first, so every call
+	// counted here has its time in busy.
+	calls, errs := n.calls.Load(), n.errors.Load()
+	busy := time.Duration(n.busy.Load())
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var avg time.Duration
-	if n.calls > 0 {
-		avg = n.busy / time.Duration(n.calls)
+	if calls > 0 {
+		avg = busy / time.Duration(calls)
 	}
 	// "link" is what the last call found; INFO's own state field comes
 	// from the cluster's periodic look at the server.
 	s := fmt.Sprintf(",link=%s,link_since_s=%d,calls=%d,errors=%d,avg_latency_us=%d",
-		n.state, int64(time.Since(n.since).Seconds()), n.calls, n.errors, avg.Microseconds())
+		n.state(), int64(time.Since(n.since).Seconds()), calls, errs, avg.Microseconds())
 	if n.lastErr != "" {
 		// INFO's field separators must not appear inside a value.
 		s += ",last_call_error=" + strings.NewReplacer(",", ";", "\r", "", "\n", "").Replace(n.lastErr)

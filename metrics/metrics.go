@@ -79,6 +79,12 @@ type Metrics struct {
 	nodeErrors     *prometheus.CounterVec
 	nodeChanges    *prometheus.CounterVec
 
+	// The series of commands and operations, resolved once by label.
+	commandCounts handles[labelPair, prometheus.Counter]
+	commandSecs   handles[string, prometheus.Observer]
+	opCounts      handles[labelPair, prometheus.Counter]
+	opSecs        handles[string, prometheus.Observer]
+
 	nodes nodeTable
 	seen  seenStates
 }
@@ -161,14 +167,14 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // CommandDone counts one command of the command table.
 func (m *Metrics) CommandDone(cmd, outcome string, d time.Duration) {
-	m.commands.WithLabelValues(cmd, outcome).Inc()
-	m.commandSeconds.WithLabelValues(cmd).Observe(d.Seconds())
+	counterOf(&m.commandCounts, m.commands, cmd, outcome).Inc()
+	observerOf(&m.commandSecs, m.commandSeconds, cmd).Observe(d.Seconds())
 }
 
 // OpDone implements quorum.Observer.
 func (m *Metrics) OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration) {
-	m.ops.WithLabelValues(op, outcome).Inc()
-	m.opSeconds.WithLabelValues(op).Observe(d.Seconds())
+	counterOf(&m.opCounts, m.ops, op, outcome).Inc()
+	observerOf(&m.opSecs, m.opSeconds, op).Observe(d.Seconds())
 	if ttl > 0 && validity > 0 {
 		m.validity.Observe(float64(validity) / float64(ttl))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,40 +29,45 @@ func (s state) String() string {
 }
 
 // nodeStats is one backend's running figures from its calls, for INFO.
+// Every reply updates them, from every backend reader and client at once,
+// so the counters are atomics and the mutex is taken only when the link
+// changes state or a call failed.
 type nodeStats struct {
-	// seconds are this backend's series, looked up once rather than by
-	// label on every call.
-	seconds sync.Map // op -> prometheus.Observer
+	// seconds and errs are this backend's series, resolved once rather
+	// than by label on every call.
+	seconds handles[string, prometheus.Observer] // op -> latency series
+	errs    handles[string, prometheus.Counter]  // error kind -> counter
 
-	mu      sync.Mutex
-	state   state // the link: what the last call found
-	since   time.Time
-	calls   int64
-	errors  int64
-	busy    time.Duration // summed call time
+	calls  atomic.Int64
+	errors atomic.Int64
+	busy   atomic.Int64 // summed call time, in nanoseconds
+	link   atomic.Int32 // a state; written only under mu
+
+	mu      sync.Mutex // guards since and lastErr, and orders link's changes
+	since   time.Time  // when link last changed
 	lastErr string
 }
 
 type nodeTable struct {
-	fast  sync.Map   // name -> *nodeStats, read without the lock
-	mu    sync.Mutex // serialises creation; guards order
+	fast  handles[string, *nodeStats] // read without the lock
+	mu    sync.Mutex                  // serialises creation; guards order
 	order []string
 }
 
 // node returns name's figures, creating them (and zeroed gauges) on first use.
 func (m *Metrics) node(name string) *nodeStats {
-	if n, ok := m.nodes.fast.Load(name); ok {
-		return n.(*nodeStats)
+	if n, ok := m.nodes.fast.load(name); ok {
+		return n
 	}
 	t := &m.nodes
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if n, ok := t.fast.Load(name); ok {
-		return n.(*nodeStats)
+	if n, ok := t.fast.load(name); ok {
+		return n
 	}
 	n := &nodeStats{since: time.Now()}
 	t.order = append(t.order, name)
-	t.fast.Store(name, n)
+	t.fast.loadOrStore(name, n)
 	// Zero series from the start, so that rate() and alerts see a change
 	// from 0 rather than a series appearing out of nowhere.
 	for _, k := range []string{"timeout", "refused", "other"} {
@@ -77,42 +83,63 @@ func (m *Metrics) node(name string) *nodeStats {
 func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
 	n := m.node(node)
 	n.observer(m, node, op).Observe(d.Seconds())
-	kind := ""
+	n.busy.Add(int64(d))
+	n.calls.Add(1)
 	if err != nil {
-		kind = ErrorKind(err)
-		m.nodeErrors.WithLabelValues(node, kind).Inc()
+		m.nodeFailed(n, node, err)
+		return
 	}
-	answered := err == nil || isReply(kind)
+	if n.state() != stateUp { // the common case needs no lock
+		n.mu.Lock()
+		n.transition(true)
+		n.mu.Unlock()
+	}
+}
+
+// nodeFailed records a failed call to node.
+func (m *Metrics) nodeFailed(n *nodeStats, node string, err error) {
+	kind := ErrorKind(err)
+	n.errorCounter(m, node, kind).Inc()
+	n.errors.Add(1)
+	msg := oneline.Of(err.Error())
 	n.mu.Lock()
-	n.calls++
-	n.busy += d
-	if err != nil {
-		n.errors++
-		n.lastErr = oneline.Of(err.Error())
-	}
+	defer n.mu.Unlock()
+	n.lastErr = msg
 	if kind != "canceled" { // a caller that went away says nothing about the backend
-		n.transition(answered)
+		n.transition(isReply(kind))
 	}
-	n.mu.Unlock()
 }
 
 // observer is the latency series of this backend for op.
 func (n *nodeStats) observer(m *Metrics, node, op string) prometheus.Observer {
-	if o, ok := n.seconds.Load(op); ok {
-		return o.(prometheus.Observer)
+	if o, ok := n.seconds.load(op); ok {
+		return o
 	}
-	o, _ := n.seconds.LoadOrStore(op, m.nodeSeconds.WithLabelValues(node, op))
-	return o.(prometheus.Observer)
+	o, _ := n.seconds.loadOrStore(op, m.nodeSeconds.WithLabelValues(node, op))
+	return o
 }
 
-// transition records the link's new state.
+// errorCounter is this backend's failed calls counter for kind.
+func (n *nodeStats) errorCounter(m *Metrics, node, kind string) prometheus.Counter {
+	if c, ok := n.errs.load(kind); ok {
+		return c
+	}
+	c, _ := n.errs.loadOrStore(kind, m.nodeErrors.WithLabelValues(node, kind))
+	return c
+}
+
+// state is what the last call found.
+func (n *nodeStats) state() state { return state(n.link.Load()) }
+
+// transition records the link's new state. The caller holds n.mu.
 func (n *nodeStats) transition(answered bool) {
 	next := stateDown
 	if answered {
 		next = stateUp
 	}
-	if n.state != next {
-		n.state, n.since = next, time.Now()
+	if n.state() != next {
+		n.link.Store(int32(next))
+		n.since = time.Now()
 	}
 }
 

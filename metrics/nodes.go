@@ -33,10 +33,9 @@ func (s state) String() string {
 // so the counters are atomics and the mutex is taken only when the link
 // changes state or a call failed.
 type nodeStats struct {
-	// seconds and errs are this backend's series, resolved once rather
-	// than by label on every call.
-	seconds handles[string, prometheus.Observer] // op -> latency series
-	errs    handles[string, prometheus.Counter]  // error kind -> counter
+	// errs are this backend's error series, resolved once rather than by
+	// label on every failure.
+	errs handles[string, prometheus.Counter] // error kind -> counter
 
 	calls  atomic.Int64
 	errors atomic.Int64
@@ -52,6 +51,16 @@ type nodeTable struct {
 	fast  handles[string, *nodeStats] // read without the lock
 	mu    sync.Mutex                  // serialises creation; guards order
 	order []string
+
+	// calls finds a reply's backend figures and latency series in one
+	// lookup.
+	calls handles[labelPair, nodeCall] // (backend, op) -> both
+}
+
+// nodeCall is what a reply of one backend within one operation updates.
+type nodeCall struct {
+	n       *nodeStats
+	seconds prometheus.Observer
 }
 
 // node returns name's figures, creating them (and zeroed gauges) on first use.
@@ -81,8 +90,12 @@ func (m *Metrics) node(name string) *nodeStats {
 
 // NodeDone implements quorum.Observer.
 func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
-	n := m.node(node)
-	n.observer(m, node, op).Observe(d.Seconds())
+	c, ok := m.nodes.calls.load(labelPair{node, op})
+	if !ok {
+		c = m.nodeCall(node, op)
+	}
+	n := c.n
+	c.seconds.Observe(d.Seconds())
 	n.busy.Add(int64(d))
 	n.calls.Add(1)
 	if err != nil {
@@ -110,13 +123,11 @@ func (m *Metrics) nodeFailed(n *nodeStats, node string, err error) {
 	}
 }
 
-// observer is the latency series of this backend for op.
-func (n *nodeStats) observer(m *Metrics, node, op string) prometheus.Observer {
-	if o, ok := n.seconds.load(op); ok {
-		return o
-	}
-	o, _ := n.seconds.loadOrStore(op, m.nodeSeconds.WithLabelValues(node, op))
-	return o
+// nodeCall resolves node's figures and its latency series for op.
+func (m *Metrics) nodeCall(node, op string) nodeCall {
+	c := nodeCall{n: m.node(node), seconds: m.nodeSeconds.WithLabelValues(node, op)}
+	c, _ = m.nodes.calls.loadOrStore(labelPair{node, op}, c)
+	return c
 }
 
 // errorCounter is this backend's failed calls counter for kind.

@@ -126,8 +126,7 @@ func (m *Metrics) nodeFailed(n *nodeStats, node string, err error) {
 // nodeCall resolves node's figures and its latency series for op.
 func (m *Metrics) nodeCall(node, op string) nodeCall {
 	c := nodeCall{n: m.node(node), seconds: m.nodeSeconds.WithLabelValues(node, op)}
-	c, _ = m.nodes.calls.loadOrStore(labelPair{node, op}, c)
-	return c
+	return m.nodes.calls.loadOrStore(labelPair{node, op}, c)
 }
 
 // errorCounter is this backend's failed calls counter for kind.
@@ -135,8 +134,7 @@ func (n *nodeStats) errorCounter(m *Metrics, node, kind string) prometheus.Count
 	if c, ok := n.errs.load(kind); ok {
 		return c
 	}
-	c, _ := n.errs.loadOrStore(kind, m.nodeErrors.WithLabelValues(node, kind))
-	return c
+	return n.errs.loadOrStore(kind, m.nodeErrors.WithLabelValues(node, kind))
 }
 
 // state is what the last call found.

@@ -28,15 +28,14 @@ func (h *handles[K, V]) load(k K) (V, bool) {
 	return zero, false
 }
 
-// loadOrStore returns k's value, storing v first if k has none, and
-// whether v was stored.
-func (h *handles[K, V]) loadOrStore(k K, v V) (V, bool) {
+// loadOrStore returns k's value, storing v first if k has none.
+func (h *handles[K, V]) loadOrStore(k K, v V) V {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old := h.m.Load()
 	if old != nil {
 		if got, ok := (*old)[k]; ok {
-			return got, false
+			return got
 		}
 	}
 	next := map[K]V{}
@@ -45,7 +44,7 @@ func (h *handles[K, V]) loadOrStore(k K, v V) (V, bool) {
 	}
 	next[k] = v
 	h.m.Store(&next)
-	return v, true
+	return v
 }
 
 // labelPair is the two label values of a counter such as (op, outcome).
@@ -57,8 +56,7 @@ func counterOf(h *handles[labelPair, prometheus.Counter], v *prometheus.CounterV
 	if c, ok := h.load(k); ok {
 		return c
 	}
-	c, _ := h.loadOrStore(k, v.WithLabelValues(a, b))
-	return c
+	return h.loadOrStore(k, v.WithLabelValues(a, b))
 }
 
 // observerOf is v's series for label value a, resolved once into h.
@@ -66,6 +64,5 @@ func observerOf(h *handles[string, prometheus.Observer], v *prometheus.Histogram
 	if o, ok := h.load(a); ok {
 		return o
 	}
-	o, _ := h.loadOrStore(a, v.WithLabelValues(a))
-	return o
+	return h.loadOrStore(a, v.WithLabelValues(a))
 }

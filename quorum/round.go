@@ -166,6 +166,17 @@ func (r *round) afterAll(f func(tally)) {
 // reply is node i's reply; only once every reply is in.
 func (r *round) reply(i int) Reply { return r.calls[i].rep }
 
+// all says whether every node answered (no error) and its reply holds
+// for f; only once every reply is in.
+func (r *round) all(f voter) bool {
+	for i := range r.calls {
+		if rep := r.calls[i].rep; rep.Err != nil || !f(rep) {
+			return false
+		}
+	}
+	return true
+}
+
 // collect runs one round and waits for every reply.
 func (c *Cluster) collect(op string, ask asker, vote voter) (*round, tally) {
 	ch := make(chan tally, 1)

@@ -286,7 +286,10 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 	if g.early {
 		early = c.Quorum()
 	}
-	t0 := c.cfg.Now()
+	var t0 time.Time
+	if !c.realClock {
+		t0 = c.cfg.Now()
+	}
 	r := c.newRound(g.op, g.vote, early)
 	r.onReady = func(t tally) {
 		if t.yes >= c.Quorum() {
@@ -294,7 +297,11 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 			if g.agreed {
 				ttl = r.agreedTTL(c.Quorum())
 			}
-			if v := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor); v > 0 {
+			start := t0
+			if c.realClock {
+				start = r.start // read before any node was asked
+			}
+			if v := Validity(ttl, c.cfg.Now().Sub(start), c.cfg.DriftFactor); v > 0 {
 				then(v, r, nil)
 				return
 			}

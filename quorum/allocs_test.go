@@ -57,3 +57,51 @@ func TestRoundAllocations(t *testing.T) {
 		}
 	}
 }
+
+// noNode refuses every command at once, allocating nothing.
+type noNode struct{ yesNode }
+
+func (n noNode) Do(_ time.Time, _ Cmd, r Receiver) { r.Receive(Reply{}) }
+
+// A refused acquire (the common case under contention) costs no more than
+// a granted one: where every node said no, nothing is undone and no
+// release round is made.
+func TestRefusedAcquireAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are counted without the race detector")
+	}
+	nodes := make([]Node, 3)
+	for i := range nodes {
+		nodes[i] = noNode{yesNode{name: string(rune('a' + i))}}
+	}
+	c := newCluster(t, nodes, testConfig())
+	var err error
+	got := testing.AllocsPerRun(200, func() {
+		c.AcquireAsync("k", "t", time.Second, func(_ Lock, e error) { err = e })
+	})
+	if err != ErrNotAcquired {
+		t.Fatalf("refused acquire: %v", err)
+	}
+	t.Logf("refused AcquireAsync: %.1f allocs", got)
+	if got > 10 {
+		t.Errorf("a refused AcquireAsync allocates %.1f times per call, budget 10", got)
+	}
+}
+
+// A round's launch time starts its validity only when the clock is
+// time.Now: a Config's own clock (a test's, say) is read for it.
+func TestRealClockDetected(t *testing.T) {
+	_, nodes := newFakes(3)
+	if c := newCluster(t, nodes, DefaultConfig()); !c.realClock {
+		t.Error("DefaultConfig's clock not seen as time.Now")
+	}
+	cfg := testConfig()
+	cfg.Now = nil
+	if c := newCluster(t, nodes, cfg); !c.realClock {
+		t.Error("a nil clock not seen as time.Now")
+	}
+	cfg.Now = newFakeClock(time.Millisecond).Now
+	if c := newCluster(t, nodes, cfg); c.realClock {
+		t.Error("a fake clock seen as time.Now")
+	}
+}

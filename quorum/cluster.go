@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"errors"
+	"reflect"
 	"time"
 )
 
@@ -13,13 +14,16 @@ import (
 // The views share everything (nodes, health, waiters, pending releases);
 // only the database their rounds stamp on each Cmd differs.
 type Cluster struct {
-	nodes   []Node
-	cfg     Config
-	wake    *wakeRegistry
-	health  *health
-	pending *retrier
-	db      int
-	views   []*Cluster // views[n] works in database n; shared by all views
+	nodes []Node
+	cfg   Config
+	// realClock: cfg.Now is time.Now, so a round's launch time (read for
+	// its deadline) is also the start of its validity.
+	realClock bool
+	wake      *wakeRegistry
+	health    *health
+	pending   *retrier
+	db        int
+	views     []*Cluster // views[n] works in database n; shared by all views
 	// horizons keeps every node's lock horizon (see HorizonKey); shared
 	// by all views.
 	horizons *horizons
@@ -40,10 +44,12 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	// Function values do not compare; their code pointers do.
+	realClock := reflect.ValueOf(cfg.Now).Pointer() == reflect.ValueOf(time.Now).Pointer()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, wake: newWakeRegistry()}
+	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, realClock: realClock, wake: newWakeRegistry()}
 	c.horizons = newHorizons(c.nodes, cfg)
 	c.health = newHealth(c.nodes, cfg)
 	c.health.hz = c.horizons

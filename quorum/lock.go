@@ -83,7 +83,6 @@ func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (l Lock, err error) {
 }
 
 func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done func(Lock, error)) {
-	end := c.begin(OpAcquire)
 	c.grantThen(c.acquireGrant(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}), func(v time.Duration, r *round, err error) {
 		var l Lock
 		if err == nil {
@@ -91,7 +90,7 @@ func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done f
 		} else if err == ErrNotAcquired && r.sawQueue() {
 			err = ErrQueued
 		}
-		end(err, l.Validity, ttl)
+		c.roundDone(OpAcquire, r, err, l.Validity, ttl)
 		done(l, err)
 	})
 }
@@ -107,6 +106,10 @@ func refused(rep Reply) bool { return !rep.OK }
 // release, so even a "not held" there is checked again later.
 func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter) func(*round, func()) {
 	return func(g *round, done func()) {
+		if g.all(keep) {
+			done() // every node refused: nothing was granted anywhere
+			return
+		}
 		leave := func(i int) bool { rep := g.reply(i); return rep.Err == nil && keep(rep) }
 		c.releaseThen(op, key, token, ttl, false, leave, func(r *round, _ tally) {
 			for i := range r.calls {

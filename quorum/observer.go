@@ -86,6 +86,20 @@ func (c *Cluster) begin(op string) func(err error, validity, ttl time.Duration) 
 	}
 }
 
+// roundDone reports the end of an operation of one round, r (nil: it made
+// none), timed from the round's launch: begin's report without a clock
+// reading of its own or a closure.
+func (c *Cluster) roundDone(op string, r *round, err error, validity, ttl time.Duration) {
+	if c.cfg.Observer == nil {
+		return
+	}
+	var d time.Duration
+	if r != nil {
+		d = time.Since(r.start)
+	}
+	c.cfg.Observer.OpDone(op, Outcome(err), d, validity, ttl)
+}
+
 // reportNode reports one call to n within op, which began at t0.
 func (c *Cluster) reportNode(op string, n Node, t0 time.Time, err error) {
 	if c.cfg.Observer == nil {

@@ -166,6 +166,17 @@ func (r *round) afterAll(f func(tally)) {
 // reply is node i's reply; only once every reply is in.
 func (r *round) reply(i int) Reply { return r.calls[i].rep }
 
+// all says whether every node answered (no error) and its reply holds
+// for f; only once every reply is in.
+func (r *round) all(f voter) bool {
+	for i := range r.calls {
+		if rep := r.calls[i].rep; rep.Err != nil || !f(rep) {
+			return false
+		}
+	}
+	return true
+}
+
 // collect runs one round and waits for every reply.
 func (c *Cluster) collect(op string, ask asker, vote voter) (*round, tally) {
 	ch := make(chan tally, 1)
@@ -275,7 +286,10 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 	if g.early {
 		early = c.Quorum()
 	}
-	t0 := c.cfg.Now()
+	var t0 time.Time
+	if !c.realClock {
+		t0 = c.cfg.Now()
+	}
 	r := c.newRound(g.op, g.vote, early)
 	r.onReady = func(t tally) {
 		if t.yes >= c.Quorum() {
@@ -283,7 +297,11 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 			if g.agreed {
 				ttl = r.agreedTTL(c.Quorum())
 			}
-			if v := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor); v > 0 {
+			start := t0
+			if c.realClock {
+				start = r.start // read before any node was asked
+			}
+			if v := Validity(ttl, c.cfg.Now().Sub(start), c.cfg.DriftFactor); v > 0 {
 				then(v, r, nil)
 				return
 			}

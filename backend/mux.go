@@ -84,23 +84,33 @@ const (
 type request struct {
 	buf      []byte
 	deadline time.Time
-	// stale is when an unanswered request marks its connection as stalled:
-	// its deadline plus its whole budget again (at least minStaleGrace). The caller has given up at
-	// the deadline already; the grace keeps a CPU-starved proxy, whose
-	// reader is merely late, from resetting a healthy connection and
-	// failing everything queued behind.
-	stale time.Time
-	state atomic.Int32
+	// grace is how long past its deadline an unanswered request waits
+	// before it marks its connection as stalled (see stale). The caller
+	// has given up at the deadline already; the grace keeps a CPU-starved
+	// proxy, whose reader is merely late, from resetting a healthy
+	// connection and failing everything queued behind. Set by the writer.
+	grace time.Duration
 	// cb is called once, by whoever first settles the request (the reader,
 	// the writer, a reset, or the line's sweeper at the deadline); fired
 	// says it was.
 	cb    answerer
+	state atomic.Int32
 	fired atomic.Bool
 	// skip is how many replies come before the one that answers the
 	// request (a MULTI … EXEC sent as one request: only EXEC's counts);
 	// they are dropped. Read and counted down under the line's lock.
-	skip  int
+	skip  int32
 	small [160]byte
+}
+
+// stale is when the unanswered request marks its connection as stalled.
+func (r *request) stale() time.Time { return r.deadline.Add(r.grace) }
+
+// graceFor is the grace of a request sent at now: its whole remaining
+// budget again, at least minStaleGrace. Computed when the batch is written,
+// from the writer's one clock read, rather than per submitted command.
+func graceFor(deadline, now time.Time) time.Duration {
+	return max(deadline.Sub(now), minStaleGrace)
 }
 
 // finish delivers the request's outcome; the first delivery wins.
@@ -268,6 +278,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 			continue
 		}
 		if r.state.CompareAndSwap(stQueued, stSent) {
+			r.grace = graceFor(r.deadline, now)
 			out = append(out, r.buf...)
 			live = append(live, r)
 			last = later(last, r.deadline)
@@ -300,7 +311,7 @@ func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
 	pre := make([]*request, 0, len(l.cfg.preload)+len(live))
 	var buf []byte
 	for _, args := range l.cfg.preload {
-		r := &request{deadline: live[0].deadline, stale: live[0].stale, cb: ignore{}}
+		r := &request{deadline: live[0].deadline, grace: live[0].grace, cb: ignore{}}
 		r.state.Store(stSent)
 		pre = append(pre, r)
 		buf = resp.AppendCommand(buf, args)
@@ -330,7 +341,7 @@ func (l *line) warm() {
 	}
 	w.fresh = false
 	dl := time.Now().Add(l.cfg.timeout)
-	anchor := &request{deadline: dl, stale: dl.Add(minStaleGrace)}
+	anchor := &request{deadline: dl, grace: minStaleGrace}
 	out, pre := l.preload(nil, []*request{anchor})
 	pre = pre[:len(pre)-1] // the anchor only lends its deadline
 	if !l.track(w, pre) {
@@ -355,7 +366,7 @@ func (l *line) track(w *wire, live []*request) bool {
 	dead := w.dead
 	if !dead {
 		if len(w.pending) == 0 {
-			_ = w.nc.SetReadDeadline(live[0].stale)
+			_ = w.nc.SetReadDeadline(live[0].stale())
 		}
 		w.pending = append(w.pending, live...)
 	}
@@ -379,7 +390,7 @@ var (
 func (l *line) overdue(w *wire) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(w.pending) > 0 && !time.Now().Before(w.pending[0].stale)
+	return len(w.pending) > 0 && !time.Now().Before(w.pending[0].stale())
 }
 
 // connect returns the current connection, dialing a new one after a reset.
@@ -574,7 +585,7 @@ func (l *line) rearm(w *wire) bool {
 		_ = w.nc.SetReadDeadline(time.Time{})
 		return true
 	}
-	oldest := w.pending[0].stale
+	oldest := w.pending[0].stale()
 	if now := time.Now(); !now.Before(oldest) {
 		if w.looked {
 			return false

@@ -46,7 +46,7 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 		c.req.buf = append(resp.AppendCommand(nil, []string{"asking"}), c.req.buf...)
 		c.req.skip++
 	}
-	m.submit(&c.req, deadline, c.line, c)
+	m.lineFor(c.line).submit(&c.req, deadline, c)
 }
 
 // doAsking is Do after ASKING, for a Redis Cluster's ASK redirect.

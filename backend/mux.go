@@ -114,9 +114,14 @@ func graceFor(deadline, now time.Time) time.Duration {
 }
 
 // finish delivers the request's outcome; the first delivery wins.
-func (r *request) finish(rep reply, err error) {
+func (r *request) finish(rep reply, err error) { r.finishAt(rep, time.Time{}, err) }
+
+// finishAt is finish for a reply that the reader read off the connection
+// at at: one clock read for every reply of that read, handed on for the
+// node latency metric.
+func (r *request) finishAt(rep reply, at time.Time, err error) {
 	if r.fired.CompareAndSwap(false, true) {
-		r.cb.answer(rep, err)
+		r.cb.answer(rep, at, err)
 	}
 }
 
@@ -356,7 +361,7 @@ func (l *line) warm() {
 // ignore is the answerer of a request whose reply nobody reads.
 type ignore struct{}
 
-func (ignore) answer(reply, error) {}
+func (ignore) answer(reply, time.Time, error) {}
 
 // track appends written requests to the reply queue before the bytes
 // leave, so the reader never sees a reply it cannot pair. When the queue
@@ -542,10 +547,10 @@ func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
 		}
 		if !now.Before(r.deadline) {
 			// Its caller's time was up before the reply was read.
-			r.finish(reply{}, context.DeadlineExceeded)
+			r.finishAt(reply{}, now, context.DeadlineExceeded)
 			continue
 		}
-		r.finish(rep, nil)
+		r.finishAt(rep, now, nil)
 	}
 	rest := copy(buf, buf[off:])
 	return buf[:rest], nil

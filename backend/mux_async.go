@@ -8,7 +8,12 @@ import (
 // answerer receives a submitted request's reply or error. A type that
 // carries what it needs to read the reply, rather than a closure over it,
 // saves an allocation per request.
-type answerer interface{ answer(rep reply, err error) }
+//
+// at is when the reply was read off the connection; zero when there is no
+// reply (an error of the writer, a reset, the sweeper).
+type answerer interface {
+	answer(rep reply, at time.Time, err error)
+}
 
 // submit queues one command, encoded in r.buf, on the line and calls cb
 // with its reply or error, exactly once: from the reader when the reply comes

@@ -84,7 +84,7 @@ type call struct {
 type readFn func(c *call, rep reply) (quorum.Reply, error)
 
 // answer implements answerer.
-func (c *call) answer(rep reply, err error) {
+func (c *call) answer(rep reply, at time.Time, err error) {
 	if err == nil {
 		if err = rep.err(); err != nil && c.scriptOwnError(err) {
 			err = nil // a client's script answered with an error: its reply
@@ -102,6 +102,7 @@ func (c *call) answer(rep reply, err error) {
 	if err != nil {
 		out = quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)}
 	}
+	out.At = at
 	c.rcv.Receive(out)
 }
 

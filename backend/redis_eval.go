@@ -284,6 +284,6 @@ func (c *call) resend() bool {
 	} else {
 		r.buf = evalForm(c.req.buf, c.s)
 	}
-	c.m.lineFor(c.line).submit(r, c.deadline, c)
+	c.ln.submit(r, c.req.deadline, c)
 	return true
 }

@@ -181,12 +181,17 @@ func (l *line) enqueue(r *request) bool {
 		l.mu.Unlock()
 		return false
 	}
+	// Only the first request of a batch wakes the writer: the writer takes
+	// the whole queue once woken, so the ones behind it leave with it.
+	first := len(l.queue) == 0
 	l.queue = append(l.queue, r)
 	l.watch(l, r)
 	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	if first {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }
@@ -255,11 +260,13 @@ func (l *line) run() {
 // one if needed.
 func (l *line) send(batch []*request, out []byte) []byte {
 	w, err := l.connect()
-	if err == nil && l.overdue(w) {
+	now := time.Now() // the batch's one clock read, after any dial
+	if err == nil && l.overdue(w, now) {
 		// Its reader has not noticed yet; new requests must not queue
 		// behind a reply that is not coming.
 		l.reset(w, errStalled)
 		w, err = l.connect()
+		now = time.Now()
 	}
 	if err != nil {
 		for _, r := range batch {
@@ -271,7 +278,6 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	}
 	live := l.live[:0]
 	var last time.Time
-	now := time.Now()
 	for _, r := range batch {
 		// A request already past its deadline fails unsent. Sending it
 		// would only give the write a deadline in the past, and its
@@ -391,11 +397,11 @@ var (
 	errExpired   = fmt.Errorf("not sent: %w", context.DeadlineExceeded)
 )
 
-// overdue reports whether w's oldest request is stale.
-func (l *line) overdue(w *wire) bool {
+// overdue reports whether w's oldest request is stale at now.
+func (l *line) overdue(w *wire, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(w.pending) > 0 && !time.Now().Before(w.pending[0].stale())
+	return len(w.pending) > 0 && !now.Before(w.pending[0].stale())
 }
 
 // connect returns the current connection, dialing a new one after a reset.
@@ -503,9 +509,10 @@ func roundTrip(nc net.Conn, cmds ...[]string) ([]reply, error) {
 func (l *line) read(w *wire) {
 	defer l.readers.Done()
 	buf := make([]byte, 0, readBufSize)
+	var p paired
 	for {
 		var err error
-		if buf, err = l.deliver(w, buf); err != nil {
+		if buf, err = l.deliver(w, buf, &p); err != nil {
 			l.reset(w, err)
 			return
 		}
@@ -524,50 +531,86 @@ func (l *line) read(w *wire) {
 	}
 }
 
+// paired is the reader's own scratch space: the replies of one read and
+// their requests, kept between reads so that pairing allocates nothing.
+type paired struct {
+	reps []reply
+	reqs []*request // nil where a reply is one the request skips
+}
+
 // deliver hands every whole reply in buf to its request and returns the
-// unparsed rest, moved to the front.
-func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
+// unparsed rest, moved to the front. The replies of one read are paired
+// with their requests under one lock, and share one reading of the clock.
+func (l *line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
 	off := 0
-	now := time.Now()
+	var perr error
 	for {
 		rep, n, err := parseReply(buf[off:])
 		if err != nil {
-			return buf, err
+			perr = err
+			break
 		}
 		if n == 0 {
 			break
 		}
 		off += n
-		r, last := l.pop(w)
-		if r == nil {
-			return buf, errProtocol // a reply nobody asked for
-		}
-		if !last {
-			continue
-		}
-		if !now.Before(r.deadline) {
+		p.reps = append(p.reps, rep)
+	}
+	if len(p.reps) == 0 {
+		return buf, perr
+	}
+	unasked := l.pair(w, p)
+	now := time.Now()
+	for i, r := range p.reqs {
+		switch {
+		case r == nil:
+		case !now.Before(r.deadline):
 			// Its caller's time was up before the reply was read.
 			r.finishAt(reply{}, now, context.DeadlineExceeded)
-			continue
+		default:
+			r.finishAt(p.reps[i], now, nil)
 		}
-		r.finishAt(rep, now, nil)
+	}
+	clear(p.reps)
+	clear(p.reqs)
+	p.reps, p.reqs = p.reps[:0], p.reqs[:0]
+	if unasked {
+		return buf, errProtocol // a reply nobody asked for
+	}
+	if perr != nil {
+		return buf, perr
 	}
 	rest := copy(buf, buf[off:])
 	return buf[:rest], nil
 }
 
-// pop returns the oldest request, and whether this reply is its last (it
-// stays the oldest until then).
-func (l *line) pop(w *wire) (*request, bool) {
+// pair takes, in one hold of the lock, the request of each reply in p.reps
+// (nil for a reply its request skips) into p.reqs; true when a reply came
+// that nobody asked for, p.reqs then stopping short of it.
+func (l *line) pair(w *wire, p *paired) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for range p.reps {
+		r, ok := l.pop(w)
+		if !ok {
+			return true
+		}
+		p.reqs = append(p.reqs, r)
+	}
+	return false
+}
+
+// pop returns the oldest request, or nil while this reply is one it skips
+// (it stays the oldest until its last); false when none is waiting. l.mu
+// is held.
+func (l *line) pop(w *wire) (*request, bool) {
 	if len(w.pending) == 0 {
 		return nil, false
 	}
 	r := w.pending[0]
 	if r.skip > 0 {
 		r.skip--
-		return r, false
+		return nil, true
 	}
 	w.pending[0] = nil
 	if len(w.pending) == 1 {

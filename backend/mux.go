@@ -538,6 +538,21 @@ type paired struct {
 	reqs []*request // nil where a reply is one the request skips
 }
 
+// maxPairedKept is the most replies' room the reader keeps between reads:
+// a burst of more does not pin its memory afterwards.
+const maxPairedKept = 1024
+
+// reset empties p for the next read, dropping what it pointed to.
+func (p *paired) reset() {
+	if cap(p.reps) > maxPairedKept {
+		p.reps, p.reqs = nil, nil
+		return
+	}
+	clear(p.reps)
+	clear(p.reqs)
+	p.reps, p.reqs = p.reps[:0], p.reqs[:0]
+}
+
 // deliver hands every whole reply in buf to its request and returns the
 // unparsed rest, moved to the front. The replies of one read are paired
 // with their requests under one lock, and share one reading of the clock.
@@ -571,9 +586,7 @@ func (l *line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
 			r.finishAt(p.reps[i], now, nil)
 		}
 	}
-	clear(p.reps)
-	clear(p.reqs)
-	p.reps, p.reqs = p.reps[:0], p.reqs[:0]
+	p.reset()
 	if unasked {
 		return buf, errProtocol // a reply nobody asked for
 	}

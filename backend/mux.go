@@ -84,29 +84,44 @@ const (
 type request struct {
 	buf      []byte
 	deadline time.Time
-	// stale is when an unanswered request marks its connection as stalled:
-	// its deadline plus its whole budget again (at least minStaleGrace). The caller has given up at
-	// the deadline already; the grace keeps a CPU-starved proxy, whose
-	// reader is merely late, from resetting a healthy connection and
-	// failing everything queued behind.
-	stale time.Time
-	state atomic.Int32
+	// grace is how long past its deadline an unanswered request waits
+	// before it marks its connection as stalled (see stale). The caller
+	// has given up at the deadline already; the grace keeps a CPU-starved
+	// proxy, whose reader is merely late, from resetting a healthy
+	// connection and failing everything queued behind. Set by the writer.
+	grace time.Duration
 	// cb is called once, by whoever first settles the request (the reader,
 	// the writer, a reset, or the line's sweeper at the deadline); fired
 	// says it was.
 	cb    answerer
+	state atomic.Int32
 	fired atomic.Bool
 	// skip is how many replies come before the one that answers the
 	// request (a MULTI … EXEC sent as one request: only EXEC's counts);
 	// they are dropped. Read and counted down under the line's lock.
-	skip  int
+	skip  int32
 	small [160]byte
 }
 
+// stale is when the unanswered request marks its connection as stalled.
+func (r *request) stale() time.Time { return r.deadline.Add(r.grace) }
+
+// graceFor is the grace of a request sent at now: its whole remaining
+// budget again, at least minStaleGrace. Computed when the batch is written,
+// from the writer's one clock read, rather than per submitted command.
+func graceFor(deadline, now time.Time) time.Duration {
+	return max(deadline.Sub(now), minStaleGrace)
+}
+
 // finish delivers the request's outcome; the first delivery wins.
-func (r *request) finish(rep reply, err error) {
+func (r *request) finish(rep reply, err error) { r.finishAt(rep, time.Time{}, err) }
+
+// finishAt is finish for a reply that the reader read off the connection
+// at at: one clock read for every reply of that read, handed on for the
+// node latency metric.
+func (r *request) finishAt(rep reply, at time.Time, err error) {
 	if r.fired.CompareAndSwap(false, true) {
-		r.cb.answer(rep, err)
+		r.cb.answer(rep, at, err)
 	}
 }
 
@@ -166,12 +181,17 @@ func (l *line) enqueue(r *request) bool {
 		l.mu.Unlock()
 		return false
 	}
+	// Only the first request of a batch wakes the writer: the writer takes
+	// the whole queue once woken, so the ones behind it leave with it.
+	first := len(l.queue) == 0
 	l.queue = append(l.queue, r)
 	l.watch(l, r)
 	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	if first {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }
@@ -240,11 +260,13 @@ func (l *line) run() {
 // one if needed.
 func (l *line) send(batch []*request, out []byte) []byte {
 	w, err := l.connect()
-	if err == nil && l.overdue(w) {
+	now := time.Now() // the batch's one clock read, after any dial
+	if err == nil && l.overdue(w, now) {
 		// Its reader has not noticed yet; new requests must not queue
 		// behind a reply that is not coming.
 		l.reset(w, errStalled)
 		w, err = l.connect()
+		now = time.Now()
 	}
 	if err != nil {
 		for _, r := range batch {
@@ -256,7 +278,6 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	}
 	live := l.live[:0]
 	var last time.Time
-	now := time.Now()
 	for _, r := range batch {
 		// A request already past its deadline fails unsent. Sending it
 		// would only give the write a deadline in the past, and its
@@ -268,6 +289,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 			continue
 		}
 		if r.state.CompareAndSwap(stQueued, stSent) {
+			r.grace = graceFor(r.deadline, now)
 			out = append(out, r.buf...)
 			live = append(live, r)
 			last = later(last, r.deadline)
@@ -300,7 +322,7 @@ func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
 	pre := make([]*request, 0, len(l.cfg.preload)+len(live))
 	var buf []byte
 	for _, args := range l.cfg.preload {
-		r := &request{deadline: live[0].deadline, stale: live[0].stale, cb: ignore{}}
+		r := &request{deadline: live[0].deadline, grace: live[0].grace, cb: ignore{}}
 		r.state.Store(stSent)
 		pre = append(pre, r)
 		buf = resp.AppendCommand(buf, args)
@@ -330,7 +352,7 @@ func (l *line) warm() {
 	}
 	w.fresh = false
 	dl := time.Now().Add(l.cfg.timeout)
-	anchor := &request{deadline: dl, stale: dl.Add(minStaleGrace)}
+	anchor := &request{deadline: dl, grace: minStaleGrace}
 	out, pre := l.preload(nil, []*request{anchor})
 	pre = pre[:len(pre)-1] // the anchor only lends its deadline
 	if !l.track(w, pre) {
@@ -345,7 +367,7 @@ func (l *line) warm() {
 // ignore is the answerer of a request whose reply nobody reads.
 type ignore struct{}
 
-func (ignore) answer(reply, error) {}
+func (ignore) answer(reply, time.Time, error) {}
 
 // track appends written requests to the reply queue before the bytes
 // leave, so the reader never sees a reply it cannot pair. When the queue
@@ -355,7 +377,7 @@ func (l *line) track(w *wire, live []*request) bool {
 	dead := w.dead
 	if !dead {
 		if len(w.pending) == 0 {
-			_ = w.nc.SetReadDeadline(live[0].stale)
+			_ = w.nc.SetReadDeadline(live[0].stale())
 		}
 		w.pending = append(w.pending, live...)
 	}
@@ -375,11 +397,11 @@ var (
 	errExpired   = fmt.Errorf("not sent: %w", context.DeadlineExceeded)
 )
 
-// overdue reports whether w's oldest request is stale.
-func (l *line) overdue(w *wire) bool {
+// overdue reports whether w's oldest request is stale at now.
+func (l *line) overdue(w *wire, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(w.pending) > 0 && !time.Now().Before(w.pending[0].stale)
+	return len(w.pending) > 0 && !now.Before(w.pending[0].stale())
 }
 
 // connect returns the current connection, dialing a new one after a reset.
@@ -487,9 +509,10 @@ func roundTrip(nc net.Conn, cmds ...[]string) ([]reply, error) {
 func (l *line) read(w *wire) {
 	defer l.readers.Done()
 	buf := make([]byte, 0, readBufSize)
+	var p paired
 	for {
 		var err error
-		if buf, err = l.deliver(w, buf); err != nil {
+		if buf, err = l.deliver(w, buf, &p); err != nil {
 			l.reset(w, err)
 			return
 		}
@@ -508,50 +531,99 @@ func (l *line) read(w *wire) {
 	}
 }
 
+// paired is the reader's own scratch space: the replies of one read and
+// their requests, kept between reads so that pairing allocates nothing.
+type paired struct {
+	reps []reply
+	reqs []*request // nil where a reply is one the request skips
+}
+
+// maxPairedKept is the most replies' room the reader keeps between reads:
+// a burst of more does not pin its memory afterwards.
+const maxPairedKept = 1024
+
+// reset empties p for the next read, dropping what it pointed to.
+func (p *paired) reset() {
+	if cap(p.reps) > maxPairedKept {
+		p.reps, p.reqs = nil, nil
+		return
+	}
+	clear(p.reps)
+	clear(p.reqs)
+	p.reps, p.reqs = p.reps[:0], p.reqs[:0]
+}
+
 // deliver hands every whole reply in buf to its request and returns the
-// unparsed rest, moved to the front.
-func (l *line) deliver(w *wire, buf []byte) ([]byte, error) {
+// unparsed rest, moved to the front. The replies of one read are paired
+// with their requests under one lock, and share one reading of the clock.
+func (l *line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
 	off := 0
-	now := time.Now()
+	var perr error
 	for {
 		rep, n, err := parseReply(buf[off:])
 		if err != nil {
-			return buf, err
+			perr = err
+			break
 		}
 		if n == 0 {
 			break
 		}
 		off += n
-		r, last := l.pop(w)
-		if r == nil {
-			return buf, errProtocol // a reply nobody asked for
-		}
-		if !last {
-			continue
-		}
-		if !now.Before(r.deadline) {
+		p.reps = append(p.reps, rep)
+	}
+	if len(p.reps) == 0 {
+		return buf, perr
+	}
+	unasked := l.pair(w, p)
+	now := time.Now()
+	for i, r := range p.reqs {
+		switch {
+		case r == nil:
+		case !now.Before(r.deadline):
 			// Its caller's time was up before the reply was read.
-			r.finish(reply{}, context.DeadlineExceeded)
-			continue
+			r.finishAt(reply{}, now, context.DeadlineExceeded)
+		default:
+			r.finishAt(p.reps[i], now, nil)
 		}
-		r.finish(rep, nil)
+	}
+	p.reset()
+	if unasked {
+		return buf, errProtocol // a reply nobody asked for
+	}
+	if perr != nil {
+		return buf, perr
 	}
 	rest := copy(buf, buf[off:])
 	return buf[:rest], nil
 }
 
-// pop returns the oldest request, and whether this reply is its last (it
-// stays the oldest until then).
-func (l *line) pop(w *wire) (*request, bool) {
+// pair takes, in one hold of the lock, the request of each reply in p.reps
+// (nil for a reply its request skips) into p.reqs; true when a reply came
+// that nobody asked for, p.reqs then stopping short of it.
+func (l *line) pair(w *wire, p *paired) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for range p.reps {
+		r, ok := l.pop(w)
+		if !ok {
+			return true
+		}
+		p.reqs = append(p.reqs, r)
+	}
+	return false
+}
+
+// pop returns the oldest request, or nil while this reply is one it skips
+// (it stays the oldest until its last); false when none is waiting. l.mu
+// is held.
+func (l *line) pop(w *wire) (*request, bool) {
 	if len(w.pending) == 0 {
 		return nil, false
 	}
 	r := w.pending[0]
 	if r.skip > 0 {
 		r.skip--
-		return r, false
+		return nil, true
 	}
 	w.pending[0] = nil
 	if len(w.pending) == 1 {
@@ -574,7 +646,7 @@ func (l *line) rearm(w *wire) bool {
 		_ = w.nc.SetReadDeadline(time.Time{})
 		return true
 	}
-	oldest := w.pending[0].stale
+	oldest := w.pending[0].stale()
 	if now := time.Now(); !now.Before(oldest) {
 		if w.looked {
 			return false

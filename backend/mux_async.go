@@ -8,24 +8,26 @@ import (
 // answerer receives a submitted request's reply or error. A type that
 // carries what it needs to read the reply, rather than a closure over it,
 // saves an allocation per request.
-type answerer interface{ answer(rep reply, err error) }
+//
+// at is when the reply was read off the connection; zero when there is no
+// reply (an error of the writer, a reset, the sweeper).
+type answerer interface {
+	answer(rep reply, at time.Time, err error)
+}
 
-// submit queues one command, encoded in r.buf, on key's line and calls cb
+// submit queues one command, encoded in r.buf, on the line and calls cb
 // with its reply or error, exactly once: from the reader when the reply comes
 // before deadline, from the writer or a reset when the command fails, or
 // from the line's sweeper once deadline has passed. No goroutine waits and
 // no context or timer is made per command: the line's one timer covers
-// every deadline. cb must not block; it may run before submit returns. r
-// is the caller's (one embedded in its answerer saves an allocation) and
-// must be new: a request is never submitted twice.
-func (m *mux) submit(r *request, deadline time.Time, key string, cb answerer) {
-	now := time.Now()
-	if !now.Before(deadline) {
-		cb.answer(reply{}, errExpired)
-		return
-	}
-	r.deadline, r.stale, r.cb = deadline, deadline.Add(max(deadline.Sub(now), minStaleGrace)), cb
-	if !m.lineFor(key).enqueue(r) {
+// every deadline. Nor is the clock read per command: a deadline already
+// past is failed unsent by the writer (or the sweeper), which reads the
+// clock once per batch. cb must not block; it may run before submit
+// returns. r is the caller's (one embedded in its answerer saves an
+// allocation) and must be new: a request is never submitted twice.
+func (l *line) submit(r *request, deadline time.Time, cb answerer) {
+	r.deadline, r.cb = deadline, cb
+	if !l.enqueue(r) {
 		r.finish(reply{}, ErrClosed)
 	}
 }

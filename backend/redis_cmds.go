@@ -106,7 +106,7 @@ func (c *call) buildMulti(cmd *quorum.Cmd, channel string) error {
 	case quorum.ExtendAll:
 		c.script(extendAllScript, readYes, cmd.Keys, cmd.Token, c.ms(cmd.TTL))
 	case quorum.ReleaseEach:
-		c.nkeys = len(cmd.Keys)
+		c.nkeys = int32(len(cmd.Keys))
 		c.script(releaseEachScript, readEach, waitKeys(cmd.Keys), cmd.Token, channel)
 	}
 	return c.err
@@ -179,7 +179,7 @@ func readAddedTTL(_ *call, rep reply) (quorum.Reply, error) {
 
 // readEach: one integer per key, 1 where it was deleted.
 func readEach(c *call, rep reply) (quorum.Reply, error) {
-	if rep.kind != '*' || len(rep.elems) != c.nkeys {
+	if rep.kind != '*' || len(rep.elems) != int(c.nkeys) {
 		return quorum.Reply{}, fmt.Errorf("%d answers for %d keys", len(rep.elems), c.nkeys)
 	}
 	each := make([]bool, len(rep.elems))

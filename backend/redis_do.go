@@ -32,10 +32,10 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 		r.watch.clients.change(deadline, cmd, cmd.Kind == quorum.Subscribe, rcv)
 		return
 	}
-	c := &call{r: r, rcv: rcv, deadline: deadline, kind: cmd.Kind, line: lineKey(&cmd)}
+	c := &call{rcv: rcv, kind: cmd.Kind}
 	m, err := r.muxFor(cmd.DB)
 	if err == nil {
-		c.m = m
+		c.ln = m.lineFor(lineKey(&cmd))
 		err = c.build(&cmd, r.watch.channels[cmd.DB])
 	}
 	if err != nil {
@@ -46,7 +46,7 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 		c.req.buf = append(resp.AppendCommand(nil, []string{"asking"}), c.req.buf...)
 		c.req.skip++
 	}
-	m.submit(&c.req, deadline, c.line, c)
+	c.ln.submit(&c.req, deadline, c)
 }
 
 // doAsking is Do after ASKING, for a Redis Cluster's ASK redirect.
@@ -63,28 +63,26 @@ func lineKey(cmd *quorum.Cmd) string {
 }
 
 // call is one Cmd on its way: the request it travels in and what its
-// answer needs to read the reply, in one allocation.
+// answer needs to read the reply, in one allocation, made per node per
+// command: only what the hot path needs is kept here, packed.
 type call struct {
-	req      request
-	r        *Redis
-	m        *mux // the multiplexer of the Cmd's database
-	rcv      quorum.Receiver
-	kind     quorum.CmdKind
-	deadline time.Time
-	line     string
-	s        *script // nil for a plain command
-	evaled   bool    // sent again as EVAL after NOSCRIPT
-	marked   *markedEval
-	read     readFn
-	nkeys    int   // ReleaseEach: how many answers to expect
-	err      error // the first bad argument
+	req    request // its deadline is the call's
+	ln     *line   // the line of the Cmd's key, in the Cmd's database
+	rcv    quorum.Receiver
+	s      *script // nil for a plain command
+	marked *markedEval
+	read   readFn
+	err    error // the first bad argument
+	kind   quorum.CmdKind
+	evaled bool  // sent again as EVAL after NOSCRIPT
+	nkeys  int32 // ReleaseEach, permits: how many answers to expect
 }
 
 // readFn turns a reply (never an error reply) into the Cmd's Reply.
 type readFn func(c *call, rep reply) (quorum.Reply, error)
 
 // answer implements answerer.
-func (c *call) answer(rep reply, err error) {
+func (c *call) answer(rep reply, at time.Time, err error) {
 	if err == nil {
 		if err = rep.err(); err != nil && c.scriptOwnError(err) {
 			err = nil // a client's script answered with an error: its reply
@@ -102,6 +100,7 @@ func (c *call) answer(rep reply, err error) {
 	if err != nil {
 		out = quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)}
 	}
+	out.At = at
 	c.rcv.Receive(out)
 }
 

@@ -284,6 +284,6 @@ func (c *call) resend() bool {
 	} else {
 		r.buf = evalForm(c.req.buf, c.s)
 	}
-	c.m.submit(r, c.deadline, c.line, c)
+	c.ln.submit(r, c.req.deadline, c)
 	return true
 }

@@ -88,7 +88,7 @@ func (c *call) buildPermits(cmd *quorum.Cmd, channel string) error {
 		if cmd.N < 1 || cmd.N > quorum.MaxPermits {
 			return errBadPermit
 		}
-		c.nkeys = int(cmd.N)
+		c.nkeys = int32(cmd.N)
 		c.script(readPermitsScript, readPermits, []string{k, waitKey(k)}, quorum.PermitSlotPrefix(k), strconv.FormatInt(cmd.N, 10), c.msOrZero(cmd.Add))
 		return c.err
 	}
@@ -124,7 +124,7 @@ func readPermitGrant(_ *call, rep reply) (quorum.Reply, error) {
 // readPermits reads {value, slots}: the key's value (nil when absent) and
 // one token or nil per slot.
 func readPermits(c *call, rep reply) (quorum.Reply, error) {
-	if rep.kind != '*' || len(rep.elems) != 2 || rep.elems[1].kind != '*' || len(rep.elems[1].elems) != c.nkeys {
+	if rep.kind != '*' || len(rep.elems) != 2 || rep.elems[1].kind != '*' || len(rep.elems[1].elems) != int(c.nkeys) {
 		return quorum.Reply{}, fmt.Errorf("unexpected script reply %+v", rep)
 	}
 	out := quorum.Reply{OK: true, Value: &quorum.Value{Kind: quorum.ArrayValue, Elems: make([]quorum.Value, c.nkeys)}}

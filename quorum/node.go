@@ -347,6 +347,11 @@ type Reply struct {
 	// Cluster (ShardInfo.Name); "" for a node that is one server, or an
 	// answer of several shards. A quarantined shard's answer is vetoed.
 	Shard string
+	// At is when the node read the reply off its connection, for the
+	// node latency metric: one clock read shared by every reply of that
+	// read. Zero when the node does not say (the metric then reads the
+	// clock on receipt).
+	At time.Time
 }
 
 // Call runs cmd on n and waits for its reply, within ctx's deadline (or the

@@ -100,12 +100,18 @@ func (c *Cluster) roundDone(op string, r *round, err error, validity, ttl time.D
 	c.cfg.Observer.OpDone(op, Outcome(err), d, validity, ttl)
 }
 
-// reportNode reports one call to n within op, which began at t0.
-func (c *Cluster) reportNode(op string, n Node, t0 time.Time, err error) {
+// reportNode reports n's reply rep to a call within op, which began at t0:
+// its latency runs to when the node read the reply (rep.At), or to now when
+// the node does not say.
+func (c *Cluster) reportNode(op string, n Node, t0 time.Time, rep Reply) {
 	if c.cfg.Observer == nil {
 		return
 	}
-	c.cfg.Observer.NodeDone(n.Name(), op, time.Since(t0), err)
+	at := rep.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	c.cfg.Observer.NodeDone(n.Name(), op, at.Sub(t0), rep.Err)
 }
 
 // boolOutcome turns a yes/no answer with no error into the error Outcome

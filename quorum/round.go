@@ -118,7 +118,7 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 	if nc.asked {
 		c := r.c
 		n := c.nodes[nc.i]
-		c.reportNode(r.op, n, r.start, rep.Err)
+		c.reportNode(r.op, n, r.start, rep)
 		if rep.Err == nil {
 			if err := c.health.veto(nc.i, rep.Shard); err != nil {
 				rep = Reply{Err: err}

@@ -1,0 +1,58 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// atNode stamps every reply of its node with a read time an hour after
+// the call, as a node that says when it read the reply does.
+type atNode struct{ *fakeNode }
+
+func (a atNode) Do(deadline time.Time, cmd Cmd, rcv Receiver) {
+	at := time.Now().Add(time.Hour)
+	a.fakeNode.Do(deadline, cmd, ReceiverFunc(func(rep Reply) {
+		rep.At = at
+		rcv.Receive(rep)
+	}))
+}
+
+// latencyObserver records each node's reported duration.
+type latencyObserver struct {
+	mu sync.Mutex
+	d  map[string][]time.Duration
+}
+
+func (o *latencyObserver) NodeDone(node, op string, d time.Duration, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.d[node] = append(o.d[node], d)
+}
+
+func (o *latencyObserver) OpDone(string, string, time.Duration, time.Duration, time.Duration) {}
+
+// A node's latency runs to the read time its reply carries; a reply
+// without one is timed on receipt.
+func TestReportNodeUsesReplyReadTime(t *testing.T) {
+	fs, nodes := newFakes(3)
+	nodes[0], nodes[1] = atNode{fs[0]}, atNode{fs[1]}
+	obs := &latencyObserver{d: map[string][]time.Duration{}}
+	cfg := testConfig()
+	cfg.Observer = obs
+	c := newCluster(t, nodes, cfg)
+	if _, err := c.Acquire(context.Background(), "k", "t1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	for _, f := range fs[:2] {
+		if d := obs.d[f.name]; len(d) != 1 || d[0] < time.Hour-time.Minute {
+			t.Errorf("%s: durations %v, want one of about an hour (its reply's read time)", f.name, d)
+		}
+	}
+	if d := obs.d[fs[2].name]; len(d) != 1 || d[0] < 0 || d[0] >= time.Hour-time.Minute {
+		t.Errorf("%s: durations %v, want one measured on receipt", fs[2].name, d)
+	}
+}

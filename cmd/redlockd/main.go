@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"github.com/redlockd/redlockd/internal/gcpace"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +19,7 @@ var Version = "dev"
 
 func main() {
 	backend.RouteGoRedisLogs()
+	gcpace.Start()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first signal the default handling comes back, so a

@@ -165,7 +165,7 @@ type line struct {
 // wire is one TCP connection of a line.
 type wire struct {
 	nc      net.Conn
-	pending []*request // written, awaiting replies, oldest first
+	pending fifo // written, awaiting replies, oldest first
 	dead    bool
 	// fresh is set until the preload has been written.
 	fresh bool
@@ -376,10 +376,10 @@ func (l *line) track(w *wire, live []*request) bool {
 	l.mu.Lock()
 	dead := w.dead
 	if !dead {
-		if len(w.pending) == 0 {
+		if w.pending.len() == 0 {
 			_ = w.nc.SetReadDeadline(live[0].stale())
 		}
-		w.pending = append(w.pending, live...)
+		w.pending.push(live)
 	}
 	l.mu.Unlock()
 	if dead {
@@ -401,7 +401,7 @@ var (
 func (l *line) overdue(w *wire, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(w.pending) > 0 && !now.Before(w.pending[0].stale())
+	return w.pending.len() > 0 && !now.Before(w.pending.front().stale())
 }
 
 // connect returns the current connection, dialing a new one after a reset.
@@ -617,22 +617,15 @@ func (l *line) pair(w *wire, p *paired) bool {
 // (it stays the oldest until its last); false when none is waiting. l.mu
 // is held.
 func (l *line) pop(w *wire) (*request, bool) {
-	if len(w.pending) == 0 {
+	if w.pending.len() == 0 {
 		return nil, false
 	}
-	r := w.pending[0]
+	r := w.pending.front()
 	if r.skip > 0 {
 		r.skip--
 		return nil, true
 	}
-	w.pending[0] = nil
-	if len(w.pending) == 1 {
-		// Drained: start again at the front, keeping the capacity, so a
-		// lightly loaded line does not reallocate per request.
-		w.pending = w.pending[:0]
-	} else {
-		w.pending = w.pending[1:]
-	}
+	w.pending.pop()
 	return r, true
 }
 
@@ -642,11 +635,11 @@ func (l *line) pop(w *wire) (*request, bool) {
 func (l *line) rearm(w *wire) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(w.pending) == 0 {
+	if w.pending.len() == 0 {
 		_ = w.nc.SetReadDeadline(time.Time{})
 		return true
 	}
-	oldest := w.pending[0].stale()
+	oldest := w.pending.front().stale()
 	if now := time.Now(); !now.Before(oldest) {
 		if w.looked {
 			return false
@@ -668,8 +661,7 @@ func (l *line) reset(w *wire, cause error) {
 		return
 	}
 	w.dead = true
-	pending := w.pending
-	w.pending = nil
+	pending := w.pending.take()
 	if l.cur == w {
 		l.cur = nil
 	}
@@ -705,4 +697,39 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// fifo is a queue of requests that reuses its array: taken from the front,
+// added at the back, and moved back to the front when the back is full,
+// so a line that is never drained under load does not reallocate.
+type fifo struct {
+	buf  []*request
+	head int
+}
+
+func (q *fifo) len() int        { return len(q.buf) - q.head }
+func (q *fifo) front() *request { return q.buf[q.head] }
+
+func (q *fifo) pop() {
+	q.buf[q.head] = nil
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+}
+
+func (q *fifo) push(rs []*request) {
+	if q.head > 0 && len(q.buf)+len(rs) > cap(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, rs...)
+}
+
+// take empties the queue and returns what it held.
+func (q *fifo) take() []*request {
+	rs := q.buf[q.head:]
+	q.buf, q.head = nil, 0
+	return rs
 }

@@ -62,7 +62,7 @@ func (c *Cluster) AcquireAsync(key, token string, ttl time.Duration, done func(L
 func (c *Cluster) acquireGrant(cmd Cmd) grant {
 	return grant{
 		op: OpAcquire, ttl: cmd.TTL, early: true, failed: ErrNotAcquired,
-		ask:  same(cmd),
+		cmd:  cmd,
 		undo: c.undoGrant(OpAcquire, cmd.Key, cmd.Token, cmd.TTL, refused),
 	}
 }

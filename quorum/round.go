@@ -42,6 +42,11 @@ type round struct {
 	vote  voter
 	early int
 	calls []nodeCall // one per node, in configuration order
+	// same is what every node is asked when launch gets no asker.
+	same *Cmd
+	// run is the grant this round decides (see grantThen), whose steps
+	// take the place of onReady and onAll; nil for a collect.
+	run *grantRun
 
 	mu      sync.Mutex
 	got     int
@@ -49,6 +54,9 @@ type round struct {
 	fired   bool  // onReady has run or is running
 	onReady func(tally)
 	onAll   func(tally)
+	runAll  bool // run waits for every reply (see grantRun.ready)
+
+	inline [3]nodeCall // calls, for up to three nodes
 }
 
 // nodeCall is the Receiver of one node's reply within a round.
@@ -89,18 +97,36 @@ func (nc *nodeCall) receiveRaised(need int64, rep Reply) {
 // newRound prepares a round; launch starts it. early > 0 runs onReady as
 // soon as that many nodes said yes (else once every reply is in).
 func (c *Cluster) newRound(op string, vote voter, early int) *round {
-	return &round{c: c, op: op, vote: vote, early: early, calls: make([]nodeCall, len(c.nodes))}
+	r := &round{}
+	r.init(c, op, vote, early)
+	return r
+}
+
+// init prepares r in place, its calls inline when they fit.
+func (r *round) init(c *Cluster, op string, vote voter, early int) {
+	r.c, r.op, r.vote, r.early = c, op, vote, early
+	if n := len(c.nodes); n <= len(r.inline) {
+		r.calls = r.inline[:n]
+	} else {
+		r.calls = make([]nodeCall, n)
+	}
 }
 
 // launch asks every node at once, in the Cluster's database: the one
-// place where a Cmd gets its DB.
+// place where a Cmd gets its DB. A nil ask asks every node r.same.
 func (r *round) launch(ask asker) {
 	r.start = time.Now()
 	deadline := r.start.Add(r.c.cfg.NodeTimeout)
 	for i, n := range r.c.nodes {
 		nc := &r.calls[i]
 		nc.r, nc.i = r, i
-		cmd, ok := ask(i)
+		var cmd Cmd
+		ok := true
+		if ask != nil {
+			cmd, ok = ask(i)
+		} else {
+			cmd = *r.same
+		}
 		if !ok {
 			r.receive(nc, Reply{})
 			continue
@@ -134,18 +160,26 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 	r.t.add(rep.Err == nil && r.vote(rep), rep.Err)
 	last := r.got == len(r.calls)
 	var ready, all func(tally)
+	var runReady, runAll bool
 	if !r.fired && (last || (r.early > 0 && r.t.yes >= r.early)) {
-		r.fired, ready = true, r.onReady
+		r.fired, ready, runReady = true, r.onReady, r.run != nil
 	}
 	if last {
 		all, r.onAll = r.onAll, nil
+		runAll, r.runAll = r.runAll, false
 	}
 	t := r.t
 	r.mu.Unlock()
-	if ready != nil {
+	switch {
+	case runReady:
+		r.run.ready(t)
+	case ready != nil:
 		ready(t)
 	}
-	if all != nil {
+	switch {
+	case runAll:
+		r.run.failed(t)
+	case all != nil:
 		all(t)
 	}
 }
@@ -240,6 +274,8 @@ type grant struct {
 	op  string
 	ttl time.Duration
 	ask asker
+	// cmd is what every node is asked when ask is nil.
+	cmd Cmd
 	// vote is how a reply votes; nil: Reply.OK.
 	vote voter
 	// early answers as soon as a majority said yes (an acquire); without
@@ -286,38 +322,66 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 	if g.early {
 		early = c.Quorum()
 	}
-	var t0 time.Time
+	gr := &grantRun{g: g, then: then}
 	if !c.realClock {
-		t0 = c.cfg.Now()
+		gr.t0 = c.cfg.Now()
 	}
-	r := c.newRound(g.op, g.vote, early)
-	r.onReady = func(t tally) {
-		if t.yes >= c.Quorum() {
-			ttl := g.ttl
-			if g.agreed {
-				ttl = r.agreedTTL(c.Quorum())
-			}
-			start := t0
-			if c.realClock {
-				start = r.start // read before any node was asked
-			}
-			if v := Validity(ttl, c.cfg.Now().Sub(start), c.cfg.DriftFactor); v > 0 {
-				then(v, r, nil)
-				return
-			}
+	r := &gr.round
+	r.init(c, g.op, g.vote, early)
+	r.run, r.same = gr, &gr.g.cmd
+	r.launch(gr.g.ask)
+}
+
+// grantRun is a grant's round in flight with what deciding it needs, in
+// one allocation: its steps are methods, not closures.
+type grantRun struct {
+	round
+	g    grant
+	t0   time.Time // the validity's start, when the clock is not time.Now
+	then func(time.Duration, *round, error)
+}
+
+// ready decides the round once a majority said yes or every reply is in:
+// granted while validity is left, else failed once every reply is in.
+func (gr *grantRun) ready(t tally) {
+	r, c, g := &gr.round, gr.c, &gr.g
+	if t.yes >= c.Quorum() {
+		ttl := g.ttl
+		if g.agreed {
+			ttl = r.agreedTTL(c.Quorum())
 		}
-		// Straggling replies are awaited before the undo, or a late grant
-		// would land after it.
-		r.afterAll(func(t tally) {
-			err := c.failRound(&t, g.failed)
-			if g.undo == nil {
-				then(0, r, err)
-				return
-			}
-			g.undo(r, func() { then(0, r, err) })
-		})
+		start := gr.t0
+		if c.realClock {
+			start = r.start // read before any node was asked
+		}
+		if v := Validity(ttl, c.cfg.Now().Sub(start), c.cfg.DriftFactor); v > 0 {
+			gr.then(v, r, nil)
+			return
+		}
 	}
-	r.launch(g.ask)
+	// Straggling replies are awaited before the undo, or a late grant
+	// would land after it.
+	r.mu.Lock()
+	if r.got < len(r.calls) {
+		r.runAll = true
+		r.mu.Unlock()
+		return
+	}
+	t = r.t
+	r.mu.Unlock()
+	gr.failed(t)
+}
+
+// failed ends a round that did not win, every reply in: its undo, then
+// the outcome.
+func (gr *grantRun) failed(t tally) {
+	r, g := &gr.round, &gr.g
+	err := gr.c.failRound(&t, g.failed)
+	if g.undo == nil {
+		gr.then(0, r, err)
+		return
+	}
+	g.undo(r, func() { gr.then(0, r, err) })
 }
 
 // agreedTTL is the q-th largest ttl among the yes replies: q nodes hold

@@ -76,7 +76,7 @@ func (h *Handler) clientLine(s *Session) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return fmt.Sprintf("id=%d addr=%s name=%s db=%d resp=%d lib-name=%s lib-ver=%s",
-		s.ID, s.Addr, s.name, s.db, s.proto, s.libName, s.libVer)
+		s.ID, s.Addr, s.name, s.db.Load(), s.proto.Load(), s.libName, s.libVer)
 }
 
 func (h *Handler) clientList() string {

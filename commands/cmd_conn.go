@@ -55,8 +55,8 @@ func (h *Handler) cmdReset(c *call) {
 	h.unsubscribeAll(c.s)
 	h.releaseSessionLocks(c.s)
 	c.s.mu.Lock()
-	c.s.proto = 2
-	c.s.db = 0
+	c.s.proto.Store(2)
+	c.s.db.Store(0)
 	c.s.name = ""
 	c.s.authed = h.opts.Password == ""
 	c.s.mu.Unlock()

@@ -118,7 +118,7 @@ func (s *Session) subscriptions() int {
 func (s *Session) subscribedRESP2() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.proto != 3 && len(s.subs.channels)+len(s.subs.patterns) > 0
+	return s.proto.Load() != 3 && len(s.subs.channels)+len(s.subs.patterns) > 0
 }
 
 // addTopic records a subscription; false if the session had it.

@@ -89,9 +89,9 @@ func (h *Handler) NewSession(addr string) *Session {
 		Addr:   addr,
 		ctx:    ctx,
 		cancel: cancel,
-		proto:  2,
 		authed: h.opts.Password == "",
 	}
+	s.proto.Store(2)
 	h.sessions.Store(s.ID, s)
 	h.nconns.Add(1)
 	return s

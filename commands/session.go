@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Session is the per-connection state that commands read and change:
@@ -18,9 +19,12 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// proto and db are read by every command, so without the lock; they
+	// change under it too, so that what it guards reads them consistently.
+	proto atomic.Int32
+	db    atomic.Int32 // the database (SELECT) that the connection's locks live in
+
 	mu      sync.Mutex
-	proto   int
-	db      int // the database (SELECT) that the connection's locks live in
 	authed  bool
 	name    string
 	libName string
@@ -47,7 +51,7 @@ func (s *Session) SetPush(push func(args ...string)) {
 // out-of-band messages: its client learns it from RENEW/UNLOCK/GET.
 func (s *Session) pushLost(key string) {
 	s.mu.Lock()
-	push, resp3 := s.push, s.proto == 3
+	push, resp3 := s.push, s.proto.Load() == 3
 	s.mu.Unlock()
 	if push != nil && resp3 {
 		push("redlockd", "lock-lost", key)
@@ -63,29 +67,21 @@ func (s *Session) Context() context.Context { return s.ctx }
 func (s *Session) HangUp() { s.cancel() }
 
 // Proto is the connection's protocol version, 2 or 3.
-func (s *Session) Proto() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proto
-}
+func (s *Session) Proto() int { return int(s.proto.Load()) }
 
 func (s *Session) setProto(p int) {
 	s.mu.Lock()
-	s.proto = p
+	s.proto.Store(int32(p))
 	s.mu.Unlock()
 }
 
 // DB is the database the connection's locks live in (SELECT's index, 0
 // to quorum.DBs-1).
-func (s *Session) DB() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.db
-}
+func (s *Session) DB() int { return int(s.db.Load()) }
 
 func (s *Session) setDB(n int) {
 	s.mu.Lock()
-	s.db = n
+	s.db.Store(int32(n))
 	s.mu.Unlock()
 }
 

@@ -37,6 +37,9 @@ type muxConfig struct {
 	dial      func(ctx context.Context) (net.Conn, error)
 	handshake [][]string
 	timeout   time.Duration // dial plus handshake
+	// grace is a written request's whole budget (see request.grace); zero:
+	// the time left to its deadline when written.
+	grace time.Duration
 	// connected, when set, runs on every new connection after the
 	// handshake and before any request; an error drops the connection.
 	connected func(ctx context.Context, nc net.Conn) error
@@ -106,10 +109,15 @@ type request struct {
 // stale is when the unanswered request marks its connection as stalled.
 func (r *request) stale() time.Time { return r.deadline.Add(r.grace) }
 
-// graceFor is the grace of a request sent at now: its whole remaining
-// budget again, at least minStaleGrace. Computed when the batch is written,
-// from the writer's one clock read, rather than per submitted command.
-func graceFor(deadline, now time.Time) time.Duration {
+// graceFor is the grace of a request sent at now: its whole budget again
+// (what it had left when written, if the budget is not configured), at
+// least minStaleGrace. The time a request waited in the queue or for a
+// dial does not shorten it. Computed when the batch is written, from the
+// writer's one clock read, rather than per submitted command.
+func (c *muxConfig) graceFor(deadline, now time.Time) time.Duration {
+	if c.grace > 0 {
+		return max(c.grace, minStaleGrace)
+	}
 	return max(deadline.Sub(now), minStaleGrace)
 }
 
@@ -289,7 +297,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 			continue
 		}
 		if r.state.CompareAndSwap(stQueued, stSent) {
-			r.grace = graceFor(r.deadline, now)
+			r.grace = l.cfg.graceFor(r.deadline, now)
 			out = append(out, r.buf...)
 			live = append(live, r)
 			last = later(last, r.deadline)

@@ -30,6 +30,11 @@ type RedisOptions struct {
 	// Conns is the number of connections that the node's commands share,
 	// pipelining whatever callers send at the same time. Default: 2.
 	Conns int
+	// NodeTimeout is the budget each command gets (the quorum's per-node
+	// timeout). A written command left unanswered that long again past
+	// its deadline, and at least 250ms, marks its connection as stalled.
+	// Default: the time left to its deadline when it is written.
+	NodeTimeout time.Duration
 	// HealthInterval is how often a node watched by a quorum.Cluster looks
 	// at its server's run_id and role (it also looks on every new
 	// connection). Default: 1s.

@@ -23,6 +23,7 @@ func nodeConfig(o *redis.Options, opts RedisOptions, connected func(context.Cont
 	cfg := &muxConfig{
 		conns:     orDefault(opts.Conns, defaultConns),
 		timeout:   orDefault(opts.DialTimeout, time.Second),
+		grace:     opts.NodeTimeout,
 		connected: connected,
 	}
 	addr, tlsConf := o.Addr, o.TLSConfig

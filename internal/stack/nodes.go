@@ -30,7 +30,7 @@ func openNodes(ctx context.Context, cfg Config) ([]quorum.Node, error) {
 	}
 	nodes := make([]quorum.Node, 0, len(cfg.Backends))
 	for _, addr := range cfg.Backends {
-		n, err := openNode(addr, backend.RedisOptions{TLSConfig: cfg.BackendTLS})
+		n, err := openNode(addr, backend.RedisOptions{TLSConfig: cfg.BackendTLS, NodeTimeout: cfg.NodeTimeout})
 		if err != nil {
 			closeNodes(nodes)
 			return nil, fmt.Errorf("invalid --backends %q: %v", addr, err)

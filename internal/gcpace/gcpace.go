@@ -5,10 +5,12 @@
 // marking, sweeping and regrowing goroutine stacks that each collection
 // shrank cost a large share of the CPU.
 //
-// After every collection the pace is set so that the next one comes when
-// the heap has grown by max(live heap, Headroom): the default's doubling
-// once the live heap is Headroom or more, a fixed allowance below it. The
-// heap therefore never exceeds max(2 × live, live + Headroom), so what it
+// The runtime lets the heap grow, between two collections, by GOGC percent
+// of its base: the live heap plus the goroutine stacks and globals it
+// scans. After every collection the pace is set so that the next one
+// comes when the heap has grown by max(base, Headroom): the default's
+// growth once the base is Headroom or more, a fixed allowance below it. So
+// the heap never exceeds live + max(base, Headroom), and what the pacing
 // adds to memory is bounded by Headroom.
 package gcpace
 
@@ -37,16 +39,17 @@ func Start() {
 		return
 	}
 	once.Do(func() {
-		p := &pacer{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, last: 100}
+		p := &pacer{sample: []metrics.Sample{
+			{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
+		}}
 		p.arm()
 	})
 }
 
-// pacer re-reads the live heap after each collection. Its fields are used
-// by the finalizer goroutine only.
+// pacer re-reads the heap's base after each collection. Its fields are
+// used by the finalizer goroutine only.
 type pacer struct {
 	sample []metrics.Sample
-	last   int
 }
 
 // sentinel is garbage as soon as it is made; its finalizer runs after the
@@ -62,26 +65,26 @@ func (p *pacer) arm() {
 
 func (p *pacer) adjust() {
 	metrics.Read(p.sample)
-	if p.sample[0].Value.Kind() != metrics.KindUint64 {
-		return
+	var base uint64
+	for _, s := range p.sample {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return // not known to this runtime: leave the pace alone
+		}
+		base += s.Value.Uint64()
 	}
-	pct := Percent(p.sample[0].Value.Uint64())
-	if pct != p.last {
-		debug.SetGCPercent(pct)
-		p.last = pct
-	}
+	debug.SetGCPercent(Percent(base))
 }
 
-// Percent is the GOGC that lets a heap of live bytes grow by
-// max(live, Headroom) before the next collection, rounded down to a
-// multiple of 10 (so that small changes of the live heap do not reset it
-// after every collection) and at most maxPercent.
-func Percent(live uint64) int {
-	if live >= Headroom {
+// Percent is the GOGC that lets the heap grow by max(base, Headroom)
+// before the next collection, base being what GOGC is a percentage of
+// (live heap, stacks, globals); rounded down to a multiple of 10 and at
+// most maxPercent.
+func Percent(base uint64) int {
+	if base >= Headroom {
 		return 100
 	}
-	if live < Headroom*100/maxPercent {
+	if base < Headroom*100/maxPercent {
 		return maxPercent
 	}
-	return int(Headroom*100/live) / 10 * 10
+	return int(Headroom*100/base) / 10 * 10
 }

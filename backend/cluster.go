@@ -48,6 +48,25 @@ type Cluster struct {
 	refresh    *refreshRun // the refresh in flight, nil when none
 	lastRef    time.Time
 	refreshErr error // the last refresh's
+
+	// asked is the connection the topology was last read on, kept for
+	// the next refresh; only the refresh in flight uses it, and Close
+	// closes it once none can run.
+	asked topoConn
+}
+
+// topoConn is a connection to the server at addr.
+type topoConn struct {
+	addr string
+	nc   net.Conn
+}
+
+// drop closes the connection, if any.
+func (c *topoConn) drop() {
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	*c = topoConn{}
 }
 
 var _ quorum.Node = (*Cluster)(nil)
@@ -148,6 +167,7 @@ func (cl *Cluster) Close() error {
 	nodes := cl.nodes
 	cl.mu.Unlock()
 	cl.wg.Wait()
+	cl.asked.drop()
 	for _, n := range nodes {
 		n.Close()
 	}

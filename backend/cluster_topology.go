@@ -96,22 +96,29 @@ type slotRange struct {
 	replicas   []string
 }
 
-// askSlots reads the topology from the server at addr.
+// askSlots reads the topology from the server at addr, on the connection
+// of the last read when it was to addr (a refresh every health interval
+// dials nothing), else on a new one, kept in its place.
 func (cl *Cluster) askSlots(addr string) ([]slotRange, error) {
 	o := *cl.base
 	o.Addr = addr
 	cfg := nodeConfig(&o, cl.opts, nil)
 	ctx, cancel := context.WithTimeout(cl.ctx, cfg.timeout)
 	defer cancel()
-	nc, err := cfg.open(ctx)
-	if err != nil {
-		return nil, err
+	if cl.asked.addr != addr {
+		cl.asked.drop()
+		nc, err := cfg.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cl.asked = topoConn{addr: addr, nc: nc}
 	}
-	defer nc.Close()
+	nc := cl.asked.nc
 	dl, _ := ctx.Deadline()
 	_ = nc.SetDeadline(dl)
 	reps, err := roundTrip(nc, []string{"cluster", "nodes"})
 	if err != nil {
+		cl.asked.drop() // what is left on it cannot be trusted
 		return nil, err
 	}
 	if err := reps[0].err(); err != nil {

@@ -20,14 +20,7 @@ func backendLine(i int, st quorum.NodeState) string {
 		}
 		fmt.Fprintf(&b, ",run_id=%s,role=%s,connected_slaves=%d", st.RunID, role, st.Replicas)
 	}
-	if st.Quarantined {
-		fmt.Fprintf(&b, ",quarantine_left_ms=%d", time.Until(st.QuarantinedUntil).Milliseconds())
-		if st.QuarantinePending {
-			// auto: the other backends' lock horizons were not read yet
-			// (or too few answered); the time left is the bound known so far.
-			b.WriteString(",quarantine_pending=1")
-		}
-	}
+	writeQuarantine(&b, st.Quarantined, st.QuarantinedUntil, st.QuarantinePending)
 	if st.Refused != "" {
 		fmt.Fprintf(&b, ",refused=%s", infoValue(st.Refused))
 	}
@@ -54,4 +47,18 @@ func backendState(st quorum.NodeState) string {
 // infoValue keeps free text inside one INFO field.
 func infoValue(s string) string {
 	return strings.NewReplacer(",", ";", "\r", " ", "\n", " ").Replace(s)
+}
+
+// writeQuarantine adds the quarantine fields of a backend or a shard whose
+// votes do not count yet: the time left and, under auto, whether the other
+// backends' lock horizons were read yet (pending: not, or too few
+// answered; the time left is the bound known so far).
+func writeQuarantine(b *strings.Builder, quarantined bool, until time.Time, pending bool) {
+	if !quarantined {
+		return
+	}
+	fmt.Fprintf(b, ",quarantine_left_ms=%d", time.Until(until).Milliseconds())
+	if pending {
+		b.WriteString(",quarantine_pending=1")
+	}
 }

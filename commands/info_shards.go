@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -16,12 +15,7 @@ func shardLines(i int, st quorum.NodeState) string {
 	for j, sh := range st.Shards {
 		fmt.Fprintf(&b, "backend%d_shard%d:name=%s,master=%s,state=%s,run_id=%s",
 			i, j, sh.Name, sh.Master, shardState(sh), sh.RunID)
-		if sh.Quarantined {
-			fmt.Fprintf(&b, ",quarantine_left_ms=%d", time.Until(sh.QuarantinedUntil).Milliseconds())
-			if sh.QuarantinePending {
-				b.WriteString(",quarantine_pending=1")
-			}
-		}
+		writeQuarantine(&b, sh.Quarantined, sh.QuarantinedUntil, sh.QuarantinePending)
 		if sh.LastError != "" {
 			fmt.Fprintf(&b, ",last_error=%s", infoValue(sh.LastError))
 		}

@@ -62,8 +62,7 @@ func (c *Cluster) AcquireAsync(key, token string, ttl time.Duration, done func(L
 func (c *Cluster) acquireGrant(cmd Cmd) grant {
 	return grant{
 		op: OpAcquire, ttl: cmd.TTL, early: true, failed: ErrNotAcquired,
-		cmd:  cmd,
-		undo: c.undoGrant(OpAcquire, cmd.Key, cmd.Token, cmd.TTL, refused),
+		cmd: cmd, kept: refused,
 	}
 }
 
@@ -106,10 +105,6 @@ func refused(rep Reply) bool { return !rep.OK }
 // release, so even a "not held" there is checked again later.
 func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter) func(*round, func()) {
 	return func(g *round, done func()) {
-		if g.all(keep) {
-			done() // every node refused: nothing was granted anywhere
-			return
-		}
 		leave := func(i int) bool { rep := g.reply(i); return rep.Err == nil && keep(rep) }
 		c.releaseThen(op, key, token, ttl, false, leave, func(r *round, _ tally) {
 			for i := range r.calls {

@@ -292,6 +292,11 @@ type grant struct {
 	// nothing (SPEC §1: the lock stands until the validity reported
 	// before).
 	undo func(r *round, done func())
+	// kept, when set, is a reply that left the node without this round's
+	// grant (a refusal): a failed round where every node answered so has
+	// nothing to undo. With no undo, the undo is a release of cmd's token
+	// wherever kept does not hold (undoGrant), made only when needed.
+	kept voter
 }
 
 // grantRound runs g and returns the validity of the grant, the round (its
@@ -377,11 +382,19 @@ func (gr *grantRun) ready(t tally) {
 func (gr *grantRun) failed(t tally) {
 	r, g := &gr.round, &gr.g
 	err := gr.c.failRound(&t, g.failed)
-	if g.undo == nil {
+	undo := g.undo
+	if g.kept != nil {
+		if r.all(g.kept) {
+			undo = nil // every node refused: nothing was granted anywhere
+		} else if undo == nil {
+			undo = gr.c.undoGrant(g.op, g.cmd.Key, g.cmd.Token, g.ttl, g.kept)
+		}
+	}
+	if undo == nil {
 		gr.then(0, r, err)
 		return
 	}
-	g.undo(r, func() { gr.then(0, r, err) })
+	undo(r, func() { gr.then(0, r, err) })
 }
 
 // agreedTTL is the q-th largest ttl among the yes replies: q nodes hold

@@ -75,8 +75,8 @@ func (c *Cluster) ExtendOrAcquire(ctx context.Context, key, token string, ttl ti
 	defer func() { done(err, v, ttl) }()
 	v, _, err = c.grantRound(grant{
 		op: OpExtend, ttl: ttl, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: ExtendOrSetNX, Key: key, Token: token, TTL: ttl}),
-		undo: c.undoGrant(OpExtend, key, token, ttl, notStored),
+		cmd:  Cmd{Kind: ExtendOrSetNX, Key: key, Token: token, TTL: ttl},
+		kept: notStored,
 	})
 	return v, err
 }

@@ -49,24 +49,17 @@ type Cluster struct {
 	lastRef    time.Time
 	refreshErr error // the last refresh's
 
-	// asked is the connection the topology was last read on, kept for
-	// the next refresh; only the refresh in flight uses it, and Close
-	// closes it once none can run.
-	asked topoConn
+	// asked is the connection the topology was last read on from a
+	// server that has no node here (a seed that is not a master); only
+	// the refresh in flight uses it, and Close closes it once none can
+	// run.
+	asked *seedConn
 }
 
-// topoConn is a connection to the server at addr.
-type topoConn struct {
+// seedConn is a kept connection to the server at addr.
+type seedConn struct {
 	addr string
-	nc   net.Conn
-}
-
-// drop closes the connection, if any.
-func (c *topoConn) drop() {
-	if c.nc != nil {
-		c.nc.Close()
-	}
-	*c = topoConn{}
+	h    healthConn
 }
 
 var _ quorum.Node = (*Cluster)(nil)
@@ -167,7 +160,9 @@ func (cl *Cluster) Close() error {
 	nodes := cl.nodes
 	cl.mu.Unlock()
 	cl.wg.Wait()
-	cl.asked.drop()
+	if cl.asked != nil {
+		cl.asked.h.close()
+	}
 	for _, n := range nodes {
 		n.Close()
 	}

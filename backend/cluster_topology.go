@@ -96,39 +96,43 @@ type slotRange struct {
 	replicas   []string
 }
 
-// askSlots reads the topology from the server at addr, on the connection
-// of the last read when it was to addr (a refresh every health interval
-// dials nothing), else on a new one, kept in its place.
+// askSlots reads the topology from the server at addr, on a kept
+// connection (see topologyConn): a refresh every health interval dials
+// nothing.
 func (cl *Cluster) askSlots(addr string) ([]slotRange, error) {
-	o := *cl.base
-	o.Addr = addr
-	cfg := nodeConfig(&o, cl.opts, nil)
-	ctx, cancel := context.WithTimeout(cl.ctx, cfg.timeout)
+	h := cl.topologyConn(addr)
+	ctx, cancel := context.WithTimeout(cl.ctx, h.cfg.timeout)
 	defer cancel()
-	if cl.asked.addr != addr {
-		cl.asked.drop()
-		nc, err := cfg.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		cl.asked = topoConn{addr: addr, nc: nc}
-	}
-	nc := cl.asked.nc
-	dl, _ := ctx.Deadline()
-	_ = nc.SetDeadline(dl)
-	reps, err := roundTrip(nc, []string{"cluster", "nodes"})
+	rep, err := h.do(ctx, "cluster", "nodes")
 	if err != nil {
-		cl.asked.drop() // what is left on it cannot be trusted
 		return nil, err
 	}
-	if err := reps[0].err(); err != nil {
-		return nil, err
-	}
-	if reps[0].kind != '$' {
-		return nil, unexpected(reps[0])
+	if rep.kind != '$' {
+		return nil, unexpected(rep)
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	return parseNodes(reps[0].str, host)
+	return parseNodes(rep.str, host)
+}
+
+// topologyConn is the connection that CLUSTER NODES is asked on: the
+// health connection of the node at addr when there is one (every master,
+// and the first seed), else the one kept for the seed asked last.
+func (cl *Cluster) topologyConn(addr string) *healthConn {
+	cl.mu.Lock()
+	n := cl.nodes[addr]
+	cl.mu.Unlock()
+	if n != nil {
+		return &n.watch.health
+	}
+	if cl.asked == nil || cl.asked.addr != addr {
+		if cl.asked != nil {
+			cl.asked.h.close()
+		}
+		o := *cl.base
+		o.Addr = addr
+		cl.asked = &seedConn{addr: addr, h: healthConn{cfg: nodeConfig(&o, cl.opts, nil)}}
+	}
+	return &cl.asked.h
 }
 
 // parseNodes reads CLUSTER NODES: a range per slot range of each master

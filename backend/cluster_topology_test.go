@@ -50,7 +50,10 @@ func TestClusterTopologyReadsKeepTheirConnection(t *testing.T) {
 		t.Errorf("5 topology reads made %d connections, want 0", got)
 	}
 	// A connection that broke is replaced by one new connection.
-	cl.asked.nc.Close()
+	h := cl.topologyConn(seed.Addr())
+	h.mu.Lock()
+	h.cur.nc.Close()
+	h.mu.Unlock()
 	before = received()
 	if err := cl.readTopology(); err != nil {
 		t.Fatalf("after the connection broke: %v", err)

@@ -74,7 +74,6 @@ type topology struct {
 // shard is one master and the slots it serves.
 type shard struct {
 	addr  string
-	id    string // the master's node id
 	group string // the shard's name, kept across failovers
 	first int    // the first slot it serves: where its horizon lives
 	node  *Redis

@@ -21,7 +21,6 @@ const minRefreshGap = 100 * time.Millisecond
 // refreshRun is one read of the topology; done is closed when it ends.
 type refreshRun struct {
 	done chan struct{}
-	err  error
 }
 
 // startRefresh starts a read of the topology unless one is on its way,
@@ -34,7 +33,6 @@ func (cl *Cluster) startRefresh() *refreshRun {
 	}
 	run := &refreshRun{done: make(chan struct{})}
 	if cl.closed {
-		run.err = ErrClosed
 		close(run.done)
 		return run
 	}
@@ -46,7 +44,6 @@ func (cl *Cluster) startRefresh() *refreshRun {
 		cl.mu.Lock()
 		cl.refresh, cl.lastRef, cl.refreshErr = nil, time.Now(), err
 		cl.mu.Unlock()
-		run.err = err
 		close(run.done)
 		cl.report()
 	}()
@@ -210,7 +207,7 @@ func (cl *Cluster) publish(ranges []slotRange) {
 	for _, r := range ranges {
 		s := byAddr[r.addr]
 		if s == nil {
-			s = &shard{addr: r.addr, id: r.id, group: cl.groupLocked(r), first: r.start, node: cl.nodeLocked(r.addr)}
+			s = &shard{addr: r.addr, group: cl.groupLocked(r), first: r.start, node: cl.nodeLocked(r.addr)}
 			byAddr[r.addr] = s
 			t.shards = append(t.shards, s)
 		}

@@ -173,12 +173,15 @@ func (s *memOp) announceMarked(key string) {
 
 // mark marks key as waited for until d from now, never shortening an
 // earlier mark. Marks live at the Redis node's wait key.
-func (s *memOp) mark(key string, d time.Duration) {
-	wk, until := waitKey(key), s.now.Add(d)
-	if e, ok := s.lookup(wk); ok && !e.expires.Before(until) {
+func (s *memOp) mark(key string, d time.Duration) { s.markAt(waitKey(key), d) }
+
+// markAt sets the mark k until d from now, never shortening an earlier one.
+func (s *memOp) markAt(k string, d time.Duration) {
+	until := s.now.Add(d)
+	if e, ok := s.lookup(k); ok && !e.expires.Before(until) {
 		return
 	}
-	s.store(wk, "1", until)
+	s.store(k, "1", until)
 }
 
 func (s *memOp) marked(key string) bool {

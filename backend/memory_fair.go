@@ -32,6 +32,9 @@ func compareFairEntries(a, b memFairEntry) int {
 
 // fairLive is key's queue without its expired entries, which it drops.
 func (s *memOp) fairLive(key string) []memFairEntry {
+	if len(s.m.fair) == 0 {
+		return nil // no queue anywhere: the common case of every release
+	}
 	k := memKey(s.c.DB, key)
 	q := slices.DeleteFunc(s.m.fair[k], func(e memFairEntry) bool { return !s.now.Before(e.expires) })
 	s.setFair(k, q)

@@ -50,13 +50,7 @@ func (s *memOp) settleReaders(key string, rs memReaders) bool {
 
 // markWriter marks key as waited for by a writer until d from now, never
 // shortening an earlier mark.
-func (s *memOp) markWriter(key string, d time.Duration) {
-	wk, until := quorum.WriterKey(key), s.now.Add(d)
-	if e, ok := s.lookup(wk); ok && !e.expires.Before(until) {
-		return
-	}
-	s.store(wk, "1", until)
-}
+func (s *memOp) markWriter(key string, d time.Duration) { s.markAt(quorum.WriterKey(key), d) }
 
 func (s *memOp) acquireShared() quorum.Reply {
 	k := s.c.Key

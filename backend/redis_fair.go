@@ -32,10 +32,10 @@ import (
 // that is not first puts it back on a free key.
 
 // fairExpiryKey is where a node keeps the expiries of key's queue entries.
-func fairExpiryKey(key string) string { return "redlockd:fairttl:" + slot.Tagged(key) }
+func fairExpiryKey(key string) string { return slot.Key("redlockd:fairttl:", key) }
 
 // fairResKey is where a node keeps the value of key's reservation.
-func fairResKey(key string) string { return fairResPrefix + slot.Tagged(key) }
+func fairResKey(key string) string { return slot.Key(fairResPrefix, key) }
 
 const (
 	// waitPrefix is waitKey's name without the key's hash tag.

@@ -31,7 +31,7 @@ func dbChannel(n int) string {
 
 // waitKey is where waiters mark key on a node, named like the quorum's
 // HoldsKey and FenceKey.
-func waitKey(key string) string { return waitPrefix + slot.Tagged(key) }
+func waitKey(key string) string { return slot.Key(waitPrefix, key) }
 
 // waitKeys returns keys followed by their wait keys, as the multi-key
 // release script takes them.

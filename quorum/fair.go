@@ -47,7 +47,7 @@ import (
 var ErrQueued = fmt.Errorf("%w: fair waiters are queued", ErrNotAcquired)
 
 // FairQueueKey is where the nodes keep the queue of key's fair waiters.
-func FairQueueKey(key string) string { return FairQueuePrefix + slot.Tagged(key) }
+func FairQueueKey(key string) string { return slot.Key(FairQueuePrefix, key) }
 
 // FairQueuePrefix is FairQueueKey's name without the key's hash tag.
 const FairQueuePrefix = "redlockd:fair:"

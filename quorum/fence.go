@@ -71,7 +71,7 @@ var ErrBadFence = errors.New("quorum: malformed fence counter")
 var ErrFenceOvertaken = errors.New("quorum: fence overtaken by a later holder")
 
 // FenceKey is where the nodes keep key's fencing counter.
-func FenceKey(key string) string { return "redlockd:fence:" + slot.Tagged(key) }
+func FenceKey(key string) string { return slot.Key("redlockd:fence:", key) }
 
 // Fence hands out the next fencing token for l, a lock just acquired, and
 // takes the time it spent off l.Validity. It returns ErrNotAcquired when

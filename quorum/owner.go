@@ -45,7 +45,7 @@ import (
 const ownerPrefix = "owner:"
 
 // HoldsKey is where the nodes keep the hold count of a reentrant lock.
-func HoldsKey(key string) string { return "redlockd:holds:" + slot.Tagged(key) }
+func HoldsKey(key string) string { return slot.Key("redlockd:holds:", key) }
 
 // holdMarkKey is where a node records what one round of LockOwner (named
 // by its round token) did there; see Reentrant.HoldOwner.

@@ -48,10 +48,10 @@ const SharedMarker = "redlockd:shared"
 const sharedPrefix = "shared:"
 
 // SharedKey is where the nodes keep the readers of key.
-func SharedKey(key string) string { return "redlockd:readers:" + slot.Tagged(key) }
+func SharedKey(key string) string { return slot.Key("redlockd:readers:", key) }
 
 // WriterKey is where the nodes keep the mark of a writer waiting for key.
-func WriterKey(key string) string { return WriterPrefix + slot.Tagged(key) }
+func WriterKey(key string) string { return slot.Key(WriterPrefix, key) }
 
 // WriterPrefix starts every WriterKey.
 const WriterPrefix = "redlockd:writer:"

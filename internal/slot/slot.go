@@ -74,9 +74,13 @@ func Tag(slot int) string {
 // lives in key's slot. A key without braces is "{key}"; a key with braces
 // (its own hash tag, or braces that are not one) is "{<digits>}key",
 // digits that hash to key's slot, so that either form names one key only.
-func Tagged(key string) string {
+func Tagged(key string) string { return Key("", key) }
+
+// Key is prefix + Tagged(key), built in one allocation: the name of most
+// keys the proxy keeps, made on every lock command.
+func Key(prefix, key string) string {
 	if !strings.ContainsAny(key, "{}") {
-		return "{" + key + "}"
+		return prefix + "{" + key + "}"
 	}
-	return "{" + Tag(Of(key)) + "}" + key
+	return prefix + "{" + Tag(Of(key)) + "}" + key
 }

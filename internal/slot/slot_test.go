@@ -47,3 +47,19 @@ func TestTaggedSharesTheSlotAndNamesOneKey(t *testing.T) {
 		t.Errorf("a key without braces keeps its old form: got %q", Tagged("res"))
 	}
 }
+
+// Key names the same key as prefix + Tagged, in one allocation (race
+// builds allocate more, so the count is checked only in the plain build).
+func TestKeyIsPrefixedTaggedInOneAllocation(t *testing.T) {
+	for _, k := range []string{"lock:1", "{user:7}:a", "a}b"} {
+		if got, want := Key("redlockd:wait:", k), "redlockd:wait:"+Tagged(k); got != want {
+			t.Errorf("Key(%q) = %q, want %q", k, got, want)
+		}
+	}
+	if raceBuild {
+		return
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = Key("redlockd:wait:", "lock:1") }); n != 1 {
+		t.Errorf("Key allocates %.0f times, want 1", n)
+	}
+}

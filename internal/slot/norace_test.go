@@ -1,0 +1,5 @@
+//go:build !race
+
+package slot
+
+const raceBuild = false

@@ -537,3 +537,39 @@ func TestSharedAndPermitsExclude(t *testing.T) {
 	}
 	lockShared(t, c, key, 1000)
 }
+
+// PEXPIRE on a read-locked key is a force operation on the marker only:
+// once it expires a writer is granted while the reader, still in the
+// readers' set, learns it lost the key at its next RENEW (null).
+func TestSharedPexpireIsATakeover(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	const key = "rw:pexpire"
+	ctx := ctxT(t)
+	r := lockShared(t, c, key, 30000)
+	if ok, err := c.PExpire(ctx, key, time.Millisecond).Result(); err != nil || !ok {
+		t.Fatalf("PEXPIRE = %v %v", ok, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var w string
+	for {
+		res, err := c.Do(ctx, "LOCK", key, 10000).Slice()
+		if err == nil {
+			w, _ = res[0].(string)
+			break
+		}
+		if !errors.Is(err, redis.Nil) || time.Now().After(deadline) {
+			t.Fatalf("LOCK after PEXPIRE of the marker: %v; want a grant", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ns, _ := readersOn(t, in.Backends, key); ns[0] != 1 || ns[1] != 1 || ns[2] != 1 {
+		t.Fatalf("readers beside the writer: %v, want the reader still recorded everywhere", ns)
+	}
+	if err := c.Do(ctx, "RENEW", key, r, 30000).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("the reader's RENEW under the writer = %v; want null", err)
+	}
+	if v, err := c.Do(ctx, "UNLOCK", key, w).Int64(); err != nil || v != 1 {
+		t.Fatalf("the writer's UNLOCK = %d %v", v, err)
+	}
+}

@@ -28,21 +28,7 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 // is held, in the same step as the SET NX, and then fails with ErrQueued
 // where a node has fair waiters queued for key.
 func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (Lock, error) {
-	// Node calls outlive a cancellation (a client that hangs up mid-round
-	// must not leave the round half done), so a caller that is already
-	// gone must not start a round at all.
-	if err := ctx.Err(); err != nil {
-		c.begin(OpAcquire)(err, 0, ttl)
-		return Lock{}, err
-	}
-	type out struct {
-		l   Lock
-		err error
-	}
-	ch := make(chan out, 1)
-	c.acquireThen(key, token, ttl, mark, func(l Lock, err error) { ch <- out{l, err} })
-	o := <-ch
-	return o.l, o.err
+	return c.acquireCmd(ctx, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark})
 }
 
 // AcquireAsync is Acquire that does not wait: done gets its outcome, once,
@@ -50,7 +36,7 @@ func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time
 // that decided it or before AcquireAsync returns. done must not block.
 // The round cannot be cancelled once started.
 func (c *Cluster) AcquireAsync(key, token string, ttl time.Duration, done func(Lock, error)) {
-	c.acquireThen(key, token, ttl, 0, done)
+	c.acquireThen(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl}, done)
 }
 
 // acquireGrant declares the round of an acquire of one lock, cmd (of
@@ -67,26 +53,35 @@ func (c *Cluster) acquireGrant(cmd Cmd) grant {
 }
 
 // acquireCmd is one acquire round of cmd (acquireGrant), waited for, as
-// an operation of its own: a caller that is already gone starts no round.
-func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (l Lock, err error) {
-	end := c.begin(OpAcquire)
-	defer func() { end(err, l.Validity, cmd.TTL) }()
+// an operation of its own. Node calls outlive a cancellation (a client
+// that hangs up mid-round must not leave the round half done), so a
+// caller that is already gone starts no round at all.
+func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (Lock, error) {
 	if err := ctx.Err(); err != nil {
+		c.roundDone(OpAcquire, nil, err, 0, cmd.TTL)
 		return Lock{}, err
 	}
-	v, _, err := c.grantRound(c.acquireGrant(cmd))
-	if err != nil {
-		return Lock{}, err
+	type out struct {
+		l   Lock
+		err error
 	}
-	return Lock{Key: cmd.Key, Token: cmd.Token, Validity: v}, nil
+	ch := make(chan out, 1)
+	c.acquireThen(cmd, func(l Lock, err error) { ch <- out{l, err} })
+	o := <-ch
+	return o.l, o.err
 }
 
-func (c *Cluster) acquireThen(key, token string, ttl, mark time.Duration, done func(Lock, error)) {
-	c.grantThen(c.acquireGrant(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark}), func(v time.Duration, r *round, err error) {
+// acquireThen runs cmd's acquire round and gives done its outcome: a
+// plain SET NX refused where fair waiters are queued is ErrQueued.
+func (c *Cluster) acquireThen(cmd Cmd, done func(Lock, error)) {
+	// The closure keeps the few fields it needs, not the whole Cmd (which
+	// would move to the heap).
+	key, token, ttl, plain := cmd.Key, cmd.Token, cmd.TTL, cmd.Kind == SetNX
+	c.grantThen(c.acquireGrant(cmd), func(v time.Duration, r *round, err error) {
 		var l Lock
 		if err == nil {
 			l = Lock{Key: key, Token: token, Validity: v}
-		} else if err == ErrNotAcquired && r.sawQueue() {
+		} else if err == ErrNotAcquired && plain && r.sawQueue() {
 			err = ErrQueued
 		}
 		c.roundDone(OpAcquire, r, err, l.Validity, ttl)

@@ -136,14 +136,7 @@ func (m *Metrics) define() {
 	m.validity = prometheus.NewHistogram(prometheus.HistogramOpts{Name: NameValidityRatio,
 		Help:    "Validity left of the ttl when a lock was granted or extended (1 = nothing lost to latency and drift).",
 		Buckets: []float64{0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 1}})
-	m.reg.MustRegister(&stateCollector{m: m,
-		up: prometheus.NewDesc(NameBackendUp,
-			"1 when the last look at the backend's server got an answer, 0 when it failed.", []string{"backend"}, nil),
-		quarantined: prometheus.NewDesc(NameBackendQuarantine,
-			"1 while a restarted backend sits out every vote.", []string{"backend"}, nil),
-		quarantineLeft: prometheus.NewDesc(NameQuarantineLeft,
-			"Seconds left of a restarted backend's quarantine (0 when its votes count); under auto, the bound known so far until the other backends' lock horizons are read.",
-			[]string{"backend"}, nil)})
+	m.reg.MustRegister(&stateCollector{m: m, node: newGauges("backend"), shards: newGauges("backend", "shard")})
 	m.nodeSeconds = m.histogramVec(NameBackendSeconds, "Time of one call to one backend.", latencyBuckets, "backend", "op")
 	m.nodeErrors = m.counterVec(NameBackendErrors, "Failed backend calls, by kind (timeout, refused, a Redis error class such as OOM or READONLY, other).", "backend", "kind")
 	m.nodeChanges = m.counterVec(NameBackendChanges, "Backend transitions between answering and not, by the state entered (up, down).", "backend", "state")

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // A backend that is a Redis Cluster reports each shard's up and
-// quarantine gauges, labelled "<backend>/<shard>".
+// quarantine gauges, labelled with the backend and the shard.
 func TestShardGauges(t *testing.T) {
 	until := time.Now().Add(time.Minute)
 	st := quorum.NodeState{Name: "cluster://a:1", Watched: true, Up: true, Shards: []quorum.ShardState{
@@ -30,13 +31,41 @@ func TestShardGauges(t *testing.T) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{
-		`redlockd_backend_quarantined{backend="cluster://a:1/a:2"} 1`,
-		`redlockd_backend_quarantined{backend="cluster://a:1/a:1"} 0`,
-		`redlockd_backend_up{backend="cluster://a:1/a:1"} 1`,
+		`redlockd_backend_quarantined{backend="cluster://a:1",shard="a:2"} 1`,
+		`redlockd_backend_quarantined{backend="cluster://a:1",shard="a:1"} 0`,
+		`redlockd_backend_up{backend="cluster://a:1",shard="a:1"} 1`,
 		`redlockd_backend_quarantined{backend="cluster://a:1"} 0`,
+		`redlockd_backend_quarantine_seconds{backend="cluster://a:1"} 0`,
+		`redlockd_backend_quarantine_seconds{backend="cluster://a:1",shard="a:1"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Fatalf("/metrics lacks %s:\n%s", want, body)
 		}
 	}
+	// The quarantined shard's seconds left are those of its deadline.
+	left := gaugeValue(t, string(body), `redlockd_backend_quarantine_seconds{backend="cluster://a:1",shard="a:2"}`)
+	if left <= 0 || left > time.Minute.Seconds() {
+		t.Fatalf("quarantined shard has %v seconds left, want in (0, 60]", left)
+	}
+	// A shard is never counted as a backend: the only series without a
+	// shard label are the backend's.
+	if strings.Contains(string(body), `backend="cluster://a:1/`) {
+		t.Fatalf("/metrics still names a shard as a backend:\n%s", body)
+	}
+}
+
+// gaugeValue is the value of the one series line starting with series.
+func gaugeValue(t *testing.T, body, series string) float64 {
+	t.Helper()
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics lacks %s:\n%s", series, body)
+	return 0
 }

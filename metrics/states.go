@@ -95,27 +95,53 @@ func (m *Metrics) logChange(st quorum.NodeState, up bool) {
 
 // stateCollector reports redlockd_backend_up,
 // redlockd_backend_quarantined and redlockd_backend_quarantine_seconds at
-// scrape time from the record.
+// scrape time from the record: one series per backend, labelled backend,
+// and one per shard of a Redis Cluster backend, labelled backend and shard.
 type stateCollector struct {
-	m                               *Metrics
-	up, quarantined, quarantineLeft *prometheus.Desc
+	m            *Metrics
+	node, shards gauges
 }
 
+// gauges are the descriptors of a backend's state gauges for one set of
+// label names.
+type gauges struct{ up, quarantined, quarantineLeft *prometheus.Desc }
+
+func newGauges(labels ...string) gauges {
+	return gauges{
+		up: prometheus.NewDesc(NameBackendUp,
+			"1 when the last look at the backend's server got an answer, 0 when it failed.", labels, nil),
+		quarantined: prometheus.NewDesc(NameBackendQuarantine,
+			"1 while a restarted backend sits out every vote.", labels, nil),
+		quarantineLeft: prometheus.NewDesc(NameQuarantineLeft,
+			"Seconds left of a restarted backend's quarantine (0 when its votes count); under auto, the bound known so far until the other backends' lock horizons are read.",
+			labels, nil),
+	}
+}
+
+// emit reports one backend's or shard's gauges under the label values lv.
+func (g gauges) emit(ch chan<- prometheus.Metric, up, quarantined bool, until time.Time, lv ...string) {
+	ch <- prometheus.MustNewConstMetric(g.up, prometheus.GaugeValue, b2f(up), lv...)
+	ch <- prometheus.MustNewConstMetric(g.quarantined, prometheus.GaugeValue, b2f(quarantined), lv...)
+	var left float64
+	if quarantined {
+		left = max(time.Until(until).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(g.quarantineLeft, prometheus.GaugeValue, left, lv...)
+}
+
+// Describe sends the node descriptors only: the shard ones share their
+// names with other label names, which a registry refuses at registration
+// but accepts in what a collector collects (the shard series then go
+// unchecked, as from an unchecked collector).
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.up
-	ch <- c.quarantined
-	ch <- c.quarantineLeft
+	ch <- c.node.up
+	ch <- c.node.quarantined
+	ch <- c.node.quarantineLeft
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range c.m.states() {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, b2f(st.Up), st.Name)
-		ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, b2f(st.Quarantined), st.Name)
-		var left float64
-		if st.Quarantined {
-			left = max(time.Until(st.QuarantinedUntil).Seconds(), 0)
-		}
-		ch <- prometheus.MustNewConstMetric(c.quarantineLeft, prometheus.GaugeValue, left, st.Name)
+		c.node.emit(ch, st.Up, st.Quarantined, st.QuarantinedUntil, st.Name)
 		c.collectShards(ch, st)
 	}
 }

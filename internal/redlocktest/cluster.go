@@ -80,3 +80,21 @@ func clusterValues(t testing.TB, clusters []*redistest.Cluster, key string) []st
 	}
 	return vals
 }
+
+// StartOverClusterURLs serves redlockd over Redis Clusters given by
+// their cluster:// addresses (urls[i] reaches clusters[i]), for tests of
+// the address itself (a dead first seed, say).
+func StartOverClusterURLs(t testing.TB, clusters []*redistest.Cluster, urls []string, opts Options) *Instance {
+	t.Helper()
+	in := &Instance{Clusters: clusters}
+	nodes := make([]quorum.Node, len(urls))
+	for i, u := range urls {
+		n, err := backend.NewCluster(u, backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = n
+	}
+	in.start(t, nodes, opts)
+	return in
+}

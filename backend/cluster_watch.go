@@ -15,8 +15,17 @@ import (
 // every node.
 func (cl *Cluster) Watch(w quorum.Watcher) bool {
 	cl.mu.Lock()
-	if cl.closed || cl.watcher != nil {
+	if cl.closed {
 		cl.mu.Unlock()
+		return true
+	}
+	if cl.watcher != nil {
+		// A later watcher (the clients' pub/sub hub): its releases and
+		// messages come from the pub/sub node, as the first one's do.
+		cl.mu.Unlock()
+		if w.Released != nil || w.Message != nil {
+			cl.pubsub.Watch(quorum.Watcher{Released: w.Released, Message: w.Message})
+		}
 		return true
 	}
 	cl.watcher = &w

@@ -4,6 +4,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
@@ -88,4 +89,31 @@ func clusterValuesOf(t *testing.T, clusters []*redistest.Cluster, key string) []
 		out[i], _ = redlocktest.ClusterValue(t, cl, key)
 	}
 	return out
+}
+
+// A client's SUBSCRIBE through a proxy over Redis Cluster nodes gets the
+// messages published through the proxy: the clients' pub/sub hub watches
+// each cluster node after the quorum does, and a cluster node passes a
+// later watcher's messages on from its pub/sub node.
+func TestClusterClientSubscribeGetsMessages(t *testing.T) {
+	clusters := startClusters(t, 3, 0)
+	in := redlocktest.StartOverClusters(t, clusters, redlocktest.Options{})
+	ctx := ctxT(t)
+	ps := in.Client(t, 2).Subscribe(ctx, "news")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pub := in.Client(t, 2)
+	if n, err := pub.Publish(ctx, "news", "hello").Result(); err != nil || n < 1 {
+		t.Fatalf("PUBLISH = %d %v", n, err)
+	}
+	select {
+	case m := <-ps.Channel():
+		if m.Channel != "news" || m.Payload != "hello" {
+			t.Fatalf("message %v, want news: hello", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscriber got no message")
+	}
 }

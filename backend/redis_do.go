@@ -32,7 +32,7 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 		r.watch.clients.change(deadline, cmd, cmd.Kind == quorum.Subscribe, rcv)
 		return
 	}
-	c := &call{rcv: rcv, kind: cmd.Kind}
+	c := &call{rcv: rcv, kind: cmd.Kind, asking: asking}
 	m, err := r.muxFor(cmd.DB)
 	if err == nil {
 		c.ln = m.lineFor(lineKey(&cmd))
@@ -42,11 +42,30 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
 		return
 	}
-	if asking {
-		c.req.buf = append(resp.AppendCommand(nil, []string{"asking"}), c.req.buf...)
-		c.req.skip++
+	c.send(&c.req, deadline)
+}
+
+// askingReq is ASKING, encoded.
+var askingReq = resp.AppendCommand(nil, []string{"asking"})
+
+// send submits r, one of c's requests, on c's line. A call that follows an
+// ASK redirect puts ASKING in front of every request it sends, resends
+// included: the importing master serves the slot's keys only to the
+// command (or MULTI … EXEC) right after ASKING. ASKING's reply is skipped.
+func (c *call) send(r *request, deadline time.Time) {
+	if c.asking {
+		r.buf = append(append(make([]byte, 0, len(askingReq)+len(r.buf)), askingReq...), r.buf...)
+		r.skip++
 	}
-	c.ln.submit(&c.req, deadline, c)
+	c.ln.submit(r, deadline, c)
+}
+
+// sent is the command c sent first, without the ASKING in front of it.
+func (c *call) sent() []byte {
+	if c.asking {
+		return c.req.buf[len(askingReq):]
+	}
+	return c.req.buf
 }
 
 // doAsking is Do after ASKING, for a Redis Cluster's ASK redirect.
@@ -75,6 +94,7 @@ type call struct {
 	err    error // the first bad argument
 	kind   quorum.CmdKind
 	evaled bool  // sent again as EVAL after NOSCRIPT
+	asking bool  // follows an ASK redirect: each request begins with ASKING
 	nkeys  int32 // ReleaseEach, permits: how many answers to expect
 }
 

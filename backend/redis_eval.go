@@ -282,8 +282,8 @@ func (c *call) resend() bool {
 	if c.marked != nil {
 		r.buf, r.skip = c.marked.step(c.s, true), 4
 	} else {
-		r.buf = evalForm(c.req.buf, c.s)
+		r.buf = evalForm(c.sent(), c.s)
 	}
-	c.ln.submit(r, c.req.deadline, c)
+	c.send(r, c.req.deadline)
 	return true
 }

@@ -106,3 +106,54 @@ func TestFairReservedKeyReadsHeld(t *testing.T) {
 	}
 	waitQueued(t, backends, key, "queued")
 }
+
+// TestFairReservedKeyForcedWrites: a key reserved for the queue reads as
+// held through PTTL and LOCKINFO (a redlockd:queued: token), a forced SET
+// overrides the reservation, and so does a DEL: a plain try-lock then
+// succeeds.
+func TestFairReservedKeyForcedWrites(t *testing.T) {
+	backends, px := twoProxies(t, redlocktest.Options{})
+	const key = "fair:forced"
+	c := px[0].Client(t, 2)
+	htok, _ := lock(t, c, key, 60000)
+	queueEntry(t, backends, key, "queued", 1, time.Minute) // a waiter that takes no turn
+	if n, err := c.Do(ctxT(t), "UNLOCK", key, htok).Int(); err != nil || n != 1 {
+		t.Fatalf("UNLOCK = %v, %v", n, err)
+	}
+	if !reservedOnAll(t, backends, key) {
+		t.Fatal("the UNLOCK did not reserve the key for the queue")
+	}
+	for i, in := range px {
+		pc := in.Client(t, 2)
+		if p, err := pc.PTTL(ctxT(t), key).Result(); err != nil || p <= 0 || p > time.Minute {
+			t.Errorf("proxy %d: PTTL of the reserved key = %v, %v; want the queue's ttl left", i, p, err)
+		}
+		info, err := pc.Do(ctxT(t), "LOCKINFO", key).Slice()
+		if err != nil {
+			t.Fatalf("proxy %d: LOCKINFO = %v", i, err)
+		}
+		if tok, _ := lockInfoField(info, "token").(string); !strings.HasPrefix(tok, "redlockd:queued:") {
+			t.Errorf("proxy %d: LOCKINFO token of the reserved key = %#v; want a redlockd:queued: token (%v)", i, lockInfoField(info, "token"), info)
+		}
+	}
+	if err := px[1].Client(t, 2).Set(ctxT(t), key, "forced", time.Minute).Err(); err != nil {
+		t.Fatalf("forced SET of the reserved key: %v", err)
+	}
+	if vals := redlocktest.ValuesIn(t, backends, 0, key); redlocktest.Count(vals, "forced") != 3 {
+		t.Fatalf("after the forced SET the key holds %v on the backends, want forced everywhere", vals)
+	}
+	if n, err := c.Del(ctxT(t), key).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of the key = %v, %v", n, err)
+	}
+	tok, _ := lock(t, c, key, 10000) // the key is free: a plain try-lock takes it
+	if n, err := c.Do(ctxT(t), "UNLOCK", key, tok).Int(); err != nil || n != 1 || !reservedOnAll(t, backends, key) {
+		t.Fatalf("UNLOCK = %v, %v; want 1 and the key reserved again", n, err)
+	}
+	if n, err := px[1].Client(t, 2).Del(ctxT(t), key).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of the reserved key = %v, %v", n, err)
+	}
+	if v, err := c.Do(ctxT(t), "LOCK", key, 10000).Result(); err != nil {
+		t.Fatalf("plain try-lock after the DEL of the reservation = %v, %v; want the lock", v, err)
+	}
+	waitQueued(t, backends, key, "queued")
+}

@@ -373,3 +373,51 @@ func TestPermitsKeyMarker(t *testing.T) {
 		t.Fatalf("UNLOCK of the renewed permit held across the DEL = %d, %v; want 1", v, err)
 	}
 }
+
+// TestPermitsKeyMarkerReleaseExpireSet: a permit's release lowers the
+// marker's PTTL to the longest permit left; a PEXPIRE or a forced SET of
+// the key acts on the marker only: the permits keep their slots, and a
+// permit's UNLOCK still answers 1.
+func TestPermitsKeyMarkerReleaseExpireSet(t *testing.T) {
+	backends := redistest.StartN(t, 3)
+	c := redlocktest.StartOver(t, backends, redlocktest.Options{}).Client(t, 2)
+	ctx := ctxT(t)
+	short, _ := lock(t, c, "sem", 30000, "PERMITS", 3)
+	long, _ := lock(t, c, "sem", 120000, "PERMITS", 3)
+	if p, err := c.PTTL(ctx, "sem").Result(); err != nil || p <= 30*time.Second {
+		t.Fatalf("PTTL with a permit of 120 s = %v, %v; want longer than the shorter permit's 30 s", p, err)
+	}
+	if v, err := c.Do(ctx, "UNLOCK", "sem", long).Int64(); err != nil || v != 1 {
+		t.Fatalf("UNLOCK of the longer permit = %d, %v", v, err)
+	}
+	if p, err := c.PTTL(ctx, "sem").Result(); err != nil || p <= 0 || p > 30*time.Second {
+		t.Fatalf("PTTL after the longer permit's release = %v, %v; want at most the shorter permit's 30 s", p, err)
+	}
+	slot := permitSlot(t, short)
+	holds := func(step string) {
+		t.Helper()
+		if vals := permitSlotValues(t, backends, 0, "sem", slot); redlocktest.Count(vals, short) != 3 {
+			t.Fatalf("after %s the permit's slot holds %v on the backends, want its token everywhere", step, vals)
+		}
+	}
+	if ok, err := c.PExpire(ctx, "sem", 90*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("PEXPIRE of a semaphore's key = %v, %v", ok, err)
+	}
+	if p, err := c.PTTL(ctx, "sem").Result(); err != nil || p <= 30*time.Second {
+		t.Fatalf("PTTL after PEXPIRE 90 s = %v, %v; want the marker's new ttl", p, err)
+	}
+	holds("PEXPIRE")
+	if err := c.Set(ctx, "sem", "x", time.Minute).Err(); err != nil {
+		t.Fatalf("forced SET of a semaphore's key: %v", err)
+	}
+	if v, err := c.Get(ctx, "sem").Result(); err != nil || v != "x" {
+		t.Fatalf("GET after the forced SET = %q, %v; want x", v, err)
+	}
+	holds("a forced SET")
+	if v, err := c.Do(ctx, "UNLOCK", "sem", short).Int64(); err != nil || v != 1 {
+		t.Fatalf("UNLOCK of a permit held across PEXPIRE and SET = %d, %v; want 1", v, err)
+	}
+	if vals := permitSlotValues(t, backends, 0, "sem", slot); redlocktest.Count(vals, "<nil>") != 3 {
+		t.Fatalf("the slot holds %v after the release", vals)
+	}
+}

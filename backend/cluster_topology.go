@@ -245,21 +245,16 @@ func (cl *Cluster) groupLocked(r slotRange) string {
 func (cl *Cluster) moved(n int, addr string) bool {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	t := cl.topo.Load()
-	if t == nil {
+	s := cl.shardAt(addr)
+	if s == nil {
 		return false
 	}
-	for _, s := range t.shards {
-		if s.addr == addr {
-			if t.slots[n] != s {
-				next := *t
-				next.slots[n] = s
-				cl.topo.Store(&next)
-			}
-			return true
-		}
+	if t := cl.topo.Load(); t.slots[n] != s {
+		next := *t
+		next.slots[n] = s
+		cl.topo.Store(&next)
 	}
-	return false
+	return true
 }
 
 // shardAt is the master of the topology at addr, or nil.

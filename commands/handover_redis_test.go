@@ -48,9 +48,15 @@ func TestHandOverRedis(t *testing.T) {
 		{a, []string{"SET", "absent", "new", "PX", "5000", "IFEQ", "old"}, "nil"},
 		{b, []string{"GET", "k"}, "$new"},
 	}
-	for _, st := range steps {
+	for n, st := range steps {
 		if got := st.f.do(st.call...); got != st.want {
 			t.Fatalf("%s = %q, want %q", strings.Join(st.call, " "), got, st.want)
+		}
+		if n == 1 {
+			// The hand-over answers once a majority swapped; the last
+			// backend's swap is still on its way, and the other proxy's
+			// UNLOCK (another connection) could overtake it there.
+			waitHeldEverywhere(t, servers, "k", "new")
 		}
 	}
 	for i, tok := range backendTokens(t, servers, "k") {
@@ -184,5 +190,23 @@ func TestHandOverFailedRoundSwapsBack(t *testing.T) {
 	}
 	if d := servers[0].Client().PTTL(context.Background(), "k").Val(); d <= 0 {
 		t.Fatalf("backend 0: pttl %v after the swap back, want an expiry", d)
+	}
+}
+
+// waitHeldEverywhere waits (bounded) until every backend stores tok at key.
+func waitHeldEverywhere(t *testing.T, servers []*redistest.Server, key, tok string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		all := true
+		for _, got := range backendTokens(t, servers, key) {
+			all = all && got == tok
+		}
+		if all {
+			return
+		}
+		if i == 200 {
+			t.Fatalf("%s is not %q on every backend: %v", key, tok, backendTokens(t, servers, key))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

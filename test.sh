@@ -22,6 +22,12 @@ if [ -f compat/node/package-lock.json ]; then
 fi
 
 go version
+# No compiled file is tracked: binaries and bytecode are built, not committed
+# (grep -I skips binary files, so a non-empty file it cannot read as text is one).
+binaries=$(git ls-files -z | xargs -0 -r grep -LIZ -e '' -- | xargs -0 -r -I{} sh -c 'test -s "{}" && echo "{}"' || true)
+if [ -n "$binaries" ]; then
+  echo "compiled or binary files are tracked:"; echo "$binaries"; exit 1
+fi
 staticcheck_version=v0.8.2  # release 2026.2.2
 # Each module by itself: the main one, then compat/ and bench/, which have
 # their own go.mod so that the client libraries and load generators they

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +69,14 @@ func smokeChecks(res *results) []check {
 		{"direct -c", res.direct[c50].rps > 0 && res.direct[c50].perRead > 0},
 		{"direct -P", res.direct[p16].rps > 0 && res.direct[p16].perRead > 1},
 		{"redsync pairs", res.redsync[3].perSec > 0 && res.redsync[3].p50 > 0 && res.redsync[3].p99 >= res.redsync[3].p50},
+	}
+	one := res.anchors[anchorRedlockd1]
+	checks = append(checks, check{"redlockd → 1 -c", one[c50].rps > 0 && one[c50].done == res.opts.reps},
+		check{"redlockd → 1 -P", one[p16].rps > 0 && one[p16].done == res.opts.reps})
+	if _, err := exec.LookPath("nutcracker"); err == nil {
+		tw := res.anchors[anchorTwemproxy]
+		checks = append(checks, check{"twemproxy -c", tw[c50].rps > 0 && tw[c50].done == res.opts.reps},
+			check{"twemproxy -P", tw[p16].rps > 0 && tw[p16].done == res.opts.reps && tw[p16].perRead > 0})
 	}
 	for _, bin := range []string{"redlockd", "baseline"} {
 		s, k := res.proxy[runKey{bin, 3}], runKey{bin, 3}

@@ -55,6 +55,7 @@ func (r *results) tables() string {
 	t := &tabler{r: r, n0: r.opts.ns[0]}
 	t.throughput()
 	t.cpu()
+	t.anchorRows()
 	t.targets()
 	t.lockPairs()
 	t.scaling()
@@ -223,6 +224,9 @@ func (t *tabler) cpuRow(name string, s [2]summary, tags [2]string, us func(summa
 // minTicks is the smallest tick count behind any CPU figure.
 func (r *results) minTicks() int64 {
 	all := []summary{r.direct[c50], r.direct[p16]}
+	for _, s := range r.anchors {
+		all = append(all, s[c50], s[p16])
+	}
 	for k, s := range r.proxy {
 		all = append(all, s[c50], s[p16], r.retry[k][c50], r.retry[k][p16])
 	}
@@ -250,6 +254,8 @@ func (t *tabler) targets() {
 	}{
 		{"redlockd CPU per request / redis-server direct's, no pipelining", "≤ 1.5", t.cpuRatio(c50, func(s summary) float64 { return s.selfUS })},
 		{fmt.Sprintf("same, `-P %d`", pipelineDepth), "≤ 3", t.cpuRatio(p16, func(s summary) float64 { return s.selfUS })},
+		{"redlockd → 1 CPU per request / twemproxy → 1's, no pipelining", "≤ 1.0", t.twemproxyRatio(c50)},
+		{fmt.Sprintf("same, `-P %d`", pipelineDepth), "≤ 1.0", t.twemproxyRatio(p16)},
 		{fmt.Sprintf("the %d backends' CPU per request together / direct's, `-P %d` (commands per read at the backends)", t.n0, pipelineDepth),
 			fmt.Sprintf("≤ %.1f (%d × 1.5)", float64(t.n0)*1.5, t.n0), t.backendsRatio},
 		{"throughput / direct, no pipelining", "≥ 0.5", func(bin string) string { return ratio(t.rps(runKey{bin, t.n0}, c50), r.direct[c50].rps) }},

@@ -16,11 +16,13 @@ type results struct {
 	ticksPerSec int64
 	bins        []string // "redlockd", and "baseline" with -baseline
 	direct      [2]summary
-	proxy       map[runKey][2]summary // by workload
-	retry       map[runKey][2]summary // reruns of aborted runs, when any
-	redsync     map[int]pairSummary
-	pairs       map[runKey]pairSummary
-	rss         map[string]rssFigures
+	// anchors are twemproxy → 1 and redlockd → 1, by name (anchors.go).
+	anchors map[string][2]summary
+	proxy   map[runKey][2]summary // by workload
+	retry   map[runKey][2]summary // reruns of aborted runs, when any
+	redsync map[int]pairSummary
+	pairs   map[runKey]pairSummary
+	rss     map[string]rssFigures
 }
 
 // runKey is one binary at one backend count.
@@ -61,7 +63,7 @@ func run(ctx context.Context, o options, log io.Writer) (*results, error) {
 		return nil, err
 	}
 	res := &results{machine: describeMachine(), opts: o, ticksPerSec: clockTicks(),
-		proxy: map[runKey][2]summary{}, retry: map[runKey][2]summary{}, redsync: map[int]pairSummary{},
+		anchors: map[string][2]summary{}, proxy: map[runKey][2]summary{}, retry: map[runKey][2]summary{}, redsync: map[int]pairSummary{},
 		pairs: map[runKey]pairSummary{}, rss: map[string]rssFigures{}}
 	for _, b := range bins {
 		res.bins = append(res.bins, b.name)

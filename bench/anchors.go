@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// The anchors are what a Redlock round is compared with besides the
+// direct server: twemproxy (Debian's nutcracker), a C proxy forwarding to
+// one redis-server, and redlockd over one redis-server, so that the cost
+// of proxying is told apart from the cost of the fan-out.
+const (
+	anchorTwemproxy = "twemproxy → 1"
+	anchorRedlockd1 = "redlockd → 1"
+)
+
+// anchors starts the anchor targets at the first backend count: each over
+// a redis-server of its own. A missing nutcracker skips its row with a
+// line saying so; the bench installs nothing.
+func (m *nRun) anchors() (targets []target, names []string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	server := func(name string) (*redisProc, error) {
+		p, err := startRedis(mkdir(m.dir, name))
+		if err == nil {
+			stops = append(stops, p.stop)
+		}
+		return p, err
+	}
+	if path, lookErr := exec.LookPath("nutcracker"); lookErr != nil {
+		fmt.Fprintln(m.log, "twemproxy row skipped: nutcracker is not on PATH (Debian: apt-get install nutcracker)")
+	} else {
+		r, err := server("twemproxy-backend")
+		if err != nil {
+			return nil, nil, stop, err
+		}
+		tw, err := startNutcracker(path, mkdir(m.dir, "twemproxy"), r.addr)
+		if err != nil {
+			return nil, nil, stop, err
+		}
+		stops = append(stops, tw.stop)
+		targets = append(targets, target{addr: tw.addr, pid: tw.pid(), backends: []*redisProc{r}, servers: []string{r.addr}})
+		names = append(names, anchorTwemproxy)
+	}
+	r, err := server("redlockd1-backend")
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	px, err := startProxy(m.bins[0].path, []string{r.addr}, "--node-timeout", m.o.nodeTimeout.String())
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	stops = append(stops, px.stop)
+	targets = append(targets, target{addr: px.addr, pid: px.pid(), backends: []*redisProc{r}, servers: []string{r.addr}})
+	names = append(names, anchorRedlockd1)
+	return targets, names, stop, nil
+}
+
+// nutcrackerProc is one twemproxy process with one pool of one server.
+type nutcrackerProc struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// startNutcracker runs nutcracker in the foreground on a free loopback
+// port (and a free stats port: its default is fixed) in front of server,
+// and waits until it accepts connections.
+func startNutcracker(bin, dir, server string) (*nutcrackerProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	stats, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	conf := filepath.Join(dir, "nutcracker.yml")
+	// One pool, one server, Redis protocol; a long server timeout so that
+	// nutcracker never answers an error of its own during a run.
+	text := fmt.Sprintf("bench:\n  listen: %s\n  redis: true\n  hash: fnv1a_64\n  distribution: ketama\n"+
+		"  timeout: 10000\n  preconnect: true\n  server_connections: 1\n  auto_eject_hosts: false\n  servers:\n   - %s:1\n", addr, server)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "-c", conf, "-s", strconv.Itoa(stats), "-a", "127.0.0.1",
+		"-o", filepath.Join(dir, "nutcracker.log"), "-p", filepath.Join(dir, "nutcracker.pid"), "-v", "4")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("nutcracker: %w", err)
+	}
+	p := &nutcrackerProc{addr: addr, cmd: cmd}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		nc, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			nc.Close()
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			log, _ := os.ReadFile(filepath.Join(dir, "nutcracker.log"))
+			return nil, fmt.Errorf("nutcracker on %s not ready within %v: %s", addr, startTimeout, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *nutcrackerProc) pid() int { return p.cmd.Process.Pid }
+
+func (p *nutcrackerProc) stop() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
+// anchorRows are the anchors' CPU and throughput beside the direct server
+// and redlockd at the first backend count, with the ratios the targets
+// name: each process over direct, and redlockd → 1 over twemproxy → 1.
+func (t *tabler) anchorRows() {
+	r := t.r
+	if len(r.anchors) == 0 {
+		return
+	}
+	t.printf("\n### Anchors: proxying alone and a Redlock round (CPU per request of the process clients talk to, median of %d)\n\n", r.opts.reps)
+	t.printf("| process | %s CPU | / direct | / twemproxy | requests/s | %s CPU | / direct | / twemproxy | requests/s |\n",
+		workloadName(r.opts, c50), workloadName(r.opts, p16))
+	t.printf("|---|---|---|---|---|---|---|---|---|\n")
+	tw, hasTw := r.anchors[anchorTwemproxy]
+	row := func(name string, s [2]summary) {
+		t.printf("| %s |", name)
+		for w := range 2 {
+			if s[w].done == 0 {
+				t.printf(" %s | — | — | — |", t.cell(s[w]))
+				continue
+			}
+			vsTw := "—"
+			if hasTw {
+				vsTw = ratio(s[w].selfUS, tw[w].selfUS)
+			}
+			t.printf(" %.2f µs | %s | %s | %.0f |", s[w].selfUS, ratio(s[w].selfUS, r.direct[w].selfUS), vsTw, s[w].rps)
+		}
+		t.printf("\n")
+	}
+	row("redis-server direct", r.direct)
+	if hasTw {
+		row(anchorTwemproxy+" redis-server (nutcracker)", tw)
+	}
+	row(anchorRedlockd1+" redis-server", r.anchors[anchorRedlockd1])
+	var s [2]summary
+	for w := range 2 {
+		s[w], _ = t.measured(runKey{r.bins[0], t.n0}, w)
+	}
+	row(fmt.Sprintf("redlockd → %d redis-servers (a Redlock round)", t.n0), s)
+	if !hasTw {
+		t.printf("\nNo twemproxy row: nutcracker was not on PATH.\n")
+	}
+	t.flushNotes()
+}
+
+// twemproxyRatio is redlockd → 1's CPU per request over twemproxy → 1's.
+func (t *tabler) twemproxyRatio(w int) func(string) string {
+	return func(bin string) string {
+		tw, ok := t.r.anchors[anchorTwemproxy]
+		one := t.r.anchors[anchorRedlockd1]
+		if bin != t.r.bins[0] {
+			return "—"
+		}
+		if !ok || tw[w].done == 0 || one[w].done == 0 {
+			return "— (no twemproxy run)"
+		}
+		return fmt.Sprintf("**%s** (%.2f / %.2f µs)", ratio(one[w].selfUS, tw[w].selfUS), one[w].selfUS, tw[w].selfUS)
+	}
+}

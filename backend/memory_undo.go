@@ -97,8 +97,9 @@ func (s *memOp) undoEval() quorum.Reply {
 
 // forgetEval is quorum.ForgetEval.
 func (s *memOp) forgetEval() quorum.Reply {
+	_, ok := s.m.scripts.records[s.c.Mark]
 	delete(s.m.scripts.records, s.c.Mark)
-	return quorum.Reply{OK: true}
+	return quorum.Reply{OK: ok}
 }
 
 // rollback puts back every key a script stopped at its deadline wrote, so

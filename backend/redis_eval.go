@@ -249,7 +249,7 @@ func (c *call) buildForgetEval(cmd *quorum.Cmd) error {
 	if cmd.Mark == "" {
 		return errNoKeys
 	}
-	c.command(readDone, "del", cmd.Mark)
+	c.command(readYes, "del", cmd.Mark)
 	return c.err
 }
 

@@ -288,7 +288,8 @@ const (
 	FairLeave
 
 	// ForgetEval: drop the record an Eval kept at Mark (over Keys): the
-	// round it belongs to stands, nothing will undo it. OK: done.
+	// round it belongs to stands, nothing will undo it. OK: a record was
+	// there.
 	ForgetEval
 )
 

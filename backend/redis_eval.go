@@ -31,11 +31,13 @@ import (
 // servers of other versions or histories agree on equal contents, with
 // "an expiry or none" rather than the expiry itself, which each server
 // sets by its own clock. A run that changed nothing needs no record: the
-// mark goes at once. Otherwise the mark lives until the last of the
-// run's keys would expire by itself (a deleted key: as it would have),
-// plus evalMarkSlack, within the mark ttl; a round that stands drops it
-// (ForgetEval). An expiry the run set beyond the max-ttl takes the run
-// back in the same step.
+// mark keeps only "d", for evalMarkSlack, so that an undo of a run whose
+// answer was lost, queued behind it, finds it done and leaves a short
+// mark, not the long one for a script still on its way. Otherwise the
+// mark lives until the last of the run's keys would expire by itself (a
+// deleted key: as it would have), plus evalMarkSlack, within the mark
+// ttl; a round that stands drops it (ForgetEval). An expiry the run set
+// beyond the max-ttl takes the run back in the same step.
 //
 // Absolute expiries come from PEXPIRETIME (Redis 7.0): exact to the
 // millisecond, so "still as the script left it" is an equality, and
@@ -179,6 +181,8 @@ if over then
 end
 if #eff == 0 then
   redis.call("del", m)
+  redis.call("hset", m, "d", 1)
+  redis.call("pexpire", m, ARGV[5])
   return {long, "", table.concat(timed), 0}
 end
 if last >= 0 then

@@ -163,7 +163,8 @@ const (
 	// after the script (0 when none has one); Effect is what the run
 	// changed, equal on two nodes exactly when they left every key they
 	// changed alike (value and type; an expiry or none), "" when it
-	// changed nothing (its record is then gone at once); Each says, per
+	// changed nothing (it then needs no record, which goes at once or
+	// within moments); Each says, per
 	// key of Keys, whether the script gave the key an expiry of its own.
 	// The record at Mark lives no longer than the longest expiry the run
 	// left (the time a key it deleted would have lived), plus a margin,

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -257,5 +258,31 @@ func TestEvalReported(t *testing.T) {
 		if n.op != OpScript {
 			t.Fatalf("node call reported as %q", n.op)
 		}
+	}
+}
+
+// TestEvalTimed: the keys whose expiry the script set are those of the
+// change that stands; none where the round failed or changed nothing.
+func TestEvalTimed(t *testing.T) {
+	timed := func(e string, each ...bool) Reply { r := did(iv(1), e); r.Each = each; return r }
+	tests := []struct {
+		name string
+		reps []Reply
+		want []bool
+	}{
+		{"stands", []Reply{timed("A", false, true), timed("A", false, true), val(iv(0))}, []bool{false, true}},
+		{"nothing stands", []Reply{timed("A", true, true), val(iv(0)), val(iv(0))}, nil},
+		{"failed", []Reply{timed("A", true, true), timed("B", true, true), val(iv(0))}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ns := evalNodes(tt.reps...)
+			c := newCluster(t, ns, testConfig())
+			defer c.Close()
+			got, _ := c.Eval(context.Background(), &Script{Src: "x", SHA: "y"}, []string{"k", "l"}, nil, true)
+			if !slices.Equal(got.Timed, tt.want) {
+				t.Fatalf("Timed = %v; want %v", got.Timed, tt.want)
+			}
+		})
 	}
 }

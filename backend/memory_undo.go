@@ -102,9 +102,10 @@ func (s *memOp) forgetEval() quorum.Reply {
 	return quorum.Reply{OK: ok}
 }
 
-// rollback puts back every key a script stopped at its deadline wrote, so
-// that a late answer leaves nothing behind, and forgets the releases it
-// would have announced and the messages it would have published.
+// rollback puts back every key a script wrote, when it was stopped at its
+// deadline (so that a late answer leaves nothing behind) or set an expiry
+// past Max, and forgets the releases it would have announced and the
+// messages it would have published.
 func (r *luaRun) rollback() {
 	for i := len(r.touched) - 1; i >= 0; i-- {
 		r.s.restore(r.touched[i].key, r.touched[i].before)
@@ -136,11 +137,9 @@ func (r *luaRun) finish() (longest time.Duration, effect string, timed []bool, o
 		keys = append(keys, evalKey{key: t.key, before: t.before, after: after})
 	}
 	changed := slices.DeleteFunc(slices.Clone(keys), func(k evalKey) bool { return k.before.equal(k.after) })
-	for _, k := range changed {
-		if k.after.present && !k.after.expires.Equal(k.before.expires) && s.c.Max > 0 && k.after.expires.Sub(s.now) > s.c.Max {
-			r.rollback()
-			return 0, "", nil, true
-		}
+	if slices.ContainsFunc(changed, r.pastMax) {
+		r.rollback()
+		return 0, "", nil, true
 	}
 	if s.c.Mark == "" {
 		return longest, "", nil, false
@@ -151,9 +150,19 @@ func (r *luaRun) finish() (longest time.Duration, effect string, timed []bool, o
 	for _, key := range s.c.Keys {
 		k := memKey(s.c.DB, key)
 		i := slices.IndexFunc(changed, func(c evalKey) bool { return c.key == k })
-		timed = append(timed, i >= 0 && own[k] && !changed[i].after.expires.Equal(changed[i].before.expires))
+		timed = append(timed, i >= 0 && own[k] && expiryChanged(changed[i]))
 	}
 	return longest, effectOf(changed), timed, false
+}
+
+func expiryChanged(k evalKey) bool {
+	return k.after.present && !k.after.expires.Equal(k.before.expires)
+}
+
+// pastMax reports whether the run left k with an expiry of its own
+// further than the command's Max from now.
+func (r *luaRun) pastMax(k evalKey) bool {
+	return r.s.c.Max > 0 && expiryChanged(k) && k.after.expires.Sub(r.s.now) > r.s.c.Max
 }
 
 // memMarkSlack is how much longer than the run's keys a record lives,

@@ -80,8 +80,8 @@ type ScriptResult struct {
 // a minority's write stands behind, and a granting script leaves nothing
 // behind where the round did not grant. An undo that does not reach a
 // node is sent again later (Config.ReleaseRetry). The records of a round
-// that stands are dropped at once, without waiting for the nodes (those of
-// nodes that changed nothing are gone with their run already).
+// that stands are dropped at once, without waiting for the nodes (a node
+// that changed nothing keeps none).
 //
 // A key the script leaves without an expiry gets the session ttl
 // (within MaxTTL); an expiry the script sets beyond MaxTTL takes its run
@@ -92,7 +92,9 @@ func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writ
 	if err := ctx.Err(); err != nil {
 		return ScriptResult{}, err
 	}
-	cmd := Cmd{Kind: Eval, Script: s, DB: c.db, Keys: keys, Args: args, Limit: min(c.cfg.SessionTTL, c.pending.horizon)}
+	// The max-ttl (or its default): the longest a release is retried.
+	maxTTL := c.pending.horizon
+	cmd := Cmd{Kind: Eval, Script: s, DB: c.db, Keys: keys, Args: args, Limit: min(c.cfg.SessionTTL, maxTTL)}
 	if !writes || len(keys) == 0 {
 		r, t := c.collect(OpScript, same(cmd), anyVote)
 		res.Value, err = c.pickReply(r, &t)
@@ -100,7 +102,7 @@ func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writ
 	}
 	// The record lives as long as a release that does not know its
 	// lock's ttl is retried, unless the run tells the node a shorter life.
-	cmd.Mark, cmd.TTL, cmd.Max = scriptMarkKey(keys[0], NewToken()), c.pending.horizon, c.pending.horizon
+	cmd.Mark, cmd.TTL, cmd.Max = scriptMarkKey(keys[0], NewToken()), maxTTL, maxTTL
 	r, t := c.collect(OpScript, same(cmd), anyVote)
 	res, stands, err := c.decideEffect(r, &t)
 	c.settleEval(r, cmd, stands)

@@ -70,6 +70,7 @@ var memKinds = [...]struct {
 	quorum.FairAcquire:      {"FairAcquire", memNeedTTL, (*memOp).fairAcquire},
 	quorum.FairUndo:         {"FairUndo", 0, (*memOp).fairUndo},
 	quorum.FairLeave:        {"FairLeave", 0, (*memOp).fairLeave},
+	quorum.ForgetEval:       {"ForgetEval", 0, (*memOp).forgetEval},
 }
 
 // memKindName is the name Calls counts k under.

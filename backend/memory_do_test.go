@@ -196,6 +196,9 @@ var memDoCases = []memDoCase{
 		cmd:  quorum.Cmd{Kind: quorum.UndoEval, Keys: []string{memK}, Mark: "m1"},
 		want: quorum.Reply{OK: true}, after: map[string]string{memK: "a"}, ttls: map[string]time.Duration{memK: 7 * time.Second}},
 	{name: "UndoEval unknown mark", cmd: quorum.Cmd{Kind: quorum.UndoEval, Keys: []string{memK}, Mark: "m1"}},
+	{name: "ForgetEval", before: []quorum.Cmd{memSetNX(memK, "a", 7*time.Second),
+		{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
+		cmd: quorum.Cmd{Kind: quorum.ForgetEval, Keys: []string{memK}, Mark: "m1"}, want: quorum.Reply{OK: true}},
 	{name: "unknown kind", cmd: quorum.Cmd{Kind: 0, Key: memK}, want: quorum.Reply{Err: errAnyMem}},
 }
 

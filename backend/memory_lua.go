@@ -55,8 +55,11 @@ func (s *memOp) eval() quorum.Reply {
 		r.rollback()
 		return quorum.Reply{Err: errScriptLate}
 	}
-	ttl := r.finish()
-	return quorum.Reply{OK: true, Value: &v, TTL: ttl}
+	ttl, effect, timed, over := r.finish()
+	if over {
+		v = errorValue(quorum.MsgTTLExceedsMax)
+	}
+	return quorum.Reply{OK: true, Value: &v, TTL: ttl, Effect: effect, Each: timed}
 }
 
 // memDBs is how many databases SELECT reaches, as on a default Redis.

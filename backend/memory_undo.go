@@ -1,7 +1,11 @@
 package backend
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -91,9 +95,17 @@ func (s *memOp) undoEval() quorum.Reply {
 	return quorum.Reply{OK: undone}
 }
 
-// rollback puts back every key a script stopped at its deadline wrote, so
-// that a late answer leaves nothing behind, and forgets the releases it
-// would have announced and the messages it would have published.
+// forgetEval is quorum.ForgetEval.
+func (s *memOp) forgetEval() quorum.Reply {
+	_, ok := s.m.scripts.records[s.c.Mark]
+	delete(s.m.scripts.records, s.c.Mark)
+	return quorum.Reply{OK: ok}
+}
+
+// rollback puts back every key a script wrote, when it was stopped at its
+// deadline (so that a late answer leaves nothing behind) or set an expiry
+// past Max, and forgets the releases it would have announced and the
+// messages it would have published.
 func (r *luaRun) rollback() {
 	for i := len(r.touched) - 1; i >= 0; i-- {
 		r.s.restore(r.touched[i].key, r.touched[i].before)
@@ -102,27 +114,105 @@ func (r *luaRun) rollback() {
 }
 
 // finish gives every key the script left without expiry the command's
-// Limit, records the run at Mark, and returns the longest ttl among the
-// keys it wrote (negative when one keeps no expiry).
-func (r *luaRun) finish() time.Duration {
+// Limit, holds every expiry the script set to Max (past it the run is
+// taken back: over), records the run at Mark, and returns the reply's
+// parts: the longest ttl among the keys it wrote (negative when one keeps
+// no expiry), what the run changed (quorum.Reply.Effect) and, per key of
+// Keys, whether the script set its expiry.
+func (r *luaRun) finish() (longest time.Duration, effect string, timed []bool, over bool) {
 	s := r.s
-	var longest time.Duration
 	keys := make([]evalKey, 0, len(r.touched))
+	own := map[string]bool{}
 	for _, t := range r.touched {
 		after := s.stateOf(t.key)
+		own[t.key] = after.present
 		if after.present && after.expires.Equal(memNoExpiry) && s.c.Limit > 0 {
 			after.expires = s.now.Add(s.c.Limit)
 			r.setExpiry(t.key, after.expires)
+			own[t.key] = false
 		}
 		if after.present {
 			longest = longerTTL(longest, after.expires.Sub(s.now), after.expires.Equal(memNoExpiry))
 		}
 		keys = append(keys, evalKey{key: t.key, before: t.before, after: after})
 	}
-	if s.c.Mark != "" {
-		r.record(keys)
+	changed := slices.DeleteFunc(slices.Clone(keys), func(k evalKey) bool { return k.before.equal(k.after) })
+	if slices.ContainsFunc(changed, r.pastMax) {
+		r.rollback()
+		return 0, "", nil, true
 	}
-	return longest
+	if s.c.Mark == "" {
+		return longest, "", nil, false
+	}
+	if len(changed) > 0 {
+		r.record(keys, r.recordTTL(changed))
+	}
+	for _, key := range s.c.Keys {
+		k := memKey(s.c.DB, key)
+		i := slices.IndexFunc(changed, func(c evalKey) bool { return c.key == k })
+		timed = append(timed, i >= 0 && own[k] && expiryChanged(changed[i]))
+	}
+	return longest, effectOf(changed), timed, false
+}
+
+func expiryChanged(k evalKey) bool {
+	return k.after.present && !k.after.expires.Equal(k.before.expires)
+}
+
+// pastMax reports whether the run left k with an expiry of its own
+// further than the command's Max from now.
+func (r *luaRun) pastMax(k evalKey) bool {
+	return r.s.c.Max > 0 && expiryChanged(k) && k.after.expires.Sub(r.s.now) > r.s.c.Max
+}
+
+// memMarkSlack is how much longer than the run's keys a record lives,
+// for an undo still on its way.
+const memMarkSlack = 2 * time.Second
+
+// recordTTL is how long the record of a run that changed keys lives: until
+// the last of them would expire by itself (a deleted key: when it would
+// have), plus memMarkSlack, within the command's TTL.
+func (r *luaRun) recordTTL(changed []evalKey) time.Duration {
+	var last time.Time
+	for _, k := range changed {
+		st := k.after
+		if !st.present {
+			st = k.before
+		}
+		if st.expires.Equal(memNoExpiry) {
+			return r.s.c.TTL
+		}
+		if st.expires.After(last) {
+			last = st.expires
+		}
+	}
+	return min(r.s.c.TTL, max(last.Sub(r.s.now), 0)+memMarkSlack)
+}
+
+// effectOf is the digest of how a run left the keys it changed: equal for
+// two nodes exactly when they left each alike (its value, and whether it
+// has an expiry), "" when it changed none.
+func effectOf(changed []evalKey) string {
+	if len(changed) == 0 {
+		return ""
+	}
+	h := sha1.New()
+	for _, k := range changed {
+		st := k.after
+		fmt.Fprintf(h, "%d:%s|%t|%t|", len(k.key), k.key, st.present, st.present && !st.expires.Equal(memNoExpiry))
+		switch {
+		case st.hash != nil:
+			fields := slices.Clone(st.hash.fields)
+			slices.SortFunc(fields, func(a, b memField) int { return strings.Compare(a.name, b.name) })
+			for _, f := range fields {
+				fmt.Fprintf(h, "%d:%s%d:%s", len(f.name), f.name, len(f.val), f.val)
+			}
+		case st.present:
+			fmt.Fprintf(h, "%d:%s", len(st.str), st.str)
+		}
+		h.Write([]byte{';'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func longerTTL(cur, ttl time.Duration, none bool) time.Duration {
@@ -132,10 +222,10 @@ func longerTTL(cur, ttl time.Duration, none bool) time.Duration {
 	return max(cur, ttl)
 }
 
-// record keeps keys at Mark for TTL. A repeated Eval of one mark keeps
+// record keeps keys at Mark for ttl. A repeated Eval of one mark keeps
 // the earliest before-state of each key, so the undo goes back to where
 // the first run started.
-func (r *luaRun) record(keys []evalKey) {
+func (r *luaRun) record(keys []evalKey, ttl time.Duration) {
 	s := r.s
 	if old := s.m.scripts.records[s.c.Mark]; old != nil && s.now.Before(old.expires) {
 		keys = mergeRecord(old.keys, keys)
@@ -143,7 +233,7 @@ func (r *luaRun) record(keys []evalKey) {
 	if s.m.scripts.records == nil {
 		s.m.scripts.records = make(map[string]*evalRecord)
 	}
-	s.m.scripts.records[s.c.Mark] = &evalRecord{expires: s.now.Add(s.c.TTL), keys: keys}
+	s.m.scripts.records[s.c.Mark] = &evalRecord{expires: s.now.Add(ttl), keys: keys}
 	s.m.wrote()
 }
 

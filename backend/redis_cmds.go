@@ -66,6 +66,8 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		return c.buildEval(cmd, channel)
 	case quorum.UndoEval:
 		return c.buildUndoEval(cmd)
+	case quorum.ForgetEval:
+		return c.buildForgetEval(cmd)
 	case quorum.HoldOwner:
 		c.script(holdOwnerScript, readHold, []string{k, hk, cmd.Mark}, cmd.Prefix, cmd.Token, c.ms(cmd.TTL))
 	case quorum.UndoHold:

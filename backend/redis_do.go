@@ -219,7 +219,7 @@ var opNames = [...]string{
 	quorum.AcquireShared: "acquire shared", quorum.ExtendShared: "extend shared",
 	quorum.ReleaseShared: "release shared", quorum.ReadShared: "read shared",
 	quorum.FairTail: "fair tail", quorum.FairAcquire: "fair acquire", quorum.FairUndo: "fair undo",
-	quorum.FairLeave: "fair leave",
+	quorum.FairLeave: "fair leave", quorum.ForgetEval: "forget script",
 }
 
 func (c *call) op() string {

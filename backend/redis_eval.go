@@ -25,13 +25,33 @@ import (
 // the after step ran, and "x" alone once undone. KEYS[1] of the three
 // scripts is the mark, KEYS[2…] the client's keys.
 //
+// The after step also says what the run changed (quorum.Reply.Effect): a
+// digest of the state of every key whose dump or expiry differs from the
+// snapshot, read as values (a string, a hash's fields sorted) so that
+// servers of other versions or histories agree on equal contents, with
+// "an expiry or none" rather than the expiry itself, which each server
+// sets by its own clock. A run that changed nothing needs no record: the
+// mark keeps only "d", for evalMarkSlack, so that an undo of a run whose
+// answer was lost, queued behind it, finds it done and leaves a short
+// mark, not the long one for a script still on its way. Otherwise the
+// mark lives until the last of the run's keys would expire by itself (a
+// deleted key: as it would have), plus evalMarkSlack, within the mark
+// ttl; a round that stands drops it (ForgetEval). An expiry the run set
+// beyond the max-ttl takes the run back in the same step.
+//
 // Absolute expiries come from PEXPIRETIME (Redis 7.0): exact to the
 // millisecond, so "still as the script left it" is an equality, and
 // RESTORE … ABSTTL puts back the very expiry a key had.
 
+// evalMarkSlack is how much longer than the run's keys a mark lives, for
+// an undo still on its way.
+const evalMarkSlack = 2 * time.Second
+
 // evalUndoLua is undo(m): put back, at mark m, every key still as the
 // after step recorded it and changed by the script; a recorded expiry
 // that has passed since means the key is gone. 1: something was put back.
+// undone(m, ttl) leaves the "undone" mark for ttl ms, or for as long as
+// the record had left where that is shorter.
 const evalUndoLua = `
 local function undo(m)
   local t = redis.call("time")
@@ -55,6 +75,8 @@ local function undo(m)
   return done
 end
 local function undone(m, ttl)
+  local left = redis.call("pttl", m)
+  if left > 0 and left < tonumber(ttl) then ttl = left end
   redis.call("del", m)
   redis.call("hset", m, "x", 1)
   redis.call("pexpire", m, ttl)
@@ -75,31 +97,74 @@ redis.call("hset", m, "n", #KEYS)
 redis.call("pexpire", m, ARGV[1])
 return 1`)
 	// KEYS: mark, keys; ARGV: limit-ms (0: none), mark ttl-ms, release
-	// channel, then each key's wait key (in the key's slot: a Redis
-	// Cluster's master serves only the keys of its slots). Returns the longest remaining ttl (ms) among the keys, 0
-	// when none has one. A key the script deleted that waiters mark is
-	// announced on the release channel, as a release's script does. A
-	// mark undone before the step arrived takes the script back at once.
+	// channel, max-ms (0: none), mark slack-ms, then each key's wait key
+	// (in the key's slot: a Redis Cluster's master serves only the keys
+	// of its slots). Returns {the longest remaining ttl (ms) among the
+	// keys, 0 when none has one; the effect, "" for none; per key "1"
+	// where the script set its expiry, else "0"; 1 when an expiry passed
+	// max-ms and the run was taken back}. A key the script deleted that
+	// waiters mark is announced on the release channel, as a release's
+	// script does. A mark undone before the step arrived takes the script
+	// back at once.
 	evalAfterScript = newScript(evalUndoLua + `
+local function state(k, i, e)
+  local ty = redis.call("type", k)["ok"]
+  local s = ""
+  if ty == "string" then
+    s = redis.call("get", k)
+  elseif ty == "hash" then
+    local f = redis.call("hgetall", k)
+    local at = {}
+    for j = 1, #f, 2 do at[#at + 1] = j end
+    table.sort(at, function(x, y) return f[x] < f[y] end)
+    local p = {}
+    for _, j in ipairs(at) do p[#p + 1] = #f[j] .. ":" .. f[j] .. #f[j + 1] .. ":" .. f[j + 1] end
+    s = table.concat(p)
+  elseif ty ~= "none" then
+    s = redis.call("dump", k)
+  end
+  local x = "n"
+  if e >= 0 then x = "e" end
+  return i .. ty .. x .. #s .. ":" .. s
+end
 local m = KEYS[1]
-local limit = tonumber(ARGV[1])
-local long = 0
+local limit, max = tonumber(ARGV[1]), tonumber(ARGV[4])
+local t = redis.call("time")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local long, last, over = 0, 0, false
+local eff, timed = {}, {}
 for i = 2, #KEYS do
   local k = KEYS[i]
   local e = redis.call("pexpiretime", k)
+  local own = true
   if e == -1 and limit > 0 then
     redis.call("pexpire", k, limit)
     e = redis.call("pexpiretime", k)
+    own = false
   end
   local d = redis.call("dump", k)
+  local f = redis.call("hmget", m, "b" .. i, "be" .. i)
+  local b, be = f[1], tonumber(f[2])
   if d then
     redis.call("hset", m, "a" .. i, d, "ae" .. i, e)
   else
     redis.call("hdel", m, "a" .. i, "ae" .. i)
-    if redis.call("hexists", m, "b" .. i) == 1 and redis.call("exists", ARGV[i + 2]) == 1 then
+    if b and redis.call("exists", ARGV[i + 4]) == 1 then
       redis.call("publish", ARGV[3], k)
     end
   end
+  local tm = "0"
+  if d ~= b or (d and e ~= be) then
+    eff[#eff + 1] = state(k, i, e)
+    local til = e
+    if not d then til = be or -1 end
+    if d and e ~= be then
+      if own then tm = "1" end
+      if max > 0 and e - now > max then over = true end
+    end
+    if til < 0 then last = -1 elseif last >= 0 and til > last then last = til end
+  end
+  timed[#timed + 1] = tm
   local p = redis.call("pttl", k)
   if p > long then long = p end
 end
@@ -107,9 +172,24 @@ redis.call("hset", m, "d", 1)
 if redis.call("hexists", m, "x") == 1 then
   undo(m)
   undone(m, ARGV[2])
-  return 0
+  return {0, "", "", 0}
 end
-return long`)
+if over then
+  undo(m)
+  redis.call("del", m)
+  return {0, "", "", 1}
+end
+if #eff == 0 then
+  redis.call("del", m)
+  redis.call("hset", m, "d", 1)
+  redis.call("pexpire", m, ARGV[5])
+  return {long, "", table.concat(timed), 0}
+end
+if last >= 0 then
+  local ttl = math.max(last - now, 0) + tonumber(ARGV[5])
+  if ttl < tonumber(ARGV[2]) then redis.call("pexpire", m, ttl) end
+end
+return {long, redis.sha1hex(table.concat(eff, "|")), table.concat(timed), 0}`)
 	// KEYS: mark, keys; ARGV: mark ttl-ms. Undoes the round at the mark,
 	// or, where it has not arrived, marks it undone.
 	undoEvalScript = newScript(evalUndoLua + `
@@ -153,7 +233,7 @@ func (c *call) buildEval(cmd *quorum.Cmd, channel string) error {
 		return errNoKeys
 	}
 	c.marked = &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark,
-		ttl: c.ms(cmd.TTL), limit: limitMillis(cmd.Limit), channel: channel}
+		ttl: c.ms(cmd.TTL), limit: limitMillis(cmd.Limit), max: limitMillis(cmd.Max), channel: channel}
 	c.read = readMarked
 	c.req.buf, c.req.skip = c.marked.step(c.s, false), 4
 	return c.err
@@ -168,6 +248,15 @@ func (c *call) buildUndoEval(cmd *quorum.Cmd) error {
 	return c.err
 }
 
+// buildForgetEval builds ForgetEval: the mark goes.
+func (c *call) buildForgetEval(cmd *quorum.Cmd) error {
+	if cmd.Mark == "" {
+		return errNoKeys
+	}
+	c.command(readYes, "del", cmd.Mark)
+	return c.err
+}
+
 func limitMillis(d time.Duration) string {
 	if d <= 0 {
 		return "0"
@@ -179,9 +268,9 @@ func limitMillis(d time.Duration) string {
 // markedEval is what a marked script's step is built from, kept to build
 // it again with EVAL after NOSCRIPT.
 type markedEval struct {
-	keys, args       []string
-	mark, ttl, limit string
-	channel          string // the release channel of the script's database
+	keys, args            []string
+	mark, ttl, limit, max string
+	channel               string // the release channel of the script's database
 }
 
 // step is the MULTI … EXEC of a marked script; eval sends every script's
@@ -191,7 +280,7 @@ func (m *markedEval) step(user *script, eval bool) []byte {
 	buf := resp.AppendCommand(nil, []string{"multi"})
 	buf = appendScript(buf, evalSnapshotScript, eval, marked, m.ttl)
 	buf = appendScript(buf, user, eval, m.keys, m.args...)
-	after := append([]string{m.limit, m.ttl, m.channel}, waitKeys(m.keys)[len(m.keys):]...)
+	after := append([]string{m.limit, m.ttl, m.channel, m.max, markSlackMillis}, waitKeys(m.keys)[len(m.keys):]...)
 	buf = appendScript(buf, evalAfterScript, eval, marked, after...)
 	return resp.AppendCommand(buf, []string{"exec"})
 }
@@ -234,13 +323,32 @@ func readMarked(_ *call, rep reply) (quorum.Reply, error) {
 			return quorum.Reply{}, err
 		}
 	}
-	ttl, err := intReply(rep.elems[2])
+	after := rep.elems[2]
+	if after.kind != '*' || len(after.elems) != 4 {
+		return quorum.Reply{}, unexpected(after)
+	}
+	ttl, err := intReply(after.elems[0])
+	if err != nil {
+		return quorum.Reply{}, err
+	}
+	over, err := intReply(after.elems[3])
 	if err != nil {
 		return quorum.Reply{}, err
 	}
 	v := toValue(rep.elems[1])
-	return quorum.Reply{OK: true, Value: &v, TTL: time.Duration(ttl) * time.Millisecond}, nil
+	if over == 1 {
+		v = quorum.Value{Kind: quorum.ErrorValue, Str: quorum.MsgTTLExceedsMax}
+	}
+	timed := make([]bool, len(after.elems[2].str))
+	for i := range timed {
+		timed[i] = after.elems[2].str[i] == '1'
+	}
+	return quorum.Reply{OK: true, Value: &v, TTL: time.Duration(ttl) * time.Millisecond,
+		Effect: after.elems[1].str, Each: timed}, nil
 }
+
+// markSlackMillis is evalMarkSlack as the after step takes it.
+var markSlackMillis = strconv.FormatInt(evalMarkSlack.Milliseconds(), 10)
 
 // toValue converts a RESP2 reply as Redis converted the script's Lua
 // value: false is a null bulk, true the integer 1.

@@ -23,16 +23,36 @@ func (h *Handler) ttlArg(c *call, s string, unit time.Duration) (time.Duration, 
 		c.w.WriteError(msgNotInt)
 		return 0, false
 	}
-	if n <= 0 || n > math.MaxInt64/int64(unit) {
+	if n <= 0 {
 		c.w.WriteError(errExpire(c.name))
 		return 0, false
 	}
-	ttl := time.Duration(n) * unit
-	if ttl > h.opts.MaxTTL {
-		c.w.WriteError(msgTTLTooLarge)
+	ttl, msg := h.expiryTTL(n, unit, c.name)
+	if msg != "" {
+		c.w.WriteError(msg)
 		return 0, false
 	}
 	return ttl, true
+}
+
+// expiryTTL is an expiry of n (> 0) units from now, held to max-ttl, or
+// the error reply: Redis's own where Redis refuses it too (its expiry
+// would pass the range of its clock), else max-ttl's.
+func (h *Handler) expiryTTL(n int64, unit time.Duration, cmd string) (time.Duration, string) {
+	ms := n
+	if unit == time.Second {
+		if n > math.MaxInt64/1000 {
+			return 0, errExpire(cmd)
+		}
+		ms = n * 1000
+	}
+	if ms > math.MaxInt64-time.Now().UnixMilli() {
+		return 0, errExpire(cmd)
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) || time.Duration(ms)*time.Millisecond > h.opts.MaxTTL {
+		return 0, msgTTLTooLarge
+	}
+	return time.Duration(ms) * time.Millisecond, ""
 }
 
 // truncMillis is d in whole milliseconds for a reply (a validity, a PTTL),

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -67,14 +66,13 @@ func (h *Handler) expire(c *call, unit time.Duration) {
 		c.w.WriteError(msgNotInt)
 		return
 	}
-	if n > math.MaxInt64/int64(unit) {
-		c.w.WriteError(errExpire(c.name))
-		return
-	}
-	ttl := time.Duration(n) * unit
-	if ttl > h.opts.MaxTTL {
-		c.w.WriteError(msgTTLTooLarge)
-		return
+	var ttl time.Duration
+	if n > 0 {
+		var msg string
+		if ttl, msg = h.expiryTTL(n, unit, c.name); msg != "" {
+			c.w.WriteError(msg)
+			return
+		}
 	}
 	// The client sets the key's life from now on: the proxy stops
 	// renewing it first, so that no renewal in flight extends it (or puts

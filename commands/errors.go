@@ -18,7 +18,7 @@ const (
 	msgNoScript     = "NOSCRIPT No matching script. Please use EVAL."
 	msgNoProto      = "NOPROTO unsupported protocol version"
 	msgDBIndex      = "ERR DB index is out of range"
-	msgTTLTooLarge  = "ERR ttl exceeds max-ttl"
+	msgTTLTooLarge  = quorum.MsgTTLExceedsMax
 	msgWaitTooLarge = "ERR wait exceeds max-wait"
 	msgNegKeys      = "ERR Number of keys can't be negative"
 	msgTooManyKeys  = "ERR Number of keys can't be greater than number of args"

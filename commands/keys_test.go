@@ -74,6 +74,13 @@ func TestForceSet(t *testing.T) {
 		{[]string{"TTL", "k"}, ":20"},
 		{[]string{"SET", "k", "v", "PX", "0"}, "-ERR invalid expire time in 'set' command"},
 		{[]string{"SET", "k", "v", "PX", "60001"}, "-ERR ttl exceeds max-ttl"},
+		// Past a Go duration but within Redis's clock: max-ttl's error.
+		{[]string{"SET", "k", "v", "NX", "PX", "450359962737049"}, "-ERR ttl exceeds max-ttl"},
+		{[]string{"SET", "k", "v", "NX", "EX", "450359962737"}, "-ERR ttl exceeds max-ttl"},
+		{[]string{"SET", "k", "v", "NX", "PX", "9223372036854775807"}, "-ERR invalid expire time in 'set' command"},
+		{[]string{"SET", "k", "v", "NX", "EX", "9223372036854775"}, "-ERR invalid expire time in 'set' command"},
+		{[]string{"PEXPIRE", "k", "450359962737049"}, "-ERR ttl exceeds max-ttl"},
+		{[]string{"PEXPIRE", "k", "9223372036854775807"}, "-ERR invalid expire time in 'pexpire' command"},
 	})
 	// Without an expiry it is a session lock, not a force SET.
 	if got := f.do("SET", "k2", "v"); strings.HasPrefix(got, "+OK") && f.do("PTTL", "k2") != ":-1" {

@@ -6,16 +6,20 @@ import (
 	"slices"
 )
 
-// evalOnKept runs a writing script's round (run) over keys of database db.
-// The renewals of this proxy's kept locks on those keys are held off
+// evalOnKept runs a writing script's round (run, which says per key
+// whether the script set its expiry) over keys of database db. The
+// renewals of this proxy's kept locks on those keys are held off
 // meanwhile, so that none races the script (a renewal's repair could put
 // back a key the script deleted). Afterwards a kept lock whose token no
 // longer holds its key on a majority was released or replaced by the
 // client's own script: its renewal ends there, as after UNLOCK or DEL,
-// rather than failing and counting a loss. A lock the script left held
-// (a refresh, another client's release with the wrong token) stays kept:
-// ending its renewal would let it expire under its holder.
-func (h *Handler) evalOnKept(db int, keys []string, run func()) {
+// rather than failing and counting a loss. A session lock whose expiry
+// the script set is no session lock any more (see sessionPTTL): it lives
+// by the expiry the client gave it. Any other lock the script left held
+// (a refresh of a KEEPALIVE lock by its holder, another client's release
+// with the wrong token) stays kept: ending its renewal would let it
+// expire under its holder.
+func (h *Handler) evalOnKept(db int, keys []string, run func() (timed []bool)) {
 	bs := h.bound.onKeys(db, keys)
 	if len(bs) == 0 {
 		run()
@@ -23,8 +27,12 @@ func (h *Handler) evalOnKept(db int, keys []string, run func()) {
 	}
 	gone := map[*binding]bool{}
 	holdOff(bs, func() {
-		run()
+		timed := run()
 		for _, b := range bs {
+			if i := slices.Index(keys, b.ref.key); b.kind == bindSession && i >= 0 && i < len(timed) && timed[i] {
+				gone[b] = true // given an expiry: no longer a session lock
+				continue
+			}
 			hd, err := h.cluster.DB(db).Get(context.Background(), b.ref.key)
 			gone[b] = err == nil && !(hd.Held && hd.Token == b.ref.token)
 		}

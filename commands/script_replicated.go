@@ -40,9 +40,12 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 		c.w.WriteError(msgDBIndex)
 		return
 	}
-	var v quorum.Value
+	var res quorum.ScriptResult
 	var err error
-	run := func() { v, err = h.cluster.DB(db).Eval(c.s.Context(), e.script, keys, args, e.info.Writes) }
+	run := func() []bool {
+		res, err = h.cluster.DB(db).Eval(c.s.Context(), e.script, keys, args, e.info.Writes)
+		return res.Timed
+	}
 	if e.info.Writes {
 		h.evalOnKept(db, keys, run)
 	} else {
@@ -52,7 +55,7 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
-	writeValue(c.w, v)
+	writeValue(c.w, res.Value)
 }
 
 // scriptDB is the db a script runs in: the one it SELECTs first (literal,

@@ -368,6 +368,10 @@ func (h *Handler) dropSessionHolds(b *binding, id int64) {
 
 // isSessionLock reports whether key=token is a session lock (taken without
 // an expiry) that this proxy keeps alive: TTL and PTTL answer -1 for it.
+// It is one only while nothing gave the key an expiry: PEXPIRE and EXPIRE,
+// a SET with an expiry and without NX (unbindKey) and a script that sets
+// the key's expiry (evalOnKept) each end its renewal, and PTTL then
+// answers the expiry the backends hold.
 func (h *Handler) isSessionLock(s *Session, key, token string) bool {
 	b := h.bound.get(lockRef{s.DB(), key, token})
 	return b != nil && b.kind == bindSession

@@ -101,6 +101,13 @@ func TestSetForms(t *testing.T) {
 	wantErr(t, "SET NX PX over max-ttl", err, "ERR ttl exceeds max-ttl")
 	_, err = c.Do(ctx, "LOCK", "m", 61000).Result()
 	wantErr(t, "LOCK over max-ttl", err, "ERR ttl exceeds max-ttl")
+	_, err = c.Do(ctx, "SET", "m", "t", "NX", "PX", "450359962737049").Result()
+	wantErr(t, "SET NX PX far past max-ttl", err, "ERR ttl exceeds max-ttl")
+	_, err = c.Do(ctx, "EVAL", "return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", 1, "m", "t", 61000).Result()
+	wantErr(t, "SET NX PX over max-ttl by script", err, "ERR ttl exceeds max-ttl")
+	if vals := in.BackendValues(t, "m"); redlocktest.Count(vals, "<nil>") != len(vals) {
+		t.Fatalf("after the refused script the backends hold %v", vals)
+	}
 
 	// Session lock: no expiry, -1 to TTL/PTTL, a ttl on every backend.
 	if s, err := c.Do(ctx, "SET", "s", "tok", "NX").Text(); err != nil || s != "OK" {

@@ -156,17 +156,29 @@ const (
 	//     step (0: left as it is); no script makes a lock that never
 	//     expires. (Without Mark the script does not write, or has no
 	//     keys: there is nothing to limit.)
+	//   - Max (with Mark): the longest expiry from now that the script
+	//     may leave on a key it changed; past it, the run is taken back in
+	//     the same atomic step and its reply is the error MsgTTLExceedsMax.
 	// With Mark, TTL (reply) is the longest remaining ttl among Keys
-	// after the script (0 when none has one).
+	// after the script (0 when none has one); Effect is what the run
+	// changed, equal on two nodes exactly when they left every key they
+	// changed alike (value and type; an expiry or none), "" when it
+	// changed nothing (it then needs no record, which goes at once or
+	// within moments); Each says, per
+	// key of Keys, whether the script gave the key an expiry of its own.
+	// The record at Mark lives no longer than the longest expiry the run
+	// left (the time a key it deleted would have lived), plus a margin,
+	// within TTL.
 	// If UndoEval of Mark arrived first, the script's effect is taken back
 	// in the same atomic step (the record says it was undone).
 	Eval
 	// UndoEval: where a key of Keys is still as the Eval recorded at Mark
 	// left it, put it back as it was before (absent, or its old value and
 	// expiry; absent when that expiry has passed); a key changed since is
-	// left alone. The record at Mark then says "undone" (for TTL, the
-	// Eval's), so an Eval of Mark arriving later undoes itself. OK:
-	// something was put back.
+	// left alone. The record at Mark then says "undone" (as long as the
+	// record had left to live; for TTL where the Eval has not arrived), so
+	// an Eval of Mark arriving later undoes itself. OK: something was put
+	// back.
 	UndoEval
 	// RaiseHorizon: set the ttl of the lock horizon at Key (HorizonKey) to
 	// TTL unless it is longer already (never shorten: another proxy may
@@ -275,6 +287,11 @@ const (
 	// release announced, so that the next waiter, on any proxy, tries at
 	// once) and is freed otherwise. OK: it was queued.
 	FairLeave
+
+	// ForgetEval: drop the record an Eval kept at Mark (over Keys): the
+	// round it belongs to stands, nothing will undo it. OK: a record was
+	// there.
+	ForgetEval
 )
 
 // FairQueued is SetNX's N when it stored nothing because fair waiters
@@ -294,7 +311,9 @@ type Cmd struct {
 	// SetNX: the wait mark; AddTTL: the amount added.
 	Add   time.Duration
 	Limit time.Duration
-	N     int64
+	// Eval: the longest expiry a script may set (see Eval).
+	Max time.Duration
+	N   int64
 	// Notify announces a deletion where waiters marked the key.
 	Notify bool
 	// DB is the database (0–15, SELECT's index) that the keys live in.
@@ -342,7 +361,9 @@ type Reply struct {
 	N     int64
 	Each  []bool
 	Value *Value // Eval
-	Err   error
+	// Effect: what a marked Eval changed on the node (see Eval).
+	Effect string
+	Err    error
 	// Shard names the shard that answered, for a node that is a Redis
 	// Cluster (ShardInfo.Name); "" for a node that is one server, or an
 	// answer of several shards. A quarantined shard's answer is vetoed.

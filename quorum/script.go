@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/redlockd/redlockd/internal/slot"
 )
@@ -13,19 +14,30 @@ import (
 var ErrDisagreed = errors.New("quorum: backends disagreed")
 
 // DisagreeError reports a replicated script whose answers had no majority
-// under the reply rule (see Eval): enough nodes answered, but no reply
-// and no class of replies was given by a majority. It matches ErrNoQuorum
-// too: like too few answers, it leaves the outcome unknown.
+// under the rule (see Eval): enough nodes answered, but no reply and no
+// class of replies (Effect: no change) was given by a majority. It
+// matches ErrNoQuorum too: like too few answers, it leaves the outcome
+// unknown.
 type DisagreeError struct {
 	Answered int
 	Total    int
+	// Effect: the nodes made different changes (a writing script).
+	Effect bool
 }
 
 func (e *DisagreeError) Error() string {
-	return fmt.Sprintf("backends disagreed: %d of %d answered, no reply had a majority", e.Answered, e.Total)
+	what := "reply"
+	if e.Effect {
+		what = "change"
+	}
+	return fmt.Sprintf("backends disagreed: %d of %d answered, no %s had a majority", e.Answered, e.Total, what)
 }
 
 func (e *DisagreeError) Is(target error) bool { return target == ErrDisagreed || target == ErrNoQuorum }
+
+// MsgTTLExceedsMax is the error a script gets that set an expiry beyond
+// the proxy's max-ttl (Cmd.Max), as SET gets it.
+const MsgTTLExceedsMax = "ERR ttl exceeds max-ttl"
 
 // scriptMarkKey is where a node records what one writing script's round
 // did there (see Eval). It shares the hash tag of the script's first key.
@@ -33,44 +45,117 @@ func scriptMarkKey(key, token string) string {
 	return "redlockd:script:" + slot.Tagged(key) + ":" + token
 }
 
-// Eval runs script s on every node, in c's database, with keys and args, in one round,
-// and returns the reply the rule below picks from the nodes' answers.
-// Every reply is awaited: a straggler's effect must be known before it
-// is undone.
+// ScriptResult is a replicated script's round as Eval decided it.
+type ScriptResult struct {
+	Value Value
+	// Timed says, per key, whether the script gave the key an expiry of
+	// its own on the nodes whose change stands (a writing script only).
+	Timed []bool
+}
+
+// Eval runs script s on every node, in c's database, with keys and args,
+// in one round, and decides it from the nodes' answers. Every reply is
+// awaited: a straggler's effect must be known before it is undone.
 //
-// The reply rule: if at least a majority of nodes gave equal values, that
-// value. Otherwise, if fewer than a majority answered, a *NoQuorumError.
-// Otherwise the answers are grouped by class (nil, error, anything else);
-// a class given by a majority answers with its most conservative value:
-// the smallest when every value of the class is an integer, else the
-// value most nodes of the class gave (a tie: the first in configuration
-// order). No class with a majority: a *DisagreeError.
+// A script that does not write (writes false, or no keys) is decided by
+// its reply (the reply rule): if at least a majority of nodes gave equal
+// values, that value. Otherwise, if fewer than a majority answered, a
+// *NoQuorumError. Otherwise the answers are grouped by class (nil, error,
+// anything else); a class given by a majority answers with its most
+// conservative value: the smallest when every value of the class is an
+// integer, else the value most nodes of the class gave (a tie: the first
+// in configuration order). No class with a majority: a *DisagreeError.
 //
-// A writing script (writes) with keys is run with a mark: each node
-// records, in the script's atomic step, how each key was before and after.
-// Every node whose answer differs from the reply, or that did not answer,
-// is then asked to undo its run (a key still as the script left it is put
-// back), and so is every node when the round fails: a granting script
-// leaves nothing behind where the round did not grant. An undo that does
-// not reach a node is sent again later (Config.ReleaseRetry).
-func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writes bool) (v Value, err error) {
+// A writing script is decided by its effect, since the proxy cannot know
+// what its reply means (a grant, a refusal) but does know what each run
+// changed: each node records, in the script's atomic step, how each key
+// was before and after (the mark), and says what the run changed
+// (Reply.Effect). The round stands only where a majority of nodes made
+// the same change, "changed nothing" being one; the reply is then the
+// reply rule's among those nodes. Every other node that changed something,
+// or did not answer, is asked to undo its run (a key still as the script
+// left it is put back). Without such a majority (or without a reply among
+// it) every node that changed something is undone and the round fails:
+// *NoQuorumError or *DisagreeError. So no client gets a reply that only
+// a minority's write stands behind, and a granting script leaves nothing
+// behind where the round did not grant. An undo that does not reach a
+// node is sent again later (Config.ReleaseRetry). The records of a round
+// that stands are dropped at once, without waiting for the nodes (a node
+// that changed nothing keeps none).
+//
+// A key the script leaves without an expiry gets the session ttl
+// (within MaxTTL); an expiry the script sets beyond MaxTTL takes its run
+// back on that node, whose reply is MsgTTLExceedsMax.
+func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writes bool) (res ScriptResult, err error) {
 	end := c.begin(OpScript)
 	defer func() { end(err, 0, 0) }()
 	if err := ctx.Err(); err != nil {
-		return Value{}, err
+		return ScriptResult{}, err
 	}
-	cmd := Cmd{Kind: Eval, Script: s, DB: c.db, Keys: keys, Args: args, Limit: c.cfg.SessionTTL}
-	if writes && len(keys) > 0 {
-		// The undo record lives as long as a release that does not know
-		// its lock's ttl is retried.
-		cmd.Mark, cmd.TTL = scriptMarkKey(keys[0], NewToken()), c.pending.horizon
+	// The max-ttl (or its default): the longest a release is retried.
+	maxTTL := c.pending.horizon
+	cmd := Cmd{Kind: Eval, Script: s, DB: c.db, Keys: keys, Args: args, Limit: min(c.cfg.SessionTTL, maxTTL)}
+	if !writes || len(keys) == 0 {
+		r, t := c.collect(OpScript, same(cmd), anyVote)
+		res.Value, err = c.pickReply(r, &t)
+		return res, err
 	}
+	// The record lives as long as a release that does not know its
+	// lock's ttl is retried, unless the run tells the node a shorter life.
+	cmd.Mark, cmd.TTL, cmd.Max = scriptMarkKey(keys[0], NewToken()), maxTTL, maxTTL
 	r, t := c.collect(OpScript, same(cmd), anyVote)
-	v, err = c.pickReply(r, &t)
-	if cmd.Mark != "" {
-		c.undoEval(r, cmd, v, err)
+	res, stands, err := c.decideEffect(r, &t)
+	c.settleEval(r, cmd, stands)
+	return res, err
+}
+
+// effectOf is node i's Effect in round r; false when it gave no answer.
+func effectOf(r *round, i int) (string, bool) {
+	rep := r.reply(i)
+	return rep.Effect, rep.Err == nil && rep.Value != nil
+}
+
+// decideEffect applies Eval's effect rule to round r, every reply in:
+// the result and the change that stands ("" : none, also when it failed).
+func (c *Cluster) decideEffect(r *round, t *tally) (ScriptResult, string, error) {
+	q := c.Quorum()
+	stands, found := "", false
+	for i := range r.calls {
+		e, ok := effectOf(r, i)
+		n := 0
+		for j := range r.calls {
+			if f, ok := effectOf(r, j); ok && f == e {
+				n++
+			}
+		}
+		if ok && n >= q {
+			stands, found = e, true
+			break
+		}
 	}
-	return v, err
+	disagreed := &DisagreeError{Answered: t.answered(), Total: len(c.nodes), Effect: true}
+	if !found {
+		if t.answered() < q {
+			return ScriptResult{}, "", c.noQuorum(t)
+		}
+		return ScriptResult{}, "", disagreed
+	}
+	vals := make([]*Value, len(r.calls))
+	var timed []bool
+	for i := range r.calls {
+		if e, ok := effectOf(r, i); ok && e == stands {
+			vals[i] = r.reply(i).Value
+			if timed == nil && stands != "" {
+				timed = r.reply(i).Each
+			}
+		}
+	}
+	v, rule := ReplyRule(vals, q)
+	if rule != RuleEqual && rule != RuleClass {
+		disagreed.Effect = false
+		return ScriptResult{}, "", disagreed
+	}
+	return ScriptResult{Value: v, Timed: timed}, stands, nil
 }
 
 // pickReply applies Eval's reply rule to round r, every reply in.
@@ -212,24 +297,47 @@ func EqualValues(a, b Value) bool {
 	return true
 }
 
-// undoEval takes back the script's run on every node whose answer is not
-// the reply (v; every node when the round failed), with every reply in,
-// before the caller is answered. A node that does not answer the undo
-// gets it again later.
-func (c *Cluster) undoEval(g *round, cmd Cmd, v Value, failed error) {
-	undo := func(i int) bool {
-		rep := g.reply(i)
-		return failed != nil || rep.Err != nil || rep.Value == nil || !EqualValues(*rep.Value, v)
+// settleEval ends a writing script's round r, every reply in, in which
+// the change stands stands ("" : none): before the caller is answered,
+// every node that made another change, or did not answer, is undone; a
+// node that does not answer the undo gets it again later. The records of
+// the nodes whose change stands are dropped without waiting.
+func (c *Cluster) settleEval(r *round, cmd Cmd, stands string) {
+	var undo, forget []bool
+	for i := range r.calls {
+		e, ok := effectOf(r, i)
+		undo = append(undo, !ok || (e != "" && e != stands))
+		forget = append(forget, ok && e != "" && e == stands)
 	}
-	if !slices.ContainsFunc(g.calls, func(nc nodeCall) bool { return undo(nc.i) }) {
-		return // the usual round: every node gave the reply
+	if slices.Contains(forget, true) {
+		c.forgetEval(cmd, forget)
+	}
+	if !slices.Contains(undo, true) {
+		return // the usual round: every node made the change that stands
 	}
 	ucmd := Cmd{Kind: UndoEval, Keys: cmd.Keys, Mark: cmd.Mark, DB: cmd.DB, TTL: cmd.TTL}
-	ask := func(i int) (Cmd, bool) { return ucmd, undo(i) }
-	r, _ := c.collect(OpScript, ask, okVote)
-	for i := range r.calls {
-		if r.calls[i].asked && unanswered(r.reply(i)) {
+	ask := func(i int) (Cmd, bool) { return ucmd, undo[i] }
+	u, _ := c.collect(OpScript, ask, okVote)
+	for i := range u.calls {
+		if u.calls[i].asked && unanswered(u.reply(i)) {
 			c.pending.addUndoEval(i, cmd.Keys, cmd.Mark, cmd.DB, cmd.TTL)
 		}
 	}
 }
+
+// forgetEval drops the record at cmd's mark on the nodes of which, as a
+// node's own write: it goes out with whatever is sent to the node next,
+// and nobody waits for it. A record that is not dropped so expires with
+// what the script wrote.
+func (c *Cluster) forgetEval(cmd Cmd, which []bool) {
+	fcmd := Cmd{Kind: ForgetEval, Keys: cmd.Keys, Mark: cmd.Mark, DB: cmd.DB}
+	deadline := time.Now().Add(c.cfg.NodeTimeout)
+	for i, n := range c.nodes {
+		if which[i] {
+			n.Do(deadline, fcmd, ignoreReply)
+		}
+	}
+}
+
+// ignoreReply takes a reply nobody waits for.
+var ignoreReply = ReceiverFunc(func(Reply) {})

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,8 +102,12 @@ func val(v *Value) Reply { return Reply{OK: true, Value: v} }
 
 var errNodeDown = errors.New("node down")
 
+// did is a marked run's reply that changed something (effect e).
+func did(v *Value, e string) Reply { return Reply{OK: true, Value: v, Effect: e} }
+
 // TestEvalUndoTargets: which nodes get UndoEval after a writing script's
-// round, and what Eval answers.
+// round, which get ForgetEval, and what Eval answers: a writing round is
+// decided by what the nodes changed, not by what they answered.
 func TestEvalUndoTargets(t *testing.T) {
 	down := Reply{Err: errNodeDown}
 	tests := []struct {
@@ -111,14 +116,32 @@ func TestEvalUndoTargets(t *testing.T) {
 		writes bool
 		want   *Value // nil: an error
 		undone []bool
+		forgot []bool
 	}{
-		{"all agree: no undo", []Reply{val(iv(1)), val(iv(1)), val(iv(1))}, true, iv(1), []bool{false, false, false}},
-		{"split grant: the granting node", []Reply{val(nv()), val(iv(800)), val(iv(700))}, true, iv(700), []bool{true, true, false}},
-		{"minority refused", []Reply{val(iv(0)), val(iv(1)), val(iv(1))}, true, iv(1), []bool{true, false, false}},
-		{"a failed node is undone", []Reply{val(iv(1)), down, val(iv(1))}, true, iv(1), []bool{false, true, false}},
-		{"no quorum: every node", []Reply{val(iv(1)), down, down}, true, nil, []bool{true, true, true}},
-		{"disagreement: every node", []Reply{val(iv(1)), val(nv()), val(ev("ERR x"))}, true, nil, []bool{true, true, true}},
-		{"read-only: nothing", []Reply{val(iv(0)), val(iv(1)), val(iv(1))}, false, iv(1), []bool{false, false, false}},
+		{"all made one change: no undo", []Reply{did(iv(1), "A"), did(iv(1), "A"), did(iv(1), "A")}, true, iv(1),
+			[]bool{false, false, false}, []bool{true, true, true}},
+		{"all changed nothing", []Reply{val(iv(0)), val(iv(0)), val(iv(0))}, true, iv(0),
+			[]bool{false, false, false}, []bool{false, false, false}},
+		{"a minority granted: undone, the others answer", []Reply{did(nv(), "A"), val(iv(800)), val(iv(700))}, true, iv(700),
+			[]bool{true, false, false}, []bool{false, false, false}},
+		{"a majority granted, one refused", []Reply{val(iv(0)), did(iv(1), "A"), did(iv(1), "A")}, true, iv(1),
+			[]bool{false, false, false}, []bool{false, true, true}},
+		{"one grant, one refusal, one silent", []Reply{did(iv(0), "A"), val(iv(25000)), down}, true, nil,
+			[]bool{true, false, true}, []bool{false, false, false}},
+		{"strings: ACQUIRED of one, BUSY of one", []Reply{did(bv("ACQUIRED"), "A"), val(bv("BUSY")), down}, true, nil,
+			[]bool{true, false, true}, []bool{false, false, false}},
+		{"two changes differ", []Reply{did(iv(1), "A"), did(iv(1), "B"), val(iv(1))}, true, nil,
+			[]bool{true, true, false}, []bool{false, false, false}},
+		{"equal replies, a minority's change", []Reply{did(iv(1), "A"), val(iv(1)), val(iv(1))}, true, iv(1),
+			[]bool{true, false, false}, []bool{false, false, false}},
+		{"a failed node is undone", []Reply{did(iv(1), "A"), down, did(iv(1), "A")}, true, iv(1),
+			[]bool{false, true, false}, []bool{true, false, true}},
+		{"no quorum: every node that may have changed", []Reply{did(iv(1), "A"), down, down}, true, nil,
+			[]bool{true, true, true}, []bool{false, false, false}},
+		{"one change, no reply among it", []Reply{did(iv(1), "A"), did(nv(), "A"), val(ev("ERR x"))}, true, nil,
+			[]bool{true, true, false}, []bool{false, false, false}},
+		{"read-only: the reply rule", []Reply{val(iv(0)), val(iv(1)), val(iv(1))}, false, iv(1),
+			[]bool{false, false, false}, []bool{false, false, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +156,7 @@ func TestEvalUndoTargets(t *testing.T) {
 				if !errors.Is(err, ErrNoQuorum) {
 					t.Fatalf("Eval = %+v, %v; want a NOQUORUM error", got, err)
 				}
-			} else if err != nil || !EqualValues(got, *tt.want) {
+			} else if err != nil || !EqualValues(got.Value, *tt.want) {
 				t.Fatalf("Eval = %+v, %v; want %+v", got, err, *tt.want)
 			}
 			for i, n := range ens {
@@ -142,12 +165,22 @@ func TestEvalUndoTargets(t *testing.T) {
 				if ev.Kind != Eval || ev.Limit != 7*time.Second || ev.Script != s || ev.Args[0] != "a" {
 					t.Fatalf("node %d first call %+v", i, ev)
 				}
-				if tt.writes != (strings.HasPrefix(ev.Mark, "redlockd:script:{k}:") && ev.TTL == cfg.MaxTTL) {
-					t.Fatalf("node %d Eval mark %q ttl %v (writes %v)", i, ev.Mark, ev.TTL, tt.writes)
+				if tt.writes != (strings.HasPrefix(ev.Mark, "redlockd:script:{k}:") && ev.TTL == cfg.MaxTTL && ev.Max == cfg.MaxTTL) {
+					t.Fatalf("node %d Eval mark %q ttl %v max %v (writes %v)", i, ev.Mark, ev.TTL, ev.Max, tt.writes)
 				}
-				undone := len(cmds) == 2 && cmds[1].Kind == UndoEval && cmds[1].Mark == ev.Mark && cmds[1].Keys[0] == "k"
-				if undone != tt.undone[i] || len(cmds) > 2 {
-					t.Errorf("node %d calls %v; want undone %v", i, n.kinds(), tt.undone[i])
+				var undone, forgot bool
+				for _, cmd := range cmds[1:] {
+					switch {
+					case cmd.Kind == UndoEval && cmd.Mark == ev.Mark && cmd.Keys[0] == "k" && !undone:
+						undone = true
+					case cmd.Kind == ForgetEval && cmd.Mark == ev.Mark && !forgot:
+						forgot = true
+					default:
+						t.Errorf("node %d: unexpected %+v", i, cmd)
+					}
+				}
+				if undone != tt.undone[i] || forgot != tt.forgot[i] {
+					t.Errorf("node %d calls %v; want undone %v, forgotten %v", i, n.kinds(), tt.undone[i], tt.forgot[i])
 				}
 			}
 		})
@@ -173,7 +206,7 @@ func TestEvalDisagreeError(t *testing.T) {
 // TestEvalUndoRetried: an undo that a node does not answer is sent to it
 // again until it does.
 func TestEvalUndoRetried(t *testing.T) {
-	ens, ns := evalNodes(val(iv(1)), val(iv(1)), val(nv()))
+	ens, ns := evalNodes(val(iv(1)), val(iv(1)), did(nv(), "A"))
 	ens[2].undo = errNodeDown
 	cfg := testConfig()
 	cfg.ReleaseRetry = 5 * time.Millisecond
@@ -205,7 +238,7 @@ func TestEvalUndoRetried(t *testing.T) {
 // TestEvalReported: a script's round is one "script" operation, its node
 // calls (the undo's too) reported under it.
 func TestEvalReported(t *testing.T) {
-	_, ns := evalNodes(val(iv(1)), val(iv(1)), val(iv(0)))
+	_, ns := evalNodes(val(iv(1)), val(iv(1)), did(iv(0), "A"))
 	rec := &recObserver{}
 	cfg := testConfig()
 	cfg.Observer = rec
@@ -225,5 +258,31 @@ func TestEvalReported(t *testing.T) {
 		if n.op != OpScript {
 			t.Fatalf("node call reported as %q", n.op)
 		}
+	}
+}
+
+// TestEvalTimed: the keys whose expiry the script set are those of the
+// change that stands; none where the round failed or changed nothing.
+func TestEvalTimed(t *testing.T) {
+	timed := func(e string, each ...bool) Reply { r := did(iv(1), e); r.Each = each; return r }
+	tests := []struct {
+		name string
+		reps []Reply
+		want []bool
+	}{
+		{"stands", []Reply{timed("A", false, true), timed("A", false, true), val(iv(0))}, []bool{false, true}},
+		{"nothing stands", []Reply{timed("A", true, true), val(iv(0)), val(iv(0))}, nil},
+		{"failed", []Reply{timed("A", true, true), timed("B", true, true), val(iv(0))}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ns := evalNodes(tt.reps...)
+			c := newCluster(t, ns, testConfig())
+			defer c.Close()
+			got, _ := c.Eval(context.Background(), &Script{Src: "x", SHA: "y"}, []string{"k", "l"}, nil, true)
+			if !slices.Equal(got.Timed, tt.want) {
+				t.Fatalf("Timed = %v; want %v", got.Timed, tt.want)
+			}
+		})
 	}
 }

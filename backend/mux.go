@@ -674,11 +674,27 @@ func (l *line) reset(w *wire, cause error) {
 		l.cur = nil
 	}
 	l.mu.Unlock()
-	w.nc.Close()
+	abort(w.nc)
 	err := fmt.Errorf("%w: %w", errConnReset, cause)
 	for _, r := range pending {
 		r.finish(reply{}, err)
 	}
+}
+
+// abort closes nc at once, dropping whatever the server has not taken
+// yet: the requests on it have been failed as unanswered, and a later
+// command (the next round of the same token, on a new connection) must
+// never be overtaken by one of them. A plain close would leave TCP
+// retransmitting them, after a partition heals, behind that command.
+func abort(nc net.Conn) {
+	raw := nc
+	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		raw = tc.NetConn()
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = nc.Close()
 }
 
 // shutdown fails what is queued, closes the connection and waits for its

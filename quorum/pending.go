@@ -91,8 +91,8 @@ type pendingQueue struct {
 	// out: how many entries a drain holds, taken from entries; gone
 	// names the compare-and-deletes superseded meanwhile, which the drain
 	// skips. Both guarded by mu; gone is emptied when the batch is back.
-	out  int
-	gone map[pendingKey]struct{}
+	out      int
+	gone     map[pendingKey]struct{}
 	size     atomic.Int64 // len(entries) + out, read without the lock
 	draining atomic.Bool
 }

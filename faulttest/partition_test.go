@@ -23,11 +23,10 @@ import (
 // majority of backends, B must not get the key, and the holder's UNLOCK
 // must find it.
 //
-// The heal comes staleAfter past the cut: a connection A gave up on
-// while cut has TCP retransmit its unsent bytes at 0.2, 0.6, 1.4, 3 and
-// 6.2 s after they were written, so a heal just past 3 s lets the grant
-// land well before the next retransmission, which then falls inside the
-// grant's validity.
+// The heal comes staleAfter past the cut: long after A gave up on the
+// connections it had when the link broke (TCP would deliver their unsent
+// bytes, a release among them, once the link is back) and after the
+// holder's lock expired.
 func TestPartitionHealedGrantOutlivesEarlierTries(t *testing.T) {
 	for _, tc := range []struct {
 		name string

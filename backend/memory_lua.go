@@ -59,7 +59,32 @@ func (s *memOp) eval() quorum.Reply {
 	if over {
 		v = errorValue(quorum.MsgTTLExceedsMax)
 	}
+	if !s.c.Script.RESP3 {
+		v = downgrade(v)
+	}
 	return quorum.Reply{OK: true, Value: &v, TTL: ttl, Effect: effect, Each: timed}
+}
+
+// downgrade is v as Redis gives it to a RESP2 client: a map as a flat
+// array, a set as an array, a boolean as 1 or 0, a double, a big number
+// and a verbatim string's text as bulk strings.
+func downgrade(v quorum.Value) quorum.Value {
+	switch v.Kind {
+	case quorum.MapValue, quorum.SetValue, quorum.ArrayValue:
+		elems := make([]quorum.Value, len(v.Elems))
+		for i, e := range v.Elems {
+			elems[i] = downgrade(e)
+		}
+		return quorum.Value{Kind: quorum.ArrayValue, Elems: elems}
+	case quorum.BoolValue:
+		return quorum.Value{Kind: quorum.IntValue, Int: v.Int}
+	case quorum.DoubleValue, quorum.BigNumValue:
+		return quorum.Value{Kind: quorum.BulkValue, Str: v.Str}
+	case quorum.VerbatimValue:
+		_, text, _ := strings.Cut(v.Str, ":")
+		return quorum.Value{Kind: quorum.BulkValue, Str: text}
+	}
+	return v
 }
 
 // memDBs is how many databases SELECT reaches, as on a default Redis.
@@ -74,6 +99,8 @@ type luaRun struct {
 	// callErr is the last error redis.call raised: the script's reply
 	// when it goes uncaught, without the "ERR" of a runtime error.
 	callErr string
+	// resp3: the script called redis.setresp(3).
+	resp3 bool
 }
 
 type touchedKey struct {
@@ -100,7 +127,7 @@ func (r *luaRun) run(proto *lua.FunctionProto) (v quorum.Value, late bool) {
 	if err != nil {
 		return r.scriptError(err), false
 	}
-	return luaToValue(L.Get(-1), 0), false
+	return r.toValue(L.Get(-1), 0), false
 }
 
 // scriptError is the reply of a script that raised err: redis.call's
@@ -267,7 +294,7 @@ func (r *luaRun) redisTable(L *lua.LState) *lua.LTable {
 		"status_reply":       func(L *lua.LState) int { return replyTable(L, "ok") },
 		"sha1hex":            luaSHA1Hex,
 		"log":                luaLog,
-		"setresp":            luaSetResp,
+		"setresp":            r.setResp,
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
 		// The node replicates nothing: a script's effects are its own.
 		"set_repl": func(L *lua.LState) int { L.CheckInt(1); return 0 },
@@ -294,7 +321,10 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 		r.callErr = v.Str
 		L.Error(lua.LString(v.Str), 0)
 	}
-	L.Push(valueToLua(L, v))
+	if r.resp3 && v.Kind == quorum.ArrayValue && strings.EqualFold(args[0], "hgetall") {
+		v.Kind = quorum.MapValue // RESP3's reply of HGETALL
+	}
+	L.Push(r.valueToLua(L, v))
 	return 1
 }
 
@@ -357,13 +387,15 @@ func luaLog(L *lua.LState) int {
 	return 0
 }
 
-// luaSetResp accepts RESP2 only: the node converts replies as RESP2 does.
-func luaSetResp(L *lua.LState) int {
+// setResp is redis.setresp: with 3, command replies reach the script in
+// RESP3's forms (a map is {map=…}, a null is nil) and its booleans are
+// RESP3 booleans, as on Redis 7.
+func (r *luaRun) setResp(L *lua.LState) int {
 	switch L.CheckInt(1) {
 	case 2:
-		return 0
+		r.resp3 = false
 	case 3:
-		L.RaiseError("RESP3 is not supported by the in-memory node's scripts")
+		r.resp3 = true
 	default:
 		L.RaiseError("RESP version must be 2 or 3.")
 	}
@@ -374,24 +406,29 @@ func luaSetResp(L *lua.LState) int {
 // holds itself is an error and not an endless conversion.
 const luaMaxDepth = 64
 
-// luaToValue converts a script's reply as Redis 7 does.
-func luaToValue(lv lua.LValue, depth int) quorum.Value {
+// toValue converts a script's reply as Redis 7 does.
+func (r *luaRun) toValue(lv lua.LValue, depth int) quorum.Value {
 	switch v := lv.(type) {
 	case lua.LString:
 		return quorum.Value{Kind: quorum.BulkValue, Str: string(v)}
 	case lua.LNumber:
 		return quorum.Value{Kind: quorum.IntValue, Int: int64(v)}
 	case lua.LBool:
-		if v {
+		switch {
+		case r.resp3 && bool(v):
+			return quorum.Value{Kind: quorum.BoolValue, Int: 1}
+		case r.resp3:
+			return quorum.Value{Kind: quorum.BoolValue}
+		case bool(v):
 			return quorum.Value{Kind: quorum.IntValue, Int: 1}
 		}
 	case *lua.LTable:
-		return tableToValue(v, depth)
+		return r.tableToValue(v, depth)
 	}
 	return quorum.Value{Kind: quorum.NilValue}
 }
 
-func tableToValue(t *lua.LTable, depth int) quorum.Value {
+func (r *luaRun) tableToValue(t *lua.LTable, depth int) quorum.Value {
 	if depth >= luaMaxDepth {
 		return errorValue("ERR reached lua stack limit")
 	}
@@ -401,18 +438,69 @@ func tableToValue(t *lua.LTable, depth int) quorum.Value {
 	if s, ok := t.RawGetString("ok").(lua.LString); ok {
 		return quorum.Value{Kind: quorum.StatusValue, Str: string(s)}
 	}
+	if v, ok := r.resp3TableValue(t, depth); ok {
+		return v
+	}
 	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{}}
 	for i := 1; ; i++ {
 		e := t.RawGetInt(i)
 		if e == lua.LNil {
 			return arr
 		}
-		arr.Elems = append(arr.Elems, luaToValue(e, depth+1))
+		arr.Elems = append(arr.Elems, r.toValue(e, depth+1))
 	}
 }
 
+// resp3TableValue converts the tables that stand for RESP3's types, in
+// Redis 7's order: {double=n}, {big_number=s}, {verbatim_string={format=f,
+// string=s}}, {map=t} (each pair of t, in the table's order) and {set=t}
+// (t's keys). The writer gives a RESP2 client what Redis gives it.
+func (r *luaRun) resp3TableValue(t *lua.LTable, depth int) (quorum.Value, bool) {
+	if n, ok := t.RawGetString("double").(lua.LNumber); ok {
+		return quorum.Value{Kind: quorum.DoubleValue, Str: luaDouble(float64(n))}, true
+	}
+	if s, ok := t.RawGetString("big_number").(lua.LString); ok {
+		return quorum.Value{Kind: quorum.BigNumValue, Str: string(s)}, true
+	}
+	if vt, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
+		f, okf := vt.RawGetString("format").(lua.LString)
+		s, oks := vt.RawGetString("string").(lua.LString)
+		if okf && oks {
+			return quorum.Value{Kind: quorum.VerbatimValue, Str: string(f) + ":" + string(s)}, true
+		}
+	}
+	if m, ok := t.RawGetString("map").(*lua.LTable); ok {
+		v := quorum.Value{Kind: quorum.MapValue, Elems: []quorum.Value{}}
+		m.ForEach(func(k, e lua.LValue) {
+			v.Elems = append(v.Elems, r.toValue(k, depth+1), r.toValue(e, depth+1))
+		})
+		return v, true
+	}
+	if st, ok := t.RawGetString("set").(*lua.LTable); ok {
+		v := quorum.Value{Kind: quorum.SetValue, Elems: []quorum.Value{}}
+		st.ForEach(func(k, _ lua.LValue) { v.Elems = append(v.Elems, r.toValue(k, depth+1)) })
+		return v, true
+	}
+	return quorum.Value{}, false
+}
+
+// luaDouble spells f as Redis 7 does ("%.17g"; inf, -inf, nan and -nan).
+func luaDouble(f float64) string {
+	switch {
+	case math.IsNaN(f) && math.Signbit(f):
+		return "-nan"
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 17, 64)
+}
+
 // valueToLua converts a command's reply for the script as Redis 7 does.
-func valueToLua(L *lua.LState, v quorum.Value) lua.LValue {
+func (r *luaRun) valueToLua(L *lua.LState, v quorum.Value) lua.LValue {
 	switch v.Kind {
 	case quorum.IntValue:
 		return lua.LNumber(v.Int)
@@ -425,9 +513,20 @@ func valueToLua(L *lua.LState, v quorum.Value) lua.LValue {
 	case quorum.ArrayValue:
 		t := L.CreateTable(len(v.Elems), 0)
 		for i, e := range v.Elems {
-			t.RawSetInt(i+1, valueToLua(L, e))
+			t.RawSetInt(i+1, r.valueToLua(L, e))
 		}
 		return t
+	case quorum.MapValue:
+		m := L.CreateTable(0, len(v.Elems)/2)
+		for i := 0; i+1 < len(v.Elems); i += 2 {
+			m.RawSet(r.valueToLua(L, v.Elems[i]), r.valueToLua(L, v.Elems[i+1]))
+		}
+		t := L.CreateTable(0, 1)
+		t.RawSetString("map", m)
+		return t
+	}
+	if r.resp3 {
+		return lua.LNil // RESP3's null
 	}
 	return lua.LFalse
 }

@@ -456,7 +456,6 @@ func TestMemoryEvalNodeOnly(t *testing.T) {
 		{"undefined global read", `return undefined_thing`, "ERR"},
 		{"command not admitted", `return redis.call('incr', KEYS[1])`, "ERR"},
 		{"unknown command", `return redis.pcall('nosuch')`, "ERR"},
-		{"setresp 3", `redis.setresp(3); return 1`, "ERR"},
 		{"huge string.rep", `return string.rep('x', 1e12)`, "ERR"},
 		{"string.rep", `return string.rep('ab', 3)`, `2:"ababab"`},
 		{"deep recursion", `local function f(n) return 1 + f(n) end; return f(1)`, "ERR"},

@@ -101,8 +101,11 @@ type request struct {
 	fired atomic.Bool
 	// skip is how many replies come before the one that answers the
 	// request (a MULTI … EXEC sent as one request: only EXEC's counts);
-	// they are dropped. Read and counted down under the line's lock.
+	// they are dropped. after is how many come after it (HELLO 2 behind a
+	// script wanted in RESP3), dropped too: negative once the answer was
+	// read. Both read and counted under the line's lock.
 	skip  int32
+	after int32
 	small [160]byte
 }
 
@@ -622,16 +625,25 @@ func (l *line) pair(w *wire, p *paired) bool {
 }
 
 // pop returns the oldest request, or nil while this reply is one it skips
-// (it stays the oldest until its last); false when none is waiting. l.mu
-// is held.
+// or drops after its answer (it stays the oldest until its last); false
+// when none is waiting. l.mu is held.
 func (l *line) pop(w *wire) (*request, bool) {
 	if w.pending.len() == 0 {
 		return nil, false
 	}
 	r := w.pending.front()
-	if r.skip > 0 {
+	switch {
+	case r.skip > 0:
 		r.skip--
 		return nil, true
+	case r.after < 0: // answered: a reply it drops after its answer
+		if r.after++; r.after == 0 {
+			w.pending.pop()
+		}
+		return nil, true
+	case r.after > 0: // the answer; the request stays for what follows
+		r.after = -r.after
+		return r, true
 	}
 	w.pending.pop()
 	return r, true
@@ -674,11 +686,27 @@ func (l *line) reset(w *wire, cause error) {
 		l.cur = nil
 	}
 	l.mu.Unlock()
-	w.nc.Close()
+	abort(w.nc)
 	err := fmt.Errorf("%w: %w", errConnReset, cause)
 	for _, r := range pending {
 		r.finish(reply{}, err)
 	}
+}
+
+// abort closes nc at once, dropping whatever the server has not taken
+// yet: the requests on it have been failed as unanswered, and a later
+// command (the next round of the same token, on a new connection) must
+// never be overtaken by one of them. A plain close would leave TCP
+// retransmitting them, after a partition heals, behind that command.
+func abort(nc net.Conn) {
+	raw := nc
+	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		raw = tc.NetConn()
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = nc.Close()
 }
 
 // shutdown fails what is queued, closes the connection and waits for its

@@ -3,6 +3,7 @@ package backend
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -11,11 +12,16 @@ import (
 // connection can no longer be trusted to pair replies with requests.
 var errProtocol = errors.New("backend: protocol error in reply")
 
-// reply is one parsed RESP2 reply. The mux speaks RESP2 only (it never sends
-// HELLO), so these five kinds are all there is.
+// reply is one parsed reply. The mux's connections speak RESP2; only a
+// client's script wanted in RESP3 (quorum.Script.RESP3) is sent between
+// HELLO 3 and HELLO 2, so its reply, and HELLO 3's own, carry the RESP3
+// types as well.
 type reply struct {
-	kind  byte // '+', '-', ':', '$', '*'
-	null  bool // $-1 or *-1
+	// '+', '-', ':', '$', '*'; RESP3: '%' (elems: key, value…), '~',
+	// ',' and '(' (str: the digits), '#' (num: 1 or 0), '_' (null), '='
+	// (str: "fmt:text"). A blob error ('!') is read as '-'.
+	kind  byte
+	null  bool // $-1, *-1 or _
 	str   string
 	num   int64
 	elems []reply
@@ -77,7 +83,71 @@ func parseReply(b []byte) (r reply, n int, err error) {
 	case '*':
 		return parseArray(b, line, n)
 	}
+	return parseRESP3(b, line, n)
+}
+
+// parseRESP3 parses the RESP3 types, as parseReply does.
+func parseRESP3(b, line []byte, n int) (reply, int, error) {
+	r := reply{kind: line[0]}
+	switch r.kind {
+	case ',', '(':
+		r.str = string(line[1:])
+		return r, n, nil
+	case '#':
+		switch string(line[1:]) {
+		case "t":
+			r.num = 1
+		case "f":
+		default:
+			return reply{}, 0, errProtocol
+		}
+		return r, n, nil
+	case '_':
+		r.null = true
+		return r, n, nil
+	case '=', '!':
+		r, n, err := parseBulk(b, line, n)
+		if r.kind = line[0]; r.kind == '!' {
+			r.kind = '-'
+		}
+		return r, n, err
+	case '~':
+		r, n, err := parseArray(b, line, n)
+		r.kind = '~'
+		return r, n, err
+	case '%':
+		return parseMap(b, line, n)
+	case '|':
+		// An attribute comes ahead of the reply it describes: skipped.
+		_, m, err := parseMap(b, line, n)
+		if err != nil || m == 0 {
+			return reply{}, 0, err
+		}
+		next, k, err := parseReply(b[m:])
+		if err != nil || k == 0 {
+			return reply{}, 0, err
+		}
+		return next, m + k, nil
+	}
 	return reply{}, 0, errProtocol
+}
+
+// parseMap parses a map of count pairs as 2*count elements.
+func parseMap(b, line []byte, n int) (reply, int, error) {
+	count, err := atoi(line[1:])
+	if err != nil || count < 0 || count > math.MaxInt32 {
+		return reply{}, 0, errProtocol
+	}
+	r := reply{kind: '%', elems: make([]reply, 2*count)}
+	for i := range r.elems {
+		e, m, err := parseReply(b[n:])
+		if err != nil || m == 0 {
+			return reply{}, 0, err
+		}
+		r.elems[i] = e
+		n += m
+	}
+	return r, n, nil
 }
 
 func parseBulk(b, line []byte, n int) (reply, int, error) {

@@ -45,27 +45,47 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 	c.send(&c.req, deadline)
 }
 
-// askingReq is ASKING, encoded.
-var askingReq = resp.AppendCommand(nil, []string{"asking"})
+// askingReq is ASKING, encoded; hello3Req and hello2Req switch the
+// connection's protocol.
+var (
+	askingReq = resp.AppendCommand(nil, []string{"asking"})
+	hello3Req = resp.AppendCommand(nil, []string{"hello", "3"})
+	hello2Req = resp.AppendCommand(nil, []string{"hello", "2"})
+)
 
 // send submits r, one of c's requests, on c's line. A call that follows an
 // ASK redirect puts ASKING in front of every request it sends, resends
 // included: the importing master serves the slot's keys only to the
 // command (or MULTI … EXEC) right after ASKING. ASKING's reply is skipped.
+// A client's script wanted in RESP3 goes between HELLO 3 and HELLO 2 in
+// the same request: Redis converts a script's reply to the protocol of
+// the connection, and the connection is back to RESP2 before the next
+// request on it. Both HELLO replies are dropped.
 func (c *call) send(r *request, deadline time.Time) {
 	if c.asking {
 		r.buf = append(append(make([]byte, 0, len(askingReq)+len(r.buf)), askingReq...), r.buf...)
 		r.skip++
 	}
+	if c.resp3 {
+		buf := make([]byte, 0, len(hello3Req)+len(r.buf)+len(hello2Req))
+		r.buf = append(append(append(buf, hello3Req...), r.buf...), hello2Req...)
+		r.skip++
+		r.after = 1
+	}
 	c.ln.submit(r, deadline, c)
 }
 
-// sent is the command c sent first, without the ASKING in front of it.
+// sent is the command c sent first, without the ASKING and HELLOs around
+// it.
 func (c *call) sent() []byte {
-	if c.asking {
-		return c.req.buf[len(askingReq):]
+	b := c.req.buf
+	if c.resp3 {
+		b = b[len(hello3Req) : len(b)-len(hello2Req)]
 	}
-	return c.req.buf
+	if c.asking {
+		b = b[len(askingReq):]
+	}
+	return b
 }
 
 // doAsking is Do after ASKING, for a Redis Cluster's ASK redirect.
@@ -95,6 +115,7 @@ type call struct {
 	kind   quorum.CmdKind
 	evaled bool  // sent again as EVAL after NOSCRIPT
 	asking bool  // follows an ASK redirect: each request begins with ASKING
+	resp3  bool  // a client's script wanted in RESP3 (see send)
 	nkeys  int32 // ReleaseEach, permits: how many answers to expect
 }
 

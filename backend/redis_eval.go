@@ -225,6 +225,7 @@ func (c *call) buildEval(cmd *quorum.Cmd, channel string) error {
 		return errors.New("no script")
 	}
 	c.s = &script{src: cmd.Script.Src, sha: cmd.Script.SHA}
+	c.resp3 = cmd.Script.RESP3
 	if cmd.Mark == "" {
 		c.script(c.s, readValue, cmd.Keys, cmd.Args...)
 		return nil
@@ -350,26 +351,36 @@ func readMarked(_ *call, rep reply) (quorum.Reply, error) {
 // markSlackMillis is evalMarkSlack as the after step takes it.
 var markSlackMillis = strconv.FormatInt(evalMarkSlack.Milliseconds(), 10)
 
-// toValue converts a RESP2 reply as Redis converted the script's Lua
-// value: false is a null bulk, true the integer 1.
+// toValue converts a reply as Redis converted the script's Lua value for
+// the connection's protocol (in RESP2: false is a null bulk, true the
+// integer 1, a map a flat array, a double a bulk string).
 func toValue(rep reply) quorum.Value {
-	switch {
-	case rep.null:
+	if rep.null {
 		return quorum.Value{Kind: quorum.NilValue}
-	case rep.kind == ':':
+	}
+	switch rep.kind {
+	case ':':
 		return quorum.Value{Kind: quorum.IntValue, Int: rep.num}
-	case rep.kind == '+':
-		return quorum.Value{Kind: quorum.StatusValue, Str: rep.str}
-	case rep.kind == '-':
-		return quorum.Value{Kind: quorum.ErrorValue, Str: rep.str}
-	case rep.kind == '*':
+	case '#':
+		return quorum.Value{Kind: quorum.BoolValue, Int: rep.num}
+	case '*', '%', '~':
 		elems := make([]quorum.Value, len(rep.elems))
 		for i, e := range rep.elems {
 			elems[i] = toValue(e)
 		}
-		return quorum.Value{Kind: quorum.ArrayValue, Elems: elems}
+		return quorum.Value{Kind: valueKinds[rep.kind], Elems: elems}
+	}
+	if k, ok := valueKinds[rep.kind]; ok {
+		return quorum.Value{Kind: k, Str: rep.str}
 	}
 	return quorum.Value{Kind: quorum.BulkValue, Str: rep.str}
+}
+
+// valueKinds is the Value kind of each reply type.
+var valueKinds = map[byte]quorum.ValueKind{
+	'+': quorum.StatusValue, '-': quorum.ErrorValue, '*': quorum.ArrayValue,
+	'%': quorum.MapValue, '~': quorum.SetValue, ',': quorum.DoubleValue,
+	'(': quorum.BigNumValue, '=': quorum.VerbatimValue,
 }
 
 // scriptOwnError reports whether err, a plain script's error reply, is

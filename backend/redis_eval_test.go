@@ -298,3 +298,49 @@ return redis.call('pttl', KEYS[1])`
 		t.Fatal("h is still there after both rounds were undone")
 	}
 }
+
+// TestRedisEvalRESP3: a script wanted in RESP3 answers with RESP3's types,
+// plain, marked and after NOSCRIPT; the commands sent right behind it on
+// the same connection are answered in RESP2 and paired with their own
+// replies.
+func TestRedisEvalRESP3(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newTestRedis(t, srv.Addr())
+	const src = `redis.call("set", KEYS[1], "v", "px", 60000) return {map={a={double=1.5}}}`
+	want := quorum.Value{Kind: quorum.MapValue, Elems: []quorum.Value{
+		{Kind: quorum.BulkValue, Str: "a"}, {Kind: quorum.DoubleValue, Str: "1.5"}}}
+	flat := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{
+		{Kind: quorum.BulkValue, Str: "a"}, {Kind: quorum.BulkValue, Str: "1.5"}}}
+	for _, flush := range []bool{false, true} {
+		for _, cmd := range []quorum.Cmd{evalCmd(src, []string{"k"}), markedEvalCmd("redlockd:script:{k}:m3", src, []string{"k"})} {
+			// Loaded, the script keeps its place among the commands on
+			// the key; flushed, it is sent again behind them (NOSCRIPT).
+			setup := srv.Client().ScriptLoad(t.Context(), src).Err()
+			if flush {
+				setup = srv.Client().ScriptFlush(t.Context()).Err()
+			}
+			if setup != nil {
+				t.Fatal(setup)
+			}
+			three := cmd
+			s := *cmd.Script
+			s.RESP3 = true
+			three.Script = &s
+			got := make(chan quorum.Reply, 3)
+			dl := time.Now().Add(5 * time.Second)
+			r.Do(dl, three, quorum.ReceiverFunc(func(rep quorum.Reply) { got <- rep }))
+			gets := make(chan quorum.Reply, 1)
+			r.Do(dl, quorum.Cmd{Kind: quorum.Get, Key: "k"}, quorum.ReceiverFunc(func(rep quorum.Reply) { gets <- rep }))
+			r.Do(dl, evalCmd(src, []string{"k"}), quorum.ReceiverFunc(func(rep quorum.Reply) { got <- rep }))
+			if v := mustValue(t, <-got); !quorum.EqualValues(v, want) {
+				t.Errorf("RESP3 (mark %q, flushed %v) = %+v; want %+v", cmd.Mark, flush, v, want)
+			}
+			if rep := <-gets; rep.Err != nil || !flush && rep.Token != "v" {
+				t.Errorf("GET behind it = %+v; want v", rep)
+			}
+			if v := mustValue(t, <-got); !quorum.EqualValues(v, flat) {
+				t.Errorf("RESP2 behind it = %+v; want %+v", v, flat)
+			}
+		}
+	}
+}

@@ -59,6 +59,9 @@ func (w *replyCounter) WriteInt(int64)               { w.value() }
 func (w *replyCounter) WriteNull()                   { w.value() }
 func (w *replyCounter) WriteDouble(float64)          { w.value() }
 func (w *replyCounter) WriteVerbatim(string, string) { w.value() }
+func (w *replyCounter) WriteDoubleText(string)       { w.value() }
+func (w *replyCounter) WriteBool(bool)               { w.value() }
+func (w *replyCounter) WriteBigNumber(string)        { w.value() }
 func (w *replyCounter) WritePush(n int)              { w.WriteArray(n) }
 func (w *replyCounter) WriteArray(n int)             { w.aggregate("array", n) }
 func (w *replyCounter) WriteMap(n int)               { w.aggregate("map", 2*n) }

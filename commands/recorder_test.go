@@ -58,6 +58,9 @@ func (r *recorder) WriteMap(n int)            { r.start("{", "}", 2*n) }
 func (r *recorder) WriteSet(n int)            { r.start("~[", "]", n) }
 func (r *recorder) WriteDouble(f float64)     { r.emit(fmt.Sprintf(",%g", f)) }
 func (r *recorder) WriteVerbatim(_, s string) { r.emit("=" + s) }
+func (r *recorder) WriteDoubleText(s string)  { r.emit("," + s) }
+func (r *recorder) WriteBool(b bool)          { r.emit(fmt.Sprintf("#%v", b)) }
+func (r *recorder) WriteBigNumber(s string)   { r.emit("(" + s) }
 func (r *recorder) WritePush(n int)           { r.WriteArray(n) }
 
 func (r *recorder) String() string {

@@ -42,8 +42,14 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 	}
 	var res quorum.ScriptResult
 	var err error
+	s := e.script
+	if c.s.Proto() == 3 {
+		s3 := *s
+		s3.RESP3 = true
+		s = &s3
+	}
 	run := func() []bool {
-		res, err = h.cluster.DB(db).Eval(c.s.Context(), e.script, keys, args, e.info.Writes)
+		res, err = h.cluster.DB(db).Eval(c.s.Context(), s, keys, args, e.info.Writes)
 		return res.Timed
 	}
 	if e.info.Writes {
@@ -99,7 +105,8 @@ func checkRefusal(err error) string {
 }
 
 // writeValue writes a script's reply as Redis does: nil as the null of
-// the connection's protocol, errors as error replies, even nested.
+// the connection's protocol, errors as error replies, even nested; the
+// RESP3 types as themselves, or as Redis gives them to a RESP2 client.
 func writeValue(w Writer, v quorum.Value) {
 	switch v.Kind {
 	case quorum.NilValue:
@@ -110,8 +117,24 @@ func writeValue(w Writer, v quorum.Value) {
 		w.WriteSimple(v.Str)
 	case quorum.ErrorValue:
 		w.WriteError(v.Str)
-	case quorum.ArrayValue:
-		w.WriteArray(len(v.Elems))
+	case quorum.BoolValue:
+		w.WriteBool(v.Int != 0)
+	case quorum.DoubleValue:
+		w.WriteDoubleText(v.Str)
+	case quorum.BigNumValue:
+		w.WriteBigNumber(v.Str)
+	case quorum.VerbatimValue:
+		format, text, _ := strings.Cut(v.Str, ":")
+		w.WriteVerbatim(format, text)
+	case quorum.ArrayValue, quorum.MapValue, quorum.SetValue:
+		switch v.Kind {
+		case quorum.MapValue:
+			w.WriteMap(len(v.Elems) / 2)
+		case quorum.SetValue:
+			w.WriteSet(len(v.Elems))
+		default:
+			w.WriteArray(len(v.Elems))
+		}
 		for _, e := range v.Elems {
 			writeValue(w, e)
 		}

@@ -21,6 +21,13 @@ type Writer interface {
 	WriteSet(n int)
 	// WriteDouble writes a double (a bulk string in RESP2).
 	WriteDouble(f float64)
+	// WriteDoubleText writes a double spelled as s (a node wrote it so).
+	WriteDoubleText(s string)
+	// WriteBool writes a boolean (the integer 1 or 0 in RESP2).
+	WriteBool(b bool)
+	// WriteBigNumber writes a big number of the digits s (a bulk string
+	// in RESP2).
+	WriteBigNumber(s string)
 	// WriteVerbatim writes a verbatim text string (a bulk string in RESP2).
 	WriteVerbatim(format, s string)
 	// WritePush starts a push of n elements (an array in RESP2), written

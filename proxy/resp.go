@@ -99,10 +99,36 @@ func (w *Writer) WriteSet(n int) {
 
 // WriteDouble writes f as Redis 7.0 does: "%.17g" digits, inf/-inf/nan
 // spelled out; a RESP3 double, or a bulk string in RESP2.
-func (w *Writer) WriteDouble(f float64) {
-	s := formatDouble(f)
+func (w *Writer) WriteDouble(f float64) { w.WriteDoubleText(formatDouble(f)) }
+
+// WriteDoubleText writes the double spelled s: ,s in RESP3, a bulk
+// string in RESP2.
+func (w *Writer) WriteDoubleText(s string) {
 	if w.resp3() {
 		w.line(',', s)
+		return
+	}
+	w.WriteBulkString(s)
+}
+
+// WriteBool writes #t or #f in RESP3, :1 or :0 in RESP2.
+func (w *Writer) WriteBool(b bool) {
+	switch {
+	case !w.resp3() && b:
+		w.WriteInt(1)
+	case !w.resp3():
+		w.WriteInt(0)
+	case b:
+		w.buf = append(w.buf, '#', 't', '\r', '\n')
+	default:
+		w.buf = append(w.buf, '#', 'f', '\r', '\n')
+	}
+}
+
+// WriteBigNumber writes (s in RESP3, a bulk string in RESP2.
+func (w *Writer) WriteBigNumber(s string) {
+	if w.resp3() {
+		w.line('(', s)
 		return
 	}
 	w.WriteBulkString(s)

@@ -12,7 +12,8 @@
 // rule Q = N/2+1, the validity arithmetic (ttl - elapsed - drift, on Go's
 // monotonic clock), the cleanup after a failed grant, the retries of
 // releases a node did not answer (bounded, per node, until it answers or
-// the key's ttl has passed; Close stops them) and the Observer's reports
+// the key's ttl has passed, or until a later round stores the same token
+// there; Close stops them) and the Observer's reports
 // exist once, for all of them. A round is driven by the replies: no
 // goroutine waits per node, and the Async operations hand their outcome to
 // a callback, so a caller can keep many rounds in flight.

@@ -330,6 +330,10 @@ type Cmd struct {
 type Script struct {
 	Src string
 	SHA string // hex SHA1 of Src
+	// RESP3: the reply is wanted as Redis gives it to a RESP3 client (one
+	// that said HELLO 3): maps, sets, doubles, booleans, big numbers and
+	// verbatim strings keep their types. Otherwise as to a RESP2 client.
+	RESP3 bool
 }
 
 // ValueKind is the type of a script's reply.
@@ -343,13 +347,20 @@ const (
 	StatusValue
 	ErrorValue
 	ArrayValue
+	// The RESP3 types, in a reply wanted so (Script.RESP3).
+	MapValue      // Elems: key, value, key, value…
+	SetValue      // Elems
+	DoubleValue   // Str: the digits as the node wrote them ("3.5", "inf")
+	BoolValue     // Int: 1 true, 0 false
+	BigNumValue   // Str: the digits
+	VerbatimValue // Str: the format, a colon, the text ("txt:hello")
 )
 
 // Value is a script's reply as one node gave it.
 type Value struct {
 	Kind  ValueKind
 	Int   int64
-	Str   string // BulkValue, StatusValue, ErrorValue
+	Str   string // BulkValue, StatusValue, ErrorValue, DoubleValue, BigNumValue, VerbatimValue
 	Elems []Value
 }
 

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +23,16 @@ import (
 // answers. The record is bounded: at most maxPendingPerNode entries per
 // node (the oldest are dropped first), and an entry is dropped once its
 // ttl has passed, since the key has expired on the node by then. Only tokens whose lock was
-// released or never granted are recorded, and tokens are unique per
-// acquisition, so a retry can never delete a lock that someone holds.
+// released or never granted are recorded.
+//
+// A token can come back: a blocking acquire keeps its token from round to
+// round, and a client retrying SET NX keeps its own value. A queued
+// compare-and-delete of key=token is the undo of an earlier round, never
+// of a later one: a round that asks a node to store key=token supersedes
+// the node's queued compare-and-deletes of it (supersede), before that
+// round's command leaves. A retry is handed to its node under the queue's
+// lock, so it either left before the later round's command, on the same
+// connection of the key (and lands before it), or does not leave at all.
 //
 // A retry that finds the token absent is not the end: a SET that timed out
 // may still be on its way (for example on a connection the client already
@@ -49,6 +58,19 @@ type pendingRelease struct {
 	eval *undoEval
 }
 
+// pendingKey names the compare-and-deletes of one key=token in one
+// database.
+type pendingKey struct {
+	db         int
+	key, token string
+}
+
+// cad reports whether e is a plain compare-and-delete (not an exact undo
+// of a marked round), and names it.
+func (e *pendingRelease) cad() (pendingKey, bool) {
+	return pendingKey{e.db, e.key, e.token}, e.undo == nil && e.eval == nil
+}
+
 // undoEval is what UndoEval needs besides the mark.
 type undoEval struct {
 	keys []string
@@ -64,9 +86,14 @@ type undoHold struct {
 
 // pendingQueue holds one node's pending releases, oldest first.
 type pendingQueue struct {
-	mu       sync.Mutex
-	entries  []pendingRelease
-	size     atomic.Int64 // len(entries), read without the lock
+	mu      sync.Mutex
+	entries []pendingRelease
+	// out: how many entries a drain holds, taken from entries; gone
+	// names the compare-and-deletes superseded meanwhile, which the drain
+	// skips. Both guarded by mu; gone is emptied when the batch is back.
+	out      int
+	gone     map[pendingKey]struct{}
+	size     atomic.Int64 // len(entries) + out, read without the lock
 	draining atomic.Bool
 }
 
@@ -147,6 +174,57 @@ func (r *retrier) push(i int, e pendingRelease) {
 	r.arm()
 }
 
+// supersede drops node i's queued compare-and-deletes of key=token in
+// database db, because cmd, about to be sent to it, stores that token
+// there (see storesToken): what an earlier round left of it is now the
+// later round's to keep or undo. Costs one atomic load while node i has
+// nothing queued.
+func (r *retrier) supersede(i, db int, cmd *Cmd) {
+	q := r.queues[i]
+	if q.size.Load() == 0 || !storesToken(cmd.Kind) {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(cmd.Keys) == 0 {
+		r.dropLocked(q, pendingKey{db, cmd.Key, cmd.Token})
+		return
+	}
+	for _, k := range cmd.Keys {
+		r.dropLocked(q, pendingKey{db, k, cmd.Token})
+	}
+}
+
+// dropLocked removes the compare-and-deletes named pk from q, and from
+// the batch a drain holds. q.mu is held.
+func (r *retrier) dropLocked(q *pendingQueue, pk pendingKey) {
+	q.entries = slices.DeleteFunc(q.entries, func(e pendingRelease) bool {
+		k, ok := e.cad()
+		return ok && k == pk
+	})
+	if q.out > 0 {
+		if q.gone == nil {
+			q.gone = make(map[pendingKey]struct{})
+		}
+		q.gone[pk] = struct{}{}
+	}
+	q.resize()
+}
+
+// resize updates q.size; q.mu is held.
+func (q *pendingQueue) resize() { q.size.Store(int64(len(q.entries) + q.out)) }
+
+// storesToken reports whether a command of kind k may store Key=Token
+// (or each key of Keys=Token) on a node.
+func storesToken(k CmdKind) bool {
+	switch k {
+	case SetNX, Set, ExtendOrSetNX, SetNXAll, HoldOwner, RestoreHeld,
+		CompareAndSwap, AcquirePermit, AcquireShared, FairAcquire:
+		return true
+	}
+	return false
+}
+
 // trimLocked drops the oldest entries beyond the limit, then expired ones
 // at the front (entries behind them expire on the next drain).
 func (r *retrier) trimLocked(q *pendingQueue, now time.Time) {
@@ -157,7 +235,7 @@ func (r *retrier) trimLocked(q *pendingQueue, now time.Time) {
 	if drop > 0 {
 		q.entries = append(q.entries[:0:0], q.entries[drop:]...)
 	}
-	q.size.Store(int64(len(q.entries)))
+	q.resize()
 }
 
 // arm schedules the next retry round unless one is scheduled or the
@@ -214,7 +292,7 @@ func (r *retrier) drain(i int) {
 	q := r.queues[i]
 	q.mu.Lock()
 	batch := q.entries
-	q.entries = nil
+	q.entries, q.out = nil, len(batch)
 	q.mu.Unlock()
 	var keep []pendingRelease
 	for j, e := range batch {
@@ -226,10 +304,10 @@ func (r *retrier) drain(i int) {
 			keep = append(keep, e)
 			continue
 		}
-		ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
-		deleted, err := r.retry(ctx, r.nodes[i], e)
-		cancel()
+		deleted, sent, err := r.retry(q, r.nodes[i], e)
 		switch {
+		case !sent:
+			// superseded by a later round of the same token
 		case err != nil:
 			keep = append(append(keep, batch[j+1:]...), e)
 			r.putBack(q, keep)
@@ -244,8 +322,10 @@ func (r *retrier) drain(i int) {
 	r.putBack(q, keep)
 }
 
-// retry sends e to n again; deleted true ends the entry.
-func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted bool, err error) {
+// retry sends e to n again, unless a later round superseded it (sent
+// false); deleted true ends the entry. The command is handed to n under
+// q's lock (see supersede); its reply is awaited outside it.
+func (r *retrier) retry(q *pendingQueue, n Node, e pendingRelease) (deleted, sent bool, err error) {
 	cmd := Cmd{Kind: releaseKind(e.token), Key: e.key, Token: e.token}
 	if e.undo != nil {
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
@@ -254,17 +334,41 @@ func (r *retrier) retry(ctx context.Context, n Node, e pendingRelease) (deleted 
 		cmd = Cmd{Kind: UndoEval, Keys: e.eval.keys, Mark: e.token, DB: e.eval.db, TTL: e.eval.ttl}
 	}
 	cmd.DB = e.db
-	rep := Call(ctx, n, cmd)
-	if e.undo != nil || e.eval != nil {
-		return rep.Err == nil, rep.Err
+	ch := make(chan Reply, 1)
+	q.mu.Lock()
+	if pk, ok := e.cad(); ok {
+		if _, gone := q.gone[pk]; gone {
+			q.mu.Unlock()
+			return false, false, nil
+		}
 	}
-	return rep.OK, rep.Err
+	n.Do(time.Now().Add(r.timeout), cmd, ReceiverFunc(func(rep Reply) { ch <- rep }))
+	q.mu.Unlock()
+	var rep Reply
+	select {
+	case rep = <-ch:
+	case <-r.ctx.Done():
+		rep = Reply{Err: r.ctx.Err()}
+	}
+	if e.undo != nil || e.eval != nil {
+		return rep.Err == nil, true, rep.Err
+	}
+	return rep.OK, true, rep.Err
 }
 
 // putBack returns the entries a drain kept in front of those added
 // meanwhile (they are older).
 func (r *retrier) putBack(q *pendingQueue, keep []pendingRelease) {
 	q.mu.Lock()
+	if len(q.gone) > 0 {
+		keep = slices.DeleteFunc(keep, func(e pendingRelease) bool {
+			k, ok := e.cad()
+			_, gone := q.gone[k]
+			return ok && gone
+		})
+		clear(q.gone)
+	}
+	q.out = 0
 	q.entries = append(keep, q.entries...)
 	r.trimLocked(q, time.Now())
 	q.mu.Unlock()

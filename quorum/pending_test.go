@@ -208,3 +208,36 @@ func TestCloseStopsRetries(t *testing.T) {
 		t.Errorf("%d calls after Close, want none", got-n)
 	}
 }
+
+// The queued undo of a failed round never removes what a later round of
+// the same token granted: a blocking acquire keeps its token between
+// rounds, and a client retrying SET NX keeps its value. Here round one
+// fails with n0 and n1 cut off and its release to n0 is queued; round two,
+// same token, is granted on every node while that release still waits;
+// then n0 answers again and the queued release must not land.
+func TestQueuedUndoSparesLaterGrantOfSameToken(t *testing.T) {
+	fs, nodes := newFakes(3)
+	c := closedCluster(t, nodes, retryConfig())
+	for _, f := range fs[:2] {
+		f.setOpBehavior(opSetNX, behaveErr)
+	}
+	fs[0].setOpBehavior(opCAD, behaveErr)
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); err == nil {
+		t.Fatal("round one was granted with two of three nodes cut off")
+	}
+	if got := c.PendingReleases(); got[0] == 0 {
+		t.Fatalf("PendingReleases = %v, want n0's release queued", got)
+	}
+	fs[0].waitCalls(t, opCAD, 3) // the queued release is being retried
+	for _, f := range fs[:2] {
+		f.setOpBehavior(opSetNX, behaveOK)
+	}
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); err != nil {
+		t.Fatalf("round two: %v", err)
+	}
+	fs[0].setOpBehavior(opCAD, behaveOK)
+	waitFor(t, "nothing queued", func() bool { return totalPending(c) == 0 })
+	if h := holders(fs, key, mine); !slices.Equal(h, []string{"n0", "n1", "n2"}) {
+		t.Fatalf("holders of round two's grant = %v, want [n0 n1 n2]", h)
+	}
+}

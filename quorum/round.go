@@ -113,7 +113,9 @@ func (r *round) init(c *Cluster, op string, vote voter, early int) {
 }
 
 // launch asks every node at once, in the Cluster's database: the one
-// place where a Cmd gets its DB. A nil ask asks every node r.same.
+// place where a Cmd gets its DB, and where a round that stores a token
+// supersedes the queued undos of that token's earlier rounds (see
+// retrier.supersede). A nil ask asks every node r.same.
 func (r *round) launch(ask asker) {
 	r.start = time.Now()
 	deadline := r.start.Add(r.c.cfg.NodeTimeout)
@@ -133,6 +135,7 @@ func (r *round) launch(ask asker) {
 		}
 		cmd.DB = r.c.db
 		nc.asked, nc.kind, nc.ttl = true, cmd.Kind, cmd.TTL
+		r.c.pending.supersede(i, cmd.DB, &cmd)
 		n.Do(deadline, cmd, nc)
 	}
 }

@@ -31,6 +31,10 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, "a script that may write, given an OWNER lock's token (its hold count would not follow); use RENEW and UNLOCK"))
 		return
 	}
+	if err := scriptcheck.ArgsOK(keys, args); err != nil {
+		c.w.WriteError(checkRefusal(err))
+		return
+	}
 	if err := scriptcheck.ArgNamesOK(e.info, args); err != nil {
 		c.w.WriteError(checkRefusal(err))
 		return

@@ -89,6 +89,7 @@ func analyse(chunk []ast.Stmt) (info Info, err error) {
 	w.final = true
 	w.reset()
 	w.block(chunk)
+	w.checkExpired()
 	return w.info, nil
 }
 

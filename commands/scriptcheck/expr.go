@@ -65,7 +65,9 @@ func (w *walker) expr(e ast.Expr, u use) {
 		// Either operand may be the result: it is used as the whole is.
 		w.expr(e.Lhs, u)
 		w.cond++
+		w.maybe++
 		w.expr(e.Rhs, u)
+		w.maybe--
 		w.cond--
 	case *ast.RelationalOpExpr:
 		w.expr(e.Lhs, useRead)
@@ -94,6 +96,9 @@ func (w *walker) expr(e ast.Expr, u use) {
 // ident checks a name used as u.
 func (w *walker) ident(e *ast.IdentExpr, u use) {
 	if l := w.lookup(e.Value); l != nil {
+		if !w.final {
+			w.pairBad[l.id] = true
+		}
 		switch {
 		case l.fn && u != useCallee:
 			fail("the function '%s' used as a value (it may only be called)", l.name)
@@ -157,6 +162,7 @@ func (w *walker) call(c *ast.FuncCallExpr) {
 		// script can hold a function).
 		w.expr(c.Receiver, useRead)
 		w.args(c.Args)
+		w.stringCall(c.Method, c.Args)
 	case w.isReplyExpr(c):
 		w.command(c)
 	case w.readsWhole(c, "KEYS") || w.readsWhole(c, "ARGV"):
@@ -164,6 +170,9 @@ func (w *walker) call(c *ast.FuncCallExpr) {
 	default:
 		w.callee(c.Func)
 		w.args(c.Args)
+		if name := w.stringFunc(c.Func); name != "" && len(c.Args) > 0 {
+			w.stringCall(name, c.Args[1:])
+		}
 	}
 }
 
@@ -192,9 +201,18 @@ func (w *walker) callee(f ast.Expr) {
 		fail("a call of a value the check cannot follow")
 	}
 	w.ident(id, useCallee)
+	l := w.lookup(id.Value)
 	for _, fn := range w.fns {
-		if l := w.lookup(id.Value); l == fn {
+		if l == fn {
 			fail("the recursive function '%s' (unbounded running time)", id.Value)
+		}
+	}
+	if l != nil && l.fn {
+		w.callSteps(l)
+		if w.maybe == 0 {
+			for _, g := range l.discharges {
+				w.discharge(g)
+			}
 		}
 	}
 }
@@ -262,9 +280,15 @@ func (w *walker) command(c *ast.FuncCallExpr) {
 		fail("%s", refusedCommand(name))
 	}
 	w.sawCommand = true
+	w.addCost(commandSteps)
 	w.info.Writes = w.info.Writes || a.writes
 	w.info.Publishes = w.info.Publishes || name == "PUBLISH"
 	args := c.Args[1:]
+	defer w.expires(name, args)
+	if a.keys == keyPairs {
+		w.pairArgs(name, args)
+		return
+	}
 	for i, arg := range args {
 		isKeyPos := a.keys == keyAll || (a.keys == keyFirst && i == 0)
 		if isKeyPos {

@@ -70,10 +70,10 @@ type walker struct {
 	// > 0: the walk is where the script may not pass (a branch, a loop
 	// that may not run); the key groups written without expiry so far;
 	// in a function's body, the groups it gives an expiry to.
-	keysLoops []keysLoop
-	maybe     int
-	pending   map[string]string
-	collect   *[]string
+	keysLoops  []keysLoop
+	maybe      int
+	pending    map[string]string
+	collect    *[]string
 	sawCommand bool
 	selected   bool
 	info       Info

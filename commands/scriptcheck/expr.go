@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // Globals a script may call: pure helpers whose running time is bounded by
@@ -272,7 +274,7 @@ func (w *walker) command(c *ast.FuncCallExpr) {
 	}
 	name := strings.ToUpper(lit.Value)
 	if name == "SELECT" {
-		w.selectDB(c.Args[1:])
+		w.selectDB(c, c.Args[1:])
 		return
 	}
 	a, ok := admitted[name]
@@ -376,8 +378,9 @@ func describe(e ast.Expr) string {
 
 // selectDB checks SELECT: the script's first command, once, outside any
 // branch, loop or function, with a db known from the text: a literal, or
-// ARGV[n] (with or without tonumber), which the proxy reads per request.
-func (w *walker) selectDB(args []ast.Expr) {
+// ARGV[n] (with or without tonumber), which the proxy reads per request
+// (ScriptDB).
+func (w *walker) selectDB(c *ast.FuncCallExpr, args []ast.Expr) {
 	switch {
 	case w.sawCommand || w.selected:
 		fail("SELECT only as the script's first command, and once")
@@ -387,34 +390,61 @@ func (w *walker) selectDB(args []ast.Expr) {
 		fail("SELECT takes one db")
 	}
 	w.selected, w.sawCommand = true, true
-	if db, ok := literalDB(args[0]); ok {
+	pcall := w.isPcall(c)
+	if db, ok := w.literalDB(args[0], pcall); ok {
 		w.info.DB = db
 		return
 	}
 	if n, ok := w.argvIndex(args[0]); ok {
-		w.info.DBArg = n
+		w.info.DBArg, w.info.DBArgPcall = n, pcall
+		_, w.info.DBArgNumber = args[0].(*ast.FuncCallExpr)
+		w.info.DBLine = callLine(c)
 		return
 	}
 	fail("SELECT of a db computed at run time (only a literal, ARGV[n] or tonumber(ARGV[n]))")
 }
 
-// literalDB is the db of a literal SELECT argument (0–15, as the proxy's
-// own SELECT).
-func literalDB(e ast.Expr) (int, bool) {
+// isPcall: c is redis.pcall(…).
+func (w *walker) isPcall(c *ast.FuncCallExpr) bool {
+	name, _ := w.redisField(c.Func)
+	return name == "pcall"
+}
+
+// callLine is the line Lua reports for a call of redis.call/pcall: the
+// line of its '(', which follows the field's name on its line.
+func callLine(c *ast.FuncCallExpr) int {
+	if a, ok := c.Func.(*ast.AttrGetExpr); ok && a.Key.Line() > 0 {
+		return a.Key.Line()
+	}
+	return c.Line()
+}
+
+// literalDB is the db of a literal SELECT argument, read as Redis reads it
+// (a number literal is a Lua number). A SELECT through redis.call that
+// would fail is refused; one through redis.pcall leaves the db (no
+// switch: ok, db -1).
+func (w *walker) literalDB(e ast.Expr, pcall bool) (int, bool) {
 	var s string
+	var db int
+	var msg string
 	switch e := e.(type) {
 	case *ast.NumberExpr:
 		s = e.Value
+		db, msg = selectNumber(s, quorum.DBs)
 	case *ast.StringExpr:
 		s = e.Value
+		db, msg = selectString(s, quorum.DBs)
 	default:
 		return 0, false
 	}
-	db, err := strconv.Atoi(s)
-	if err != nil || db < 0 || db > 15 {
-		fail("SELECT of db %q (the proxy has dbs 0 to 15)", s)
+	switch {
+	case msg == "":
+		return db, true
+	case pcall:
+		return -1, true
 	}
-	return db, true
+	fail("SELECT of db %q (%s; the proxy has dbs 0 to %d)", clip(s), strings.TrimPrefix(msg, "ERR "), quorum.DBs-1)
+	return 0, false
 }
 
 // argvIndex is n of ARGV[n] or tonumber(ARGV[n]) with a literal n >= 1.

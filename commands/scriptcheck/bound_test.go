@@ -74,6 +74,7 @@ func TestCheckAdmitsBounded(t *testing.T) {
 		{"literal patterns without quantifiers", `return {string.match(KEYS[1], '^{(.)}$'), ARGV[1]:find('[%w_%-]:%d'), string.gsub(ARGV[1], '[*+?-]', '.'), ARGV[1]:sub(1, 3)}`},
 		{"string.rep of a literal count", `return string.rep('-', 10) .. ARGV[1]:rep(2)`},
 		{"a short chain of calls", chain(10)},
+		{"trivially bounded loops", `while false do redis.call('GET', KEYS[1]) end; repeat local x = redis.call('GET', KEYS[1]); if x then break end until true; return 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Check(tc.src); err != nil {
@@ -90,6 +91,9 @@ const tripleLoop = `local n=0 for i=1,#ARGV do for j=1,#ARGV do for k=1,#ARGV do
 func TestCheckRefusesUnbounded(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"triple loop over ARGV", tripleLoop, "a loop over #ARGV nested in a loop over #ARGV"},
+		{"while of a value", `local go = ARGV[1]; while go do go = false end`, "a while loop (unbounded running time)"},
+		{"repeat until a value", `repeat until ARGV[1]`, "a repeat loop (unbounded running time)"},
+		{"repeat until false", `repeat until false`, "a repeat loop (unbounded running time)"},
 		{"KEYS loop in an ARGV loop", `for i = 1, #ARGV do for _, k in ipairs(KEYS) do end end`, "a loop over KEYS nested in a loop over #ARGV"},
 		{"ARGV loop in a KEYS loop", `for i = 1, #KEYS do for i, v in pairs(ARGV) do end end`, "a loop over ARGV nested in a loop over #KEYS"},
 		{"reply loop in a KEYS loop", `for _, k in ipairs(KEYS) do local r = redis.call('HGETALL', k); for _, v in ipairs(r) do end end`, "a loop over the reply 'r' nested in a loop over KEYS"},

@@ -200,6 +200,24 @@ func (w *walker) assigned(l *local, e ast.Expr) {
 
 func isNil(e ast.Expr) bool { _, ok := e.(*ast.NilExpr); return ok }
 
+// isFalsy: e is the literal false or nil.
+func isFalsy(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.FalseExpr, *ast.NilExpr:
+		return true
+	}
+	return false
+}
+
+// isTruthy: e is a literal other than false and nil.
+func isTruthy(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.TrueExpr, *ast.NumberExpr, *ast.StringExpr:
+		return true
+	}
+	return false
+}
+
 // isKeysIndex: e is KEYS[expr].
 func (w *walker) isKeysIndex(e ast.Expr) bool {
 	a, ok := e.(*ast.AttrGetExpr)
@@ -285,9 +303,17 @@ func (w *walker) stmt(s ast.Stmt) {
 	case *ast.DoBlockStmt:
 		w.block(s.Stmts)
 	case *ast.WhileStmt:
-		fail("a while loop (unbounded running time)")
+		// Trivially bounded: while false (never runs).
+		if !isFalsy(s.Condition) {
+			fail("a while loop (unbounded running time)")
+		}
+		w.loopBody(nil, nil, s.Stmts, false)
 	case *ast.RepeatStmt:
-		fail("a repeat loop (unbounded running time)")
+		// Trivially bounded: repeat … until true (runs once).
+		if !isTruthy(s.Condition) {
+			fail("a repeat loop (unbounded running time)")
+		}
+		w.loopBody(nil, nil, s.Stmts, false)
 	case *ast.GotoStmt:
 		fail("goto (unbounded running time)")
 	case *ast.LabelStmt, *ast.BreakStmt:

@@ -1,7 +1,7 @@
 package scriptcheck
 
 import (
-	"fmt"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -53,7 +53,8 @@ func ScriptDB(info Info, args []string, conn, dbs int, sha string) (int, error) 
 	case info.DBArgPcall:
 		return conn, nil
 	}
-	return 0, fmt.Errorf("%s script: %s, on @user_script:%d.", msg, sha, info.DBLine)
+	// Redis's words, full stop included.
+	return 0, errors.New(msg + " script: " + sha + ", on @user_script:" + strconv.Itoa(info.DBLine) + ".")
 }
 
 // selectNumber is SELECT of tonumber(s): the db, or the error.

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +14,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 
+	"github.com/redlockd/redlockd/internal/luanum"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -159,6 +158,9 @@ func (r *luaRun) newState() *lua.LState {
 		}
 	}
 	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
+	if tn, ok := L.GetGlobal("tonumber").(*lua.LFunction); ok && tn.GFunction != nil {
+		L.SetGlobal("tonumber", L.NewFunction(luaToNumber(tn.GFunction)))
+	}
 	L.SetGlobal("KEYS", stringsTable(L, r.s.c.Keys))
 	L.SetGlobal("ARGV", stringsTable(L, r.s.c.Args))
 	L.SetGlobal("redis", r.redisTable(L))
@@ -308,22 +310,12 @@ func luaArgs(L *lua.LState) ([]string, string) {
 		case lua.LString:
 			args[i] = string(v)
 		case lua.LNumber:
-			args[i] = luaNumberArg(v)
+			args[i] = luanum.Arg(float64(v))
 		default:
 			return nil, "ERR Lua redis lib command arguments must be strings or integers"
 		}
 	}
 	return args, ""
-}
-
-// luaNumberArg prints a number argument as Redis does: an integer as one,
-// anything else with 17 significant digits.
-func luaNumberArg(n lua.LNumber) string {
-	f := float64(n)
-	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'g', 17, 64)
 }
 
 func replyTable(L *lua.LState, field string) int {

@@ -17,3 +17,22 @@ var luaMultiCases = []luaCase{
 	{name: "MSETNX odd", script: `return redis.pcall('msetnx', KEYS[1], 'a', KEYS[2])['err']`, keys: k12},
 	{name: "MSETNX then PEXPIRE each", script: `local kv = {}; for _, k in ipairs(KEYS) do table.insert(kv, k); table.insert(kv, ARGV[1]) end; local n = redis.call('msetnx', unpack(kv)); for _, k in ipairs(KEYS) do redis.call('pexpire', k, 60000) end; return {n, redis.call('mget', unpack(KEYS))}`, keys: k123, args: []string{"tok"}},
 }
+
+// luaNumberCases: tonumber reads strings as Redis's Lua does, and SELECT
+// of the result lands where Redis's does (or fails as it does).
+var luaNumberCases = func() []luaCase {
+	in := []string{"3", "0x3", "0X3", " 3 ", "\v3\f", "3.0", "1e0", ".3e1", "3.", "+3", "0x1p1", "0x1.8p1", "-0x3",
+		"3\x00junk", "1e-400", "1e400", "inf", "-infinity", "nan", "0x", "3e", "3abc", "", "-0", "03", "99999999999999999"}
+	show := `local function show(n)
+  if n == nil then return 'nil' elseif n ~= n then return 'nan' elseif n == 1/0 then return 'inf'
+  elseif n == -1/0 then return '-inf' elseif n == 0 and 1/n < 0 then return '-0' end
+  return string.format('%.17g', n)
+end
+`
+	cases := []luaCase{{name: "tonumber", script: show + `local out = {} for i, a in ipairs(ARGV) do out[i] = show(tonumber(a)) end return out`, keys: k1, args: in},
+		{name: "tonumber of numbers and others", script: show + `return {show(tonumber(3)), show(tonumber(nil)), show(tonumber(true)), show(tonumber('10', 10)), show(tonumber('ff', 16)), show(tonumber('z', 36))}`, keys: k1}}
+	for _, a := range []string{"0x3", "1e0", "0x1p1", "3.5", "-0", "16", "x"} {
+		cases = append(cases, luaCase{name: "SELECT of tonumber " + a, script: `redis.pcall('select', tonumber(ARGV[1])); redis.call('set', KEYS[1], 'v'); return redis.pcall('select', tonumber(ARGV[1]))`, keys: k1, args: []string{a}})
+	}
+	return cases
+}()

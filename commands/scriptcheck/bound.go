@@ -1,6 +1,10 @@
 package scriptcheck
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/yuin/gopher-lua/ast"
+)
 
 // A replicated script runs on every backend at once, so its running time
 // must be bounded by its request, which the proxy caps before it sends a
@@ -101,4 +105,20 @@ func ArgsOK(keys, args []string) error {
 		return refuse(fmt.Sprintf("keys and arguments of %d bytes (at most %d MiB in all)", size, MaxArgBytes>>20))
 	}
 	return nil
+}
+
+// unpacks counts unpack(KEYS) or unpack(ARGV) (c) as the loop over the
+// request it is: it may not be inside another.
+func (w *walker) unpacks(c *ast.FuncCallExpr) {
+	g := "KEYS"
+	if w.global(c.Args[0], "ARGV") {
+		g = "ARGV"
+	}
+	if !w.isUnpackOf(c, g) {
+		return // table.getn, table.maxn: a length
+	}
+	if len(w.deps) > 0 {
+		fail("unpack(%s) in a loop over %s (running time grows with the square of the request; at most one loop level may depend on it)", g, w.deps[len(w.deps)-1])
+	}
+	w.addSteps(steps{0, 1})
 }

@@ -169,6 +169,7 @@ func (w *walker) call(c *ast.FuncCallExpr) {
 		w.command(c)
 	case w.readsWhole(c, "KEYS") || w.readsWhole(c, "ARGV"):
 		// unpack(KEYS), table.getn(KEYS): KEYS is read, never kept.
+		w.unpacks(c)
 	default:
 		w.callee(c.Func)
 		w.args(c.Args)
@@ -347,6 +348,7 @@ var publishNames = map[string]bool{"PUBLISH": true, "SPUBLISH": true}
 // unpack(KEYS) as the last argument (every value it adds is a key).
 func (w *walker) keyArg(cmd string, e ast.Expr, last bool) {
 	if last && w.isUnpackOf(e, "KEYS") {
+		w.unpacks(e.(*ast.FuncCallExpr))
 		return
 	}
 	w.expr(e, useRead)

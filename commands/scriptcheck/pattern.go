@@ -14,9 +14,21 @@ import (
 // also with plain=true (no pattern at all).
 var patternFuncs = map[string]bool{"find": true, "match": true, "gmatch": true, "gsub": true}
 
-// maxRep bounds the literal count of string.rep: its result's size is the
-// count times its argument's.
+// maxRep bounds the literal count of string.rep (its result's size is the
+// count times its argument's) and the length of gsub's literal
+// replacement (each match may become it).
 const maxRep = 64
+
+// isShortLiteral: e is a string or number literal of at most maxRep bytes.
+func isShortLiteral(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.StringExpr:
+		return len(e.Value) <= maxRep
+	case *ast.NumberExpr:
+		return len(e.Value) <= maxRep
+	}
+	return false
+}
 
 // stringCall checks a call of the string function name; args are its
 // arguments after the subject (a method call's receiver, or the first
@@ -38,6 +50,9 @@ func (w *walker) stringCall(name string, args []ast.Expr) {
 		}
 		if c, bad := backtracks(p.Value); bad {
 			fail("string.%s with the pattern %s, whose %s backtracks (unbounded running time; only literal patterns without * + - ? or %%b are bounded)", name, strconv.Quote(clip(p.Value)), c)
+		}
+		if name == "gsub" && len(args) >= 2 && !isShortLiteral(args[1]) {
+			fail("string.gsub with a replacement that is not a literal of at most %d bytes (every match may be replaced by it: its result's size is unbounded)", maxRep)
 		}
 	case name == "rep":
 		if len(args) == 0 {

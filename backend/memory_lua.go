@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +14,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 
+	"github.com/redlockd/redlockd/internal/luanum"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -189,6 +188,9 @@ func (r *luaRun) newState() *lua.LState {
 		}
 	}
 	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
+	if tn, ok := L.GetGlobal("tonumber").(*lua.LFunction); ok && tn.GFunction != nil {
+		L.SetGlobal("tonumber", L.NewFunction(luaToNumber(tn.GFunction)))
+	}
 	L.SetGlobal("KEYS", stringsTable(L, r.s.c.Keys))
 	L.SetGlobal("ARGV", stringsTable(L, r.s.c.Args))
 	L.SetGlobal("redis", r.redisTable(L))
@@ -341,22 +343,12 @@ func luaArgs(L *lua.LState) ([]string, string) {
 		case lua.LString:
 			args[i] = string(v)
 		case lua.LNumber:
-			args[i] = luaNumberArg(v)
+			args[i] = luanum.Arg(float64(v))
 		default:
 			return nil, "ERR Lua redis lib command arguments must be strings or integers"
 		}
 	}
 	return args, ""
-}
-
-// luaNumberArg prints a number argument as Redis does: an integer as one,
-// anything else with 17 significant digits.
-func luaNumberArg(n lua.LNumber) string {
-	f := float64(n)
-	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'g', 17, 64)
 }
 
 func replyTable(L *lua.LState, field string) int {
@@ -457,7 +449,7 @@ func (r *luaRun) tableToValue(t *lua.LTable, depth int) quorum.Value {
 // (t's keys). The writer gives a RESP2 client what Redis gives it.
 func (r *luaRun) resp3TableValue(t *lua.LTable, depth int) (quorum.Value, bool) {
 	if n, ok := t.RawGetString("double").(lua.LNumber); ok {
-		return quorum.Value{Kind: quorum.DoubleValue, Str: luaDouble(float64(n))}, true
+		return quorum.Value{Kind: quorum.DoubleValue, Str: luanum.Arg(float64(n))}, true
 	}
 	if s, ok := t.RawGetString("big_number").(lua.LString); ok {
 		return quorum.Value{Kind: quorum.BigNumValue, Str: string(s)}, true
@@ -482,21 +474,6 @@ func (r *luaRun) resp3TableValue(t *lua.LTable, depth int) (quorum.Value, bool) 
 		return v, true
 	}
 	return quorum.Value{}, false
-}
-
-// luaDouble spells f as Redis 7 does ("%.17g"; inf, -inf, nan and -nan).
-func luaDouble(f float64) string {
-	switch {
-	case math.IsNaN(f) && math.Signbit(f):
-		return "-nan"
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(f, 'g', 17, 64)
 }
 
 // valueToLua converts a command's reply for the script as Redis 7 does.

@@ -26,6 +26,8 @@ func init() {
 		"setex": {4, (*luaRun).setex}, "psetex": {4, (*luaRun).psetex}, "getdel": {2, (*luaRun).getdel},
 		"del": {-2, (*luaRun).delKeys}, "unlink": {-2, (*luaRun).delKeys}, "exists": {-2, (*luaRun).exists},
 		"strlen": {2, (*luaRun).strlen}, "type": {2, (*luaRun).typeOf},
+		"getrange": {4, (*luaRun).getrange}, "mget": {-2, (*luaRun).mget},
+		"mset": {-3, (*luaRun).mset}, "msetnx": {-3, (*luaRun).msetnx},
 		"pexpire": {-3, expireCmd(time.Millisecond, false)}, "expire": {-3, expireCmd(time.Second, false)},
 		"pexpireat": {-3, expireCmd(time.Millisecond, true)}, "expireat": {-3, expireCmd(time.Second, true)},
 		"pttl": {2, ttlCmd(false, false)}, "ttl": {2, ttlCmd(true, false)},

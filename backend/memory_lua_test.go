@@ -191,7 +191,7 @@ func TestMemoryEvalAsRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	groups := map[string][]luaCase{"strings": luaStringCases, "ttls": luaTTLCases, "hashes": luaHashCases,
-		"misc": luaMiscCases, "libraries": libraryCases(t)}
+		"misc": luaMiscCases, "multi-key": luaMultiCases, "numbers": luaNumberCases, "libraries": libraryCases(t)}
 	for group, cases := range groups {
 		for _, tc := range cases {
 			t.Run(group+"/"+tc.name, func(t *testing.T) { compareWithRedis(t, rdb, tc) })

@@ -74,35 +74,6 @@ func TestScriptCacheBounded(t *testing.T) {
 	}
 }
 
-// TestScriptDB: the db a script runs in.
-func TestScriptDB(t *testing.T) {
-	tests := []struct {
-		info scriptcheck.Info
-		args []string
-		db   int
-		ok   bool
-	}{
-		{scriptcheck.Info{DB: -1}, nil, 4, true},
-		{scriptcheck.Info{DB: 2}, nil, 2, true},
-		{scriptcheck.Info{DB: 16}, nil, 16, false},
-		{scriptcheck.Info{DBArg: 2, DB: -1}, []string{"tok", "7"}, 7, true},
-		{scriptcheck.Info{DBArg: 2, DB: -1}, []string{"tok", "x"}, 0, false},
-		{scriptcheck.Info{DBArg: 3, DB: -1}, []string{"tok"}, 0, false},
-		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"-1"}, -1, false},
-		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"3.0"}, 3, true},
-		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{" 5 "}, 5, true},
-		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"3.5"}, 0, false},
-		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"NaN"}, 0, false},
-		{scriptcheck.Info{DBArg: 1, DB: -1}, []string{"1e300"}, 0, false},
-	}
-	for _, tt := range tests {
-		db, ok := scriptDB(4, tt.info, tt.args)
-		if ok != tt.ok || (ok && db != tt.db) {
-			t.Errorf("scriptDB(%+v, %v) = %d, %v; want %d, %v", tt.info, tt.args, db, ok, tt.db, tt.ok)
-		}
-	}
-}
-
 // TestRefusedScriptReplies: a body the check refuses gets the check's
 // error from EVAL, SCRIPT LOAD and EVALSHA, and does not exist.
 func TestRefusedScriptReplies(t *testing.T) {

@@ -2,9 +2,7 @@ package commands
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/redlockd/redlockd/commands/scriptcheck"
@@ -31,17 +29,20 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, c.name, "a script that may write, given an OWNER lock's token (its hold count would not follow); use RENEW and UNLOCK"))
 		return
 	}
+	if err := scriptcheck.ArgsOK(keys, args); err != nil {
+		c.w.WriteError(checkRefusal(err))
+		return
+	}
 	if err := scriptcheck.ArgNamesOK(e.info, args); err != nil {
 		c.w.WriteError(checkRefusal(err))
 		return
 	}
-	db, ok := scriptDB(c.s.DB(), e.info, args)
-	if !ok {
-		c.w.WriteError(msgDBIndex)
+	db, err := scriptcheck.ScriptDB(e.info, args, c.s.DB(), quorum.DBs, e.sha)
+	if err != nil {
+		c.w.WriteError(err.Error())
 		return
 	}
 	var res quorum.ScriptResult
-	var err error
 	s := e.script
 	if c.s.Proto() == 3 {
 		s3 := *s
@@ -62,37 +63,6 @@ func (h *Handler) runReplicated(c *call, e *cachedScript, n int64) {
 		return
 	}
 	writeValue(c.w, res.Value)
-}
-
-// scriptDB is the db a script runs in: the one it SELECTs first (literal,
-// or tonumber(ARGV[n])), else the connection's. false: the SELECT would
-// fail, as Redis's does for an index outside 0–15.
-func scriptDB(conn int, info scriptcheck.Info, args []string) (int, bool) {
-	switch {
-	case info.DBArg > 0:
-		if info.DBArg > len(args) {
-			return 0, false
-		}
-		db, ok := dbNumber(args[info.DBArg-1])
-		return db, ok && db >= 0 && db < quorum.DBs
-	case info.DB >= 0:
-		return info.DB, info.DB < quorum.DBs
-	}
-	return conn, true
-}
-
-// dbNumber reads a db index as the script's tonumber() does: "3", " 3"
-// and "3.0" are db 3.
-func dbNumber(s string) (int, bool) {
-	s = strings.TrimSpace(s)
-	if n, err := strconv.Atoi(s); err == nil {
-		return n, true
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > quorum.DBs {
-		return 0, false
-	}
-	return int(f), true
 }
 
 // checkRefusal is the error reply of a body the static check refused.

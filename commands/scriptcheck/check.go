@@ -31,6 +31,13 @@ type Info struct {
 	// connection's db.
 	DBArg int
 	DB    int
+	// Of a SELECT of ARGV[DBArg]: DBArgNumber, it gets tonumber of it (a
+	// Lua number, not the string); DBArgPcall, through redis.pcall (a
+	// failed SELECT leaves the db as it was); DBLine, the line of the call
+	// (ScriptDB).
+	DBArgNumber bool
+	DBArgPcall  bool
+	DBLine      int
 	// Publishes: the script calls PUBLISH (its channel is not a key).
 	Publishes bool
 	// NameArgs are the n of every ARGV[n] the script uses as a command
@@ -89,6 +96,7 @@ func analyse(chunk []ast.Stmt) (info Info, err error) {
 	w.final = true
 	w.reset()
 	w.block(chunk)
+	w.checkExpired()
 	return w.info, nil
 }
 

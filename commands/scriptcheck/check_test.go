@@ -13,6 +13,10 @@ import (
 
 var noDB = Info{DB: -1}
 
+// sesameInfo: @sesamecare-oss/redlock's scripts start with
+// redis.pcall("SELECT", tonumber(ARGV[1])) on their fourth line.
+var sesameInfo = Info{Writes: true, DBArg: 1, DB: -1, DBArgNumber: true, DBArgPcall: true, DBLine: 4}
+
 func writes(i Info) Info { i.Writes = true; return i }
 
 // admittedCases: one per admitted family and per construct the check
@@ -34,8 +38,10 @@ var admittedCases = []struct {
 	{"hash reads", `return {redis.call('HGET', KEYS[1], 'f'), redis.call('HLEN', KEYS[1]), redis.call('HGETALL', KEYS[1]), redis.call('HKEYS', KEYS[1]), redis.call('HVALS', KEYS[1]), redis.call('HMGET', KEYS[1], 'a', 'b')}`, noDB},
 	{"publish alone", `return redis.call('PUBLISH', ARGV[1], ARGV[2])`, Info{DB: -1, Publishes: true}},
 	{"select literal", "redis.call('SELECT', 3)\nreturn redis.call('GET', KEYS[1])", Info{DB: 3}},
-	{"select argv", `redis.pcall("select", tonumber(ARGV[1])) return redis.call('DEL', KEYS[1])`, Info{Writes: true, DBArg: 1, DB: -1}},
-	{"select bare argv", `redis.call('SELECT', ARGV[2]) return 1`, Info{DBArg: 2, DB: -1}},
+	{"select argv", `redis.pcall("select", tonumber(ARGV[1])) return redis.call('DEL', KEYS[1])`, Info{Writes: true, DBArg: 1, DB: -1, DBArgNumber: true, DBArgPcall: true, DBLine: 1}},
+	{"select hex literal", "redis.call('SELECT', 0x3)\nreturn redis.call('GET', KEYS[1])", Info{DB: 3}},
+	{"select failing literal through pcall", "redis.pcall('SELECT', '03')\nreturn redis.call('GET', KEYS[1])", noDB},
+	{"select bare argv", "\nredis.call('SELECT', ARGV[2]) return 1", Info{DBArg: 2, DB: -1, DBLine: 2}},
 	{"key locals", `local k = KEYS[1]; local j = k; local m; m = j; return redis.call('GET', m)`, noDB},
 	{"for over KEYS", `for _, key in ipairs(KEYS) do redis.call('DEL', key) end; for i, k in pairs(KEYS) do redis.call('PEXPIRE', k, ARGV[1]) end`, writes(noDB)},
 	{"numeric for", `for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end; for i = 10, 1, -1 do end; for i = #ARGV, 1, -1 do end`, writes(noDB)},
@@ -144,6 +150,8 @@ var refusedCases = []struct {
 	{"select twice", `redis.call('SELECT', 1); redis.call('SELECT', 2)`, "SELECT only as the script's first command"},
 	{"select in a branch", `if ARGV[1] then redis.call('SELECT', 1) end`, "SELECT inside a branch"},
 	{"select computed", `redis.call('SELECT', ARGV[1] + 1)`, "SELECT of a db computed at run time"},
+	{"select literal with a leading zero", `redis.call('SELECT', '03')`, `SELECT of db "03" (value is not an integer or out of range; the proxy has dbs 0 to 15)`},
+	{"select fraction literal", `redis.call('SELECT', 3.5)`, `SELECT of db "3.5"`},
 	{"select out of range", `redis.call('SELECT', 16)`, `SELECT of db "16"`},
 }
 
@@ -244,9 +252,9 @@ var libraryScripts = []struct {
 	{"redis_semaphore_5.7_mutex_refresh.lua", "594683e49a64ebaf975caf5f8079a1d097c438f1", writes(noDB), ""},
 	{"redis_semaphore_5.7_semaphore_acquire.lua", "43ebdb49120d170e08af560cb4e46e36f8585936", Info{}, "(sorted set) is not an exclusive, expiring claim; a counting semaphore is LOCK key ttl PERMITS n"},
 	{"redis_semaphore_5.7_semaphore_refresh.lua", "999a49a1d07671a8027165641001f5bad44608b3", Info{}, "a counting semaphore is LOCK key ttl PERMITS n"},
-	{"sesamecare_redlock_1.4_acquire.lua", "1b77b94aa78451d55dfa97e18819bfbfc596cb5b", Info{Writes: true, DBArg: 1, DB: -1}, ""},
-	{"sesamecare_redlock_1.4_extend.lua", "820e9778d2b6733e9ed771e4be90ae73a95a6f3b", Info{Writes: true, DBArg: 1, DB: -1}, ""},
-	{"sesamecare_redlock_1.4_release.lua", "df51f6837dcfe303d334e6abea9aeae192bab216", Info{Writes: true, DBArg: 1, DB: -1}, ""},
+	{"sesamecare_redlock_1.4_acquire.lua", "1b77b94aa78451d55dfa97e18819bfbfc596cb5b", sesameInfo, ""},
+	{"sesamecare_redlock_1.4_extend.lua", "820e9778d2b6733e9ed771e4be90ae73a95a6f3b", sesameInfo, ""},
+	{"sesamecare_redlock_1.4_release.lua", "df51f6837dcfe303d334e6abea9aeae192bab216", sesameInfo, ""},
 	{"redisson_3.17.7_lock.lua", "dad0f8d619e548e04f21fb48d50be5034df3adae", writes(noDB), ""},
 	{"redisson_3.17.7_unlock.lua", "3ffe249c16dee540ac8ab32e39bd408626b9aff7", Info{Writes: true, DB: -1, Publishes: true}, ""},
 	{"redisson_3.17.7_renew.lua", "8e19a1ddbdee9138df9f32a480c57addab4353d1", writes(noDB), ""},

@@ -12,6 +12,7 @@ const (
 	keyFirst keyPos = iota + 1 // the first argument
 	keyAll                     // every argument
 	keyNone                    // none (PUBLISH's channel is not a key)
+	keyPairs                   // every other one from the first (MSET's key, value pairs)
 )
 
 // allowed is one command a replicated script may call: its per-node effect
@@ -31,6 +32,10 @@ var admitted = map[string]allowed{
 	"SETEX": {keyFirst, true}, "PSETEX": {keyFirst, true}, "GETDEL": {keyFirst, true},
 	"DEL": {keyAll, true}, "UNLINK": {keyAll, true}, "EXISTS": {keyAll, false},
 	"STRLEN": {keyFirst, false}, "TYPE": {keyFirst, false},
+	"GETRANGE": {keyFirst, false}, "MGET": {keyAll, false},
+	// MSET and MSETNX leave their keys without expiry: admitted where the
+	// script gives every key they write one afterwards (expiry.go).
+	"MSET": {keyPairs, true}, "MSETNX": {keyPairs, true},
 	// ttls
 	"PEXPIRE": {keyFirst, true}, "EXPIRE": {keyFirst, true},
 	"PEXPIREAT": {keyFirst, true}, "EXPIREAT": {keyFirst, true},
@@ -82,7 +87,7 @@ var refused = func() map[string]family {
 	add(famAdm, "FLUSHALL FLUSHDB CONFIG SHUTDOWN DEBUG CLIENT SCRIPT SAVE BGSAVE BGREWRITEAOF REPLICAOF SLAVEOF MONITOR ACL INFO MEMORY MODULE SWAPDB WAIT WAITAOF FAILOVER CLUSTER LATENCY SLOWLOG LASTSAVE ROLE READONLY READWRITE OBJECT SYNC PSYNC COMMAND")
 	add(famEval, "EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO FUNCTION")
 	add(famMove, "RENAME RENAMENX COPY MOVE MIGRATE RESTORE DUMP SMOVE")
-	add(famNoTL, "PERSIST GETSET MSET MSETNX APPEND SETRANGE")
+	add(famNoTL, "PERSIST GETSET APPEND SETRANGE")
 	add(famPub, "SUBSCRIBE PSUBSCRIBE SSUBSCRIBE UNSUBSCRIBE PUNSUBSCRIBE SUNSUBSCRIBE SPUBLISH")
 	return m
 }()

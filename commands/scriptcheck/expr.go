@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // Globals a script may call: pure helpers whose running time is bounded by
@@ -65,7 +67,9 @@ func (w *walker) expr(e ast.Expr, u use) {
 		// Either operand may be the result: it is used as the whole is.
 		w.expr(e.Lhs, u)
 		w.cond++
+		w.maybe++
 		w.expr(e.Rhs, u)
+		w.maybe--
 		w.cond--
 	case *ast.RelationalOpExpr:
 		w.expr(e.Lhs, useRead)
@@ -94,6 +98,9 @@ func (w *walker) expr(e ast.Expr, u use) {
 // ident checks a name used as u.
 func (w *walker) ident(e *ast.IdentExpr, u use) {
 	if l := w.lookup(e.Value); l != nil {
+		if !w.final {
+			w.pairBad[l.id] = true
+		}
 		switch {
 		case l.fn && u != useCallee:
 			fail("the function '%s' used as a value (it may only be called)", l.name)
@@ -157,13 +164,18 @@ func (w *walker) call(c *ast.FuncCallExpr) {
 		// script can hold a function).
 		w.expr(c.Receiver, useRead)
 		w.args(c.Args)
+		w.stringCall(c.Method, c.Args)
 	case w.isReplyExpr(c):
 		w.command(c)
 	case w.readsWhole(c, "KEYS") || w.readsWhole(c, "ARGV"):
 		// unpack(KEYS), table.getn(KEYS): KEYS is read, never kept.
+		w.unpacks(c)
 	default:
 		w.callee(c.Func)
 		w.args(c.Args)
+		if name := w.stringFunc(c.Func); name != "" && len(c.Args) > 0 {
+			w.stringCall(name, c.Args[1:])
+		}
 	}
 }
 
@@ -192,9 +204,18 @@ func (w *walker) callee(f ast.Expr) {
 		fail("a call of a value the check cannot follow")
 	}
 	w.ident(id, useCallee)
+	l := w.lookup(id.Value)
 	for _, fn := range w.fns {
-		if l := w.lookup(id.Value); l == fn {
+		if l == fn {
 			fail("the recursive function '%s' (unbounded running time)", id.Value)
+		}
+	}
+	if l != nil && l.fn {
+		w.callSteps(l)
+		if w.maybe == 0 {
+			for _, g := range l.discharges {
+				w.discharge(g)
+			}
 		}
 	}
 }
@@ -254,7 +275,7 @@ func (w *walker) command(c *ast.FuncCallExpr) {
 	}
 	name := strings.ToUpper(lit.Value)
 	if name == "SELECT" {
-		w.selectDB(c.Args[1:])
+		w.selectDB(c, c.Args[1:])
 		return
 	}
 	a, ok := admitted[name]
@@ -262,9 +283,15 @@ func (w *walker) command(c *ast.FuncCallExpr) {
 		fail("%s", refusedCommand(name))
 	}
 	w.sawCommand = true
+	w.addCost(commandSteps)
 	w.info.Writes = w.info.Writes || a.writes
 	w.info.Publishes = w.info.Publishes || name == "PUBLISH"
 	args := c.Args[1:]
+	defer w.expires(name, args)
+	if a.keys == keyPairs {
+		w.pairArgs(name, args)
+		return
+	}
 	for i, arg := range args {
 		isKeyPos := a.keys == keyAll || (a.keys == keyFirst && i == 0)
 		if isKeyPos {
@@ -321,6 +348,7 @@ var publishNames = map[string]bool{"PUBLISH": true, "SPUBLISH": true}
 // unpack(KEYS) as the last argument (every value it adds is a key).
 func (w *walker) keyArg(cmd string, e ast.Expr, last bool) {
 	if last && w.isUnpackOf(e, "KEYS") {
+		w.unpacks(e.(*ast.FuncCallExpr))
 		return
 	}
 	w.expr(e, useRead)
@@ -352,8 +380,9 @@ func describe(e ast.Expr) string {
 
 // selectDB checks SELECT: the script's first command, once, outside any
 // branch, loop or function, with a db known from the text: a literal, or
-// ARGV[n] (with or without tonumber), which the proxy reads per request.
-func (w *walker) selectDB(args []ast.Expr) {
+// ARGV[n] (with or without tonumber), which the proxy reads per request
+// (ScriptDB).
+func (w *walker) selectDB(c *ast.FuncCallExpr, args []ast.Expr) {
 	switch {
 	case w.sawCommand || w.selected:
 		fail("SELECT only as the script's first command, and once")
@@ -363,34 +392,61 @@ func (w *walker) selectDB(args []ast.Expr) {
 		fail("SELECT takes one db")
 	}
 	w.selected, w.sawCommand = true, true
-	if db, ok := literalDB(args[0]); ok {
+	pcall := w.isPcall(c)
+	if db, ok := w.literalDB(args[0], pcall); ok {
 		w.info.DB = db
 		return
 	}
 	if n, ok := w.argvIndex(args[0]); ok {
-		w.info.DBArg = n
+		w.info.DBArg, w.info.DBArgPcall = n, pcall
+		_, w.info.DBArgNumber = args[0].(*ast.FuncCallExpr)
+		w.info.DBLine = callLine(c)
 		return
 	}
 	fail("SELECT of a db computed at run time (only a literal, ARGV[n] or tonumber(ARGV[n]))")
 }
 
-// literalDB is the db of a literal SELECT argument (0–15, as the proxy's
-// own SELECT).
-func literalDB(e ast.Expr) (int, bool) {
+// isPcall: c is redis.pcall(…).
+func (w *walker) isPcall(c *ast.FuncCallExpr) bool {
+	name, _ := w.redisField(c.Func)
+	return name == "pcall"
+}
+
+// callLine is the line Lua reports for a call of redis.call/pcall: the
+// line of its '(', which follows the field's name on its line.
+func callLine(c *ast.FuncCallExpr) int {
+	if a, ok := c.Func.(*ast.AttrGetExpr); ok && a.Key.Line() > 0 {
+		return a.Key.Line()
+	}
+	return c.Line()
+}
+
+// literalDB is the db of a literal SELECT argument, read as Redis reads it
+// (a number literal is a Lua number). A SELECT through redis.call that
+// would fail is refused; one through redis.pcall leaves the db (no
+// switch: ok, db -1).
+func (w *walker) literalDB(e ast.Expr, pcall bool) (int, bool) {
 	var s string
+	var db int
+	var msg string
 	switch e := e.(type) {
 	case *ast.NumberExpr:
 		s = e.Value
+		db, msg = selectNumber(s, quorum.DBs)
 	case *ast.StringExpr:
 		s = e.Value
+		db, msg = selectString(s, quorum.DBs)
 	default:
 		return 0, false
 	}
-	db, err := strconv.Atoi(s)
-	if err != nil || db < 0 || db > 15 {
-		fail("SELECT of db %q (the proxy has dbs 0 to 15)", s)
+	switch {
+	case msg == "":
+		return db, true
+	case pcall:
+		return -1, true
 	}
-	return db, true
+	fail("SELECT of db %q (%s; the proxy has dbs 0 to %d)", clip(s), strings.TrimPrefix(msg, "ERR "), quorum.DBs-1)
+	return 0, false
 }
 
 // argvIndex is n of ARGV[n] or tonumber(ARGV[n]) with a literal n >= 1.

@@ -125,7 +125,7 @@ func (rec *recorder) checkCommand(name string, args []lua.LValue) {
 		return
 	}
 	for i, arg := range args {
-		if a.keys == keyAll || (a.keys == keyFirst && i == 0) {
+		if a.keys == keyAll || (a.keys == keyFirst && i == 0) || (a.keys == keyPairs && i%2 == 0) {
 			if !isSandboxKey(arg) {
 				rec.violate("%s got key %q, not a KEYS value", name, arg.String())
 			}
@@ -153,7 +153,7 @@ func (rec *recorder) reply(L *lua.LState, name string) lua.LValue {
 			return lua.LFalse
 		}
 		return lua.LString(sandboxArgv[0])
-	case "HGETALL", "HKEYS", "HVALS", "HMGET":
+	case "HGETALL", "HKEYS", "HVALS", "HMGET", "MGET":
 		return stringTable(L, []string{"f", "1"})
 	case "EXISTS", "HEXISTS":
 		return lua.LNumber(rec.calls % 2)
@@ -177,7 +177,7 @@ func fuzzSeeds(t testing.TB) []string {
 	for _, tc := range refusedCases {
 		seeds = append(seeds, tc.src)
 	}
-	return seeds
+	return append(seeds, multiKeyObtain, multiKeyRelease, tripleLoop)
 }
 
 // FuzzCheck: a script that Check admits touches, when run, only keys from
@@ -210,6 +210,7 @@ func TestSandboxSeesViolations(t *testing.T) {
 		`redis.call('GET', 'foo')`,
 		`redis.call('ZADD', KEYS[1], 1, 'x')`,
 		`redis.call('DEL', KEYS[1], ARGV[1])`,
+		`redis.call('MSET', KEYS[1], 1, ARGV[1], 2)`,
 		`redis.call(ARGV[1], KEYS[1])`,
 	} {
 		if v := sandboxRun(src); len(v) == 0 {

@@ -17,6 +17,11 @@ type local struct {
 	// it may only be called by name, never read, passed or reassigned, so
 	// that the calls between functions form no cycle.
 	fn bool
+	// Of a function: the steps of one call, the request-dependent loop in
+	// it ("" none), and the key groups it gives an expiry to.
+	cost       steps
+	loop       string
+	discharges []string
 }
 
 // use is how an expression's value is used where it appears.
@@ -43,11 +48,32 @@ type walker struct {
 	keyDeps  [][]int
 	notReply []bool
 	escapes  []bool
+	// By local id: the local is not a table of key, value pairs (used
+	// otherwise than filled by table.insert pairs and unpacked for MSET);
+	// it is unpacked for MSET; the key groups of its keys (expiry.go).
+	pairBad    []bool
+	pairUsed   []bool
+	pairGroups [][]string
 
 	fns        []*local // functions whose bodies the walk is in
 	depth      int
 	cond       int     // > 0: inside a function, loop, branch or conditional operand
 	iterations float64 // product of literal loop iterations around the walk
+	// Running time (bound.go): the enclosing loops whose count depends on
+	// the request, the last one met, the one a called function has, and
+	// the steps so far.
+	deps     []string
+	lastLoop string
+	callDeps string
+	cost     steps
+	// Expiries (expiry.go): the loops over all of KEYS around the walk;
+	// > 0: the walk is where the script may not pass (a branch, a loop
+	// that may not run); the key groups written without expiry so far;
+	// in a function's body, the groups it gives an expiry to.
+	keysLoops  []keysLoop
+	maybe      int
+	pending    map[string]string
+	collect    *[]string
 	sawCommand bool
 	selected   bool
 	info       Info
@@ -64,6 +90,8 @@ func newWalker() *walker {
 func (w *walker) reset() {
 	w.scopes, w.ids, w.fns = nil, 0, nil
 	w.depth, w.cond, w.iterations = 0, 0, 1
+	w.deps, w.lastLoop, w.callDeps, w.cost = nil, "", "", steps{}
+	w.keysLoops, w.maybe, w.pending, w.collect = nil, 0, map[string]string{}, nil
 	w.sawCommand, w.selected = false, false
 	w.info = Info{DB: -1}
 }
@@ -115,6 +143,9 @@ func (w *walker) declare(name string, fn bool) *local {
 		w.keyDeps = append(w.keyDeps, nil)
 		w.notReply = append(w.notReply, false)
 		w.escapes = append(w.escapes, false)
+		w.pairBad = append(w.pairBad, false)
+		w.pairUsed = append(w.pairUsed, false)
+		w.pairGroups = append(w.pairGroups, nil)
 	}
 	w.scopes[len(w.scopes)-1][name] = l
 	return l
@@ -148,6 +179,9 @@ func (w *walker) assigned(l *local, e ast.Expr) {
 	if !w.isReplyExpr(e) {
 		w.notReply[l.id] = true
 	}
+	if !isEmptyTable(e) {
+		w.pairBad[l.id] = true
+	}
 	switch {
 	case e == nil:
 		w.notKey[l.id] = true
@@ -165,6 +199,24 @@ func (w *walker) assigned(l *local, e ast.Expr) {
 }
 
 func isNil(e ast.Expr) bool { _, ok := e.(*ast.NilExpr); return ok }
+
+// isFalsy: e is the literal false or nil.
+func isFalsy(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.FalseExpr, *ast.NilExpr:
+		return true
+	}
+	return false
+}
+
+// isTruthy: e is a literal other than false and nil.
+func isTruthy(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.TrueExpr, *ast.NumberExpr, *ast.StringExpr:
+		return true
+	}
+	return false
+}
 
 // isKeysIndex: e is KEYS[expr].
 func (w *walker) isKeysIndex(e ast.Expr) bool {
@@ -216,10 +268,23 @@ func (w *walker) redisField(e ast.Expr) (string, bool) {
 }
 
 // block walks stmts in a scope of their own.
+// A table.insert(t, x) followed by table.insert(t, y) is walked as a
+// pair (expiry.go).
 func (w *walker) block(stmts []ast.Stmt) {
 	w.push()
-	for _, s := range stmts {
-		w.stmt(s)
+	for i := 0; i < len(stmts); i++ {
+		t, x := w.tableInsert(stmts[i])
+		if t == nil {
+			w.stmt(stmts[i])
+			continue
+		}
+		var y ast.Expr
+		if i+1 < len(stmts) {
+			if t2, v := w.tableInsert(stmts[i+1]); t2 == t {
+				y, i = v, i+1
+			}
+		}
+		w.pairInsert(t, x, y)
 	}
 	w.pop()
 }
@@ -227,6 +292,7 @@ func (w *walker) block(stmts []ast.Stmt) {
 func (w *walker) stmt(s ast.Stmt) {
 	w.enter()
 	defer w.leave()
+	w.addCost(1)
 	switch s := s.(type) {
 	case *ast.AssignStmt:
 		w.assign(s)
@@ -237,17 +303,27 @@ func (w *walker) stmt(s ast.Stmt) {
 	case *ast.DoBlockStmt:
 		w.block(s.Stmts)
 	case *ast.WhileStmt:
-		fail("a while loop (unbounded running time)")
+		// Trivially bounded: while false (never runs).
+		if !isFalsy(s.Condition) {
+			fail("a while loop (unbounded running time)")
+		}
+		w.loopBody(nil, nil, s.Stmts, false)
 	case *ast.RepeatStmt:
-		fail("a repeat loop (unbounded running time)")
+		// Trivially bounded: repeat … until true (runs once).
+		if !isTruthy(s.Condition) {
+			fail("a repeat loop (unbounded running time)")
+		}
+		w.loopBody(nil, nil, s.Stmts, false)
 	case *ast.GotoStmt:
 		fail("goto (unbounded running time)")
 	case *ast.LabelStmt, *ast.BreakStmt:
 	case *ast.IfStmt:
 		w.expr(s.Condition, useRead)
 		w.cond++
+		w.maybe++
 		w.block(s.Then)
 		w.block(s.Else)
+		w.maybe--
 		w.cond--
 	case *ast.NumberForStmt:
 		w.numberFor(s)
@@ -259,6 +335,7 @@ func (w *walker) stmt(s ast.Stmt) {
 		for _, e := range s.Exprs {
 			w.expr(e, useValue)
 		}
+		w.checkExpired()
 	default:
 		fail("a statement the check does not know")
 	}
@@ -329,6 +406,7 @@ func (w *walker) assignField(t *ast.AttrGetExpr) {
 	}
 	if !w.final {
 		w.escapes[l.id] = true
+		w.pairBad[l.id] = true
 	}
 }
 
@@ -358,16 +436,17 @@ func (w *walker) localFunction(name string, f *ast.FunctionExpr) {
 	l := w.declare(name, true)
 	w.fns = append(w.fns, l)
 	w.cond++
+	savedLoops, savedMaybe, savedCollect := w.keysLoops, w.maybe, w.collect
+	w.keysLoops, w.maybe, w.collect = nil, 0, &l.discharges
 	w.push()
 	if f.ParList != nil {
 		for _, p := range f.ParList.Names {
 			w.assigned(w.declare(p, false), nil)
 		}
 	}
-	for _, st := range f.Stmts {
-		w.stmt(st)
-	}
+	w.functionSteps(l, func() { w.block(f.Stmts) })
 	w.pop()
+	w.keysLoops, w.maybe, w.collect = savedLoops, savedMaybe, savedCollect
 	w.cond--
 	w.fns = w.fns[:len(w.fns)-1]
 }
@@ -382,17 +461,30 @@ func (w *walker) numberFor(s *ast.NumberForStmt) {
 			fail("a numeric for loop whose step is not a non-zero literal (unbounded running time)")
 		}
 	}
-	n := 1.0
-	if okInit && okLimit && okStep {
-		n = math.Max(0, math.Floor((limit-init)/step)+1)
+	if !okInit || !okLimit {
+		// Over the whole of KEYS (1 to #KEYS, step 1): KEYS[i] is every key.
+		keys := okInit && init == 1 && step == 1 && w.isLenOf(s.Limit, "KEYS")
+		over := "#ARGV"
+		if w.isLenOf(s.Init, "KEYS") || w.isLenOf(s.Limit, "KEYS") {
+			over = "#KEYS"
+		}
+		w.dependentLoop(over, func() { w.loopBody([]string{s.Name}, nil, s.Stmts, keys) })
+		return
 	}
+	n := math.Max(0, math.Floor((limit-init)/step)+1)
 	saved := w.iterations
 	w.iterations *= math.Max(n, 1)
 	if w.iterations > maxLiteralIterations {
 		fail("numeric for loops of more than %d iterations (unbounded running time)", maxLiteralIterations)
 	}
-	w.loopBody([]string{s.Name}, nil, s.Stmts)
+	w.loopBody([]string{s.Name}, nil, s.Stmts, false)
 	w.iterations = saved
+}
+
+// isLenOf: e is #g of the global g.
+func (w *walker) isLenOf(e ast.Expr, g string) bool {
+	u, ok := e.(*ast.UnaryLenOpExpr)
+	return ok && w.global(u.Expr, g)
 }
 
 // bound is a numeric for loop's bound: a literal (ok) or #KEYS/#ARGV
@@ -445,7 +537,11 @@ func (w *walker) genericFor(s *ast.GenericForStmt) {
 	if over == "KEYS" {
 		values[1] = &ast.AttrGetExpr{Object: &ast.IdentExpr{Value: "KEYS"}, Key: &ast.NilExpr{}}
 	}
-	w.loopBody(s.Names, values, s.Stmts)
+	desc := over
+	if over != "KEYS" && over != "ARGV" {
+		desc = "the reply '" + clip(over) + "'"
+	}
+	w.dependentLoop(desc, func() { w.loopBody(s.Names, values, s.Stmts, over == "KEYS") })
 }
 
 // iterated is what a generic for iterates over ("KEYS", "ARGV" or a
@@ -480,18 +576,36 @@ func (w *walker) iterated(exprs []ast.Expr) string {
 }
 
 // loopBody walks a loop's body with its control variables declared;
-// values[i] is what the i-th is assigned (nil: not a key).
-func (w *walker) loopBody(names []string, values []ast.Expr, body []ast.Stmt) {
+// values[i] is what the i-th is assigned (nil: not a key). keys: the loop
+// runs over all of KEYS (its first variable the index, its second the
+// key); any other loop may not run at all.
+func (w *walker) loopBody(names []string, values []ast.Expr, body []ast.Stmt, keys bool) {
 	w.cond++
+	w.addCost(1) // each iteration is a step, whatever its body
 	w.push()
+	var vars []*local
 	for i, name := range names {
 		var v ast.Expr
 		if i < len(values) {
 			v = values[i]
 		}
-		w.assigned(w.declare(name, false), v)
+		l := w.declare(name, false)
+		w.assigned(l, v)
+		vars = append(vars, l)
 	}
-	w.block(body)
+	if keys {
+		kl := keysLoop{index: vars[0]}
+		if len(vars) > 1 {
+			kl.value = vars[1]
+		}
+		w.keysLoops = append(w.keysLoops, kl)
+		w.block(body)
+		w.keysLoops = w.keysLoops[:len(w.keysLoops)-1]
+	} else {
+		w.maybe++
+		w.block(body)
+		w.maybe--
+	}
 	w.pop()
 	w.cond--
 }

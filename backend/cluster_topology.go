@@ -88,14 +88,13 @@ func (cl *Cluster) candidates() []string {
 	}
 	out = append(out, cl.seeds...)
 	cl.mu.Lock()
-	out = append(out, cl.named...)
-	cl.mu.Unlock()
-	seen := make(map[string]bool, len(out))
-	return slices.DeleteFunc(out, func(a string) bool {
-		dup := seen[a]
-		seen[a] = true
-		return dup
-	})
+	defer cl.mu.Unlock()
+	for _, a := range cl.named {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // rememberLocked adds the servers of ranges, masters and replicas, to the

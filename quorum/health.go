@@ -180,13 +180,8 @@ func (h *health) observe(i int, in ServerInfo) {
 	var logs []func()
 	first := n.RunID == ""
 	restarted := !first && in.RunID != n.RunID
-	switch {
-	case (first || restarted) && in.Uptime >= 0:
-		// Uptime is a lower bound: the estimate errs late, which makes a
-		// quarantine derived from it longer, not shorter.
-		h.started[i] = h.now().Add(-in.Uptime)
-	case restarted:
-		h.started[i] = h.now()
+	if first || restarted {
+		h.started[i] = h.restartTime(in.Uptime, h.looked[i])
 	}
 	if restarted {
 		h.hz.reset(i)
@@ -215,6 +210,24 @@ func (h *health) observe(i int, in ServerInfo) {
 	for _, r := range reads {
 		r()
 	}
+}
+
+// restartTime is when a server first looked at now with uptime started,
+// where the proxy last saw the run before it at prevLook (zero: never).
+// Uptime is a lower bound: the estimate errs late, which makes a
+// quarantine derived from it longer, not shorter. A start from before
+// prevLook is no restart of that server but another server behind the
+// address (or a replica promoted, for a shard): it took over by now.
+// Without an uptime, a restart is dated now and a first look not at all.
+func (h *health) restartTime(uptime time.Duration, prevLook time.Time) time.Time {
+	now := h.now()
+	switch {
+	case uptime >= 0 && !now.Add(-uptime).Before(prevLook):
+		return now.Add(-uptime)
+	case prevLook.IsZero():
+		return time.Time{}
+	}
+	return now
 }
 
 // quarantineYoungLocked is the restart quarantine for restarts this proxy

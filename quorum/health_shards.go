@@ -127,9 +127,9 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 		// for nothing, which costs availability, not safety).
 		if (st.RunID != "" && in.Info.RunID != st.RunID) || (st.RunID == "" && !first) {
 			now := h.now()
-			from := now
-			if in.Info.Uptime >= 0 {
-				from = now.Add(-in.Info.Uptime)
+			from := now // a master never seen before took over by now
+			if !s.looked.IsZero() {
+				from = h.restartTime(in.Info.Uptime, s.looked)
 			}
 			logs = append(logs, h.startLocked(&s.q, from, now, s.looked, h.logShardRestart(h.nodes[i].Name, *st, in.Info.RunID))...)
 		}

@@ -60,10 +60,10 @@ func (q *quarantine) active(now time.Time) bool { return now.Before(q.until) }
 
 // startLocked starts q after a restart at from, which the proxy saw unless
 // prevLook is zero (the start-up rule). A fixed quarantine lasts
-// h.quarantine from fixedFrom; QuarantineAuto's sits at its cap (from plus
-// the horizon limit) until a read of the other horizons settles it. A
-// quarantine already running is never shortened by a new start. line
-// logs the start, given the end and whether it is still pending.
+// h.quarantine from fixedFrom, and a new start never shortens one that
+// runs; QuarantineAuto's sits at its cap (from plus the horizon limit, or
+// longer where one runs) until a read of the other horizons settles it.
+// line logs the start, given the end and whether it is still pending.
 func (h *health) startLocked(q *quarantine, from, fixedFrom, prevLook time.Time, line func(until time.Time, pending bool)) []func() {
 	q.epoch++
 	q.ended = false

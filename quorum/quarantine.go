@@ -50,8 +50,9 @@ type quarantine struct {
 type witnessState uint8
 
 const (
-	witnessUnknown witnessState = iota // not read yet, or its answer could not count yet
-	witnessCounted                     // its horizon is in bound
+	witnessUnknown witnessState = iota // not read yet: the next read asks it
+	witnessRead                        // its answer is in bound, but it does not count yet
+	witnessCounted                     // it counts, its answer and quarantines in bound
 	witnessNever                       // it restarted at the same time or later: it lost what it knew
 )
 

@@ -48,17 +48,27 @@ type horizonRead struct {
 	at    time.Time     // when the answer came
 }
 
-// settleLocked takes a read's answers into q and sets its end.
+// settleLocked takes a read's answers into q and sets its end. An answer
+// is taken once, as it comes; whether its node counts as a witness is
+// judged again at every settle until it does (its own quarantine may
+// settle or end meanwhile), without reading it again.
 func (h *health) settleLocked(q *quarantine, got []horizonRead) {
 	for j, rd := range got {
-		if !rd.asked || !rd.ok || q.witness[j] != witnessUnknown {
+		if rd.asked && rd.ok && q.witness[j] == witnessUnknown {
+			q.bound = later(q.bound, rd.at.Add(rd.ttl+h.hz.driftOf(rd.ttl)))
+			q.witness[j] = witnessRead
+		}
+	}
+	for j, w := range q.witness {
+		if w != witnessRead {
 			continue
 		}
-		w, bound := h.witnessLocked(q, j)
-		q.witness[j] = w
-		if w == witnessCounted {
-			end := rd.at.Add(rd.ttl + h.hz.driftOf(rd.ttl))
-			q.bound = later(q.bound, later(end, bound))
+		switch st, bound := h.witnessLocked(q, j); st {
+		case witnessCounted:
+			q.witness[j] = witnessCounted
+			q.bound = later(q.bound, bound)
+		case witnessNever:
+			q.witness[j] = witnessNever
 		}
 	}
 	conclusive := h.countedLocked(q) >= h.neededLocked(q)
@@ -80,15 +90,16 @@ func (h *health) settleLocked(q *quarantine, got []horizonRead) {
 }
 
 // witnessLocked tells whether node j is a witness for q (see the top of
-// this file), and the end of j's own running quarantines, which its
-// horizon's reader adds.
+// this file): counted, never, or not yet (witnessRead: a quarantine of
+// its own is pending), and the end of j's own running quarantines, which
+// its horizon's reader adds.
 func (h *health) witnessLocked(q *quarantine, j int) (witnessState, time.Time) {
 	now := h.now()
 	state, bound := witnessCounted, time.Time{}
 	check := func(o *quarantine) {
 		if o.active(now) {
 			if o.pending {
-				state = witnessUnknown
+				state = witnessRead
 			}
 			bound = later(bound, o.until)
 		}

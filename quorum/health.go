@@ -212,8 +212,9 @@ func (h *health) observe(i int, in ServerInfo) {
 	}
 }
 
-// restartTime is when a server first looked at now with uptime started,
-// where the proxy last saw the run before it at prevLook (zero: never).
+// restartTime dates the start of the run that a look now found, up for
+// uptime (negative: not reported), where the proxy last saw the run
+// before it at prevLook (zero: never).
 // Uptime is a lower bound: the estimate errs late, which makes a
 // quarantine derived from it longer, not shorter. A start from before
 // prevLook is no restart of that server but another server behind the

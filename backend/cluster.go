@@ -48,6 +48,9 @@ type Cluster struct {
 	refresh    *refreshRun // the refresh in flight, nil when none
 	lastRef    time.Time
 	refreshErr error // the last refresh's
+	// named is every server a topology read ever named, masters and
+	// replicas: seeds for the next reads (see readTopology).
+	named []string
 
 	// asked is the connection the topology was last read on from a
 	// server that has no node here (a seed that is not a master); only

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,8 +61,11 @@ func (cl *Cluster) refreshSoon() {
 	}
 }
 
-// readTopology asks the known masters, then the seeds, for CLUSTER NODES
-// until one answers, and publishes what it says.
+// readTopology asks the known masters, then the seeds, then every other
+// server the topology ever named, for CLUSTER NODES until one answers, and
+// publishes what it says. Every server named is a seed: when the masters
+// and the given seeds are gone (a master killed, its replica promoted),
+// the replicas seen before still find the cluster.
 func (cl *Cluster) readTopology() error {
 	var errs []error
 	for _, addr := range cl.candidates() {
@@ -82,15 +86,36 @@ func (cl *Cluster) candidates() []string {
 			out = append(out, s.addr)
 		}
 	}
-	return append(out, cl.seeds...)
+	out = append(out, cl.seeds...)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, a := range cl.named {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// rememberLocked adds the servers of ranges, masters and replicas, to the
+// servers the topology ever named.
+func (cl *Cluster) rememberLocked(ranges []slotRange) {
+	for _, r := range ranges {
+		for _, a := range append([]string{r.addr}, r.replicaAddrs...) {
+			if a != "" && !slices.Contains(cl.named, a) {
+				cl.named = append(cl.named, a)
+			}
+		}
+	}
 }
 
 // slotRange is one slot range of a master: its address and id, and the
 // node ids of its replicas.
 type slotRange struct {
-	start, end int
-	addr, id   string
-	replicas   []string
+	start, end   int
+	addr, id     string
+	replicas     []string // node ids
+	replicaAddrs []string
 }
 
 // askSlots reads the topology from the server at addr, on a kept
@@ -155,10 +180,11 @@ func parseNodes(text, host string) ([]slotRange, error) {
 	}
 	var out []slotRange
 	for _, n := range nodes {
-		var replicas []string
+		var replicas, replicaAddrs []string
 		for _, o := range nodes {
 			if o.master == n.id {
 				replicas = append(replicas, o.id)
+				replicaAddrs = append(replicaAddrs, o.addr)
 			}
 		}
 		for _, sl := range n.slots {
@@ -166,7 +192,7 @@ func parseNodes(text, host string) ([]slotRange, error) {
 			if !ok {
 				continue
 			}
-			r.addr, r.id, r.replicas = n.addr, n.id, replicas
+			r.addr, r.id, r.replicas, r.replicaAddrs = n.addr, n.id, replicas, replicaAddrs
 			out = append(out, r)
 		}
 	}
@@ -202,6 +228,7 @@ func (cl *Cluster) publish(ranges []slotRange) {
 	if cl.closed {
 		return
 	}
+	cl.rememberLocked(ranges)
 	t := &topology{}
 	byAddr := map[string]*shard{}
 	for _, r := range ranges {

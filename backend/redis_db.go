@@ -19,9 +19,13 @@ import (
 // connect (handshake, SELECT, script preload) with their first command.
 //
 // The backend URL's own database (redis://host/d) is where database 0's
-// keys live, as it always was; database n > 0 is the server's db n.
+// keys live, as it always was; database n > 0 is the server's db n. The
+// lock horizon (quorum.HorizonKey) is the server's, not a database's: it
+// lives in the server's db 0 whatever the URL names, so that every proxy
+// in front of the server finds the same one.
 
-// dbLines holds the multiplexers of databases 1 to quorum.DBs-1.
+// dbLines holds the multiplexers of databases 1 to quorum.DBs-1, and in
+// slot 0 the one of the server's db 0 where the URL names another.
 type dbLines struct {
 	base  muxConfig // database 0's settings, which the others copy
 	muxes [quorum.DBs]atomic.Pointer[mux]
@@ -40,21 +44,36 @@ func (r *Redis) muxFor(db int) (*mux, error) {
 	if db < 0 || db >= quorum.DBs {
 		return nil, fmt.Errorf("%w: %d", errBadDB, db)
 	}
-	if m := r.dbs.muxes[db].Load(); m != nil {
-		return m, nil
+	return r.dbMux(db), nil
+}
+
+// horizonMux is the multiplexer of the server's db 0, where the lock
+// horizon lives.
+func (r *Redis) horizonMux() *mux {
+	if r.dbs.base.db == 0 {
+		return r.mux
+	}
+	return r.dbMux(0)
+}
+
+// dbMux returns the multiplexer in slot n of the server's db n, making it
+// on first use (see muxFor for after close).
+func (r *Redis) dbMux(n int) *mux {
+	if m := r.dbs.muxes[n].Load(); m != nil {
+		return m
 	}
 	d := &r.dbs
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return r.mux, nil
+		return r.mux
 	}
-	if m := d.muxes[db].Load(); m != nil {
-		return m, nil
+	if m := d.muxes[n].Load(); m != nil {
+		return m
 	}
-	m := newMux(d.base.forDB(db))
-	d.muxes[db].Store(m)
-	return m, nil
+	m := newMux(d.base.forDB(n))
+	d.muxes[n].Store(m)
+	return m
 }
 
 // close closes every database's multiplexer but database 0's (Redis.Close

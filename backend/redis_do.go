@@ -34,6 +34,9 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 	}
 	c := &call{rcv: rcv, kind: cmd.Kind, asking: asking}
 	m, err := r.muxFor(cmd.DB)
+	if cmd.Kind == quorum.RaiseHorizon || cmd.Kind == quorum.ReadHorizon {
+		m, err = r.horizonMux(), nil
+	}
 	if err == nil {
 		c.ln = m.lineFor(lineKey(&cmd))
 		err = c.build(&cmd, r.watch.channels[cmd.DB])

@@ -86,9 +86,9 @@ type health struct {
 	base       time.Time // origin of blocked's offsets
 
 	hz *horizons
-	// readHorizons reads the other nodes' horizons for node i's auto
-	// quarantine (Cluster.readHorizons).
-	readHorizons func(i int, done func(q time.Duration, conclusive bool))
+	// readHorizons reads the horizons of the nodes that ask names, for
+	// node i's auto quarantine (Cluster.readHorizons).
+	readHorizons func(i int, ask []bool, done func([]horizonRead))
 
 	// blocked is read on every vote without a lock: 0 means the node's
 	// votes count; otherwise the offset from base until which they do not.
@@ -100,8 +100,11 @@ type health struct {
 	// the first look and moved by every restart seen; zero until a look
 	// reported an uptime.
 	started []time.Time
-	// auto is, per node, its QuarantineAuto state (see quarantine_auto.go).
-	auto []autoState
+	// quar is, per node, its restart quarantine (see quarantine.go).
+	quar []quarantine
+	// runSeen is, per node, the first look at its current run (run_id);
+	// looked the latest successful look.
+	runSeen, looked []time.Time
 	// shards is the per-shard health of nodes that are Redis Clusters
 	// (see health_shards.go).
 	shards shardsHealth
@@ -116,7 +119,9 @@ func newHealth(nodes []Node, cfg Config) *health {
 		blocked:    make([]atomic.Int64, len(nodes)),
 		nodes:      make([]NodeState, len(nodes)),
 		started:    make([]time.Time, len(nodes)),
-		auto:       make([]autoState, len(nodes)),
+		quar:       make([]quarantine, len(nodes)),
+		runSeen:    make([]time.Time, len(nodes)),
+		looked:     make([]time.Time, len(nodes)),
 		limit:      horizonLimit(cfg),
 		shards:     newShardsHealth(len(nodes)),
 	}
@@ -126,6 +131,7 @@ func newHealth(nodes []Node, cfg Config) *health {
 	for i, n := range nodes {
 		// A watched node is up once a look at its server succeeded.
 		h.nodes[i] = NodeState{Name: n.Name(), Watched: true}
+		h.quar[i].node = i
 	}
 	return h
 }
@@ -151,13 +157,13 @@ func (h *health) vetoNode(i int) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := &h.nodes[i]
+	n, q := &h.nodes[i], &h.quar[i]
 	switch {
 	case n.Refused != "":
 		return fmt.Errorf("%w: %s", ErrRefused, n.Refused)
-	case h.now().Before(n.QuarantinedUntil):
+	case q.active(h.now()):
 		return fmt.Errorf("%w until %s: it restarted (run_id %s) and may have lost locks",
-			ErrQuarantined, n.QuarantinedUntil.Format("15:04:05.000"), n.RunID)
+			ErrQuarantined, q.until.Format("15:04:05.000"), n.RunID)
 	}
 	return nil
 }
@@ -174,16 +180,17 @@ func (h *health) observe(i int, in ServerInfo) {
 	var logs []func()
 	first := n.RunID == ""
 	restarted := !first && in.RunID != n.RunID
-	if (first || restarted) && in.Uptime >= 0 {
-		// Uptime is a lower bound: the estimate errs late, which makes a
-		// quarantine derived from it longer, not shorter.
-		h.started[i] = h.now().Add(-in.Uptime)
+	if first || restarted {
+		h.started[i] = h.restartTime(in.Uptime, h.looked[i])
 	}
 	if restarted {
 		h.hz.reset(i)
-		h.quarantineRestartLocked(i)
-		logs = append(logs, h.logRestart(*n, in.RunID))
+		logs = append(logs, h.startLocked(&h.quar[i], h.started[i], h.now(), h.looked[i], h.logRestart(*n, in.RunID))...)
 	}
+	if first || restarted {
+		h.runSeen[i] = h.now()
+	}
+	h.looked[i] = h.now()
 	if first {
 		logs = append(logs, h.quarantineYoungLocked()...)
 	}
@@ -194,7 +201,8 @@ func (h *health) observe(i int, in ServerInfo) {
 	n.RunID, n.Replica, n.Replicas = in.RunID, in.Replica, in.Replicas
 	logs = append(logs, h.observeShardsLocked(i, in.Shards)...)
 	logs = append(logs, h.recheckLocked()...)
-	reads := append(h.autoReadsLocked(), h.shardReadsLocked()...)
+	logs = append(logs, h.endsLocked()...)
+	reads := h.readsLocked()
 	h.mu.Unlock()
 	for _, l := range logs {
 		l()
@@ -204,17 +212,23 @@ func (h *health) observe(i int, in ServerInfo) {
 	}
 }
 
-// quarantineRestartLocked starts node i's quarantine after a restart seen:
-// a fixed one, or QuarantineAuto's, which waits for the other nodes'
-// horizons (autoReadsLocked) and sits at its cap until then.
-func (h *health) quarantineRestartLocked(i int) {
-	n := &h.nodes[i]
+// restartTime dates the start of the run that a look now found, up for
+// uptime (negative: not reported), where the proxy last saw the run
+// before it at prevLook (zero: never).
+// Uptime is a lower bound: the estimate errs late, which makes a
+// quarantine derived from it longer, not shorter. A start from before
+// prevLook is no restart of that server but another server behind the
+// address (or a replica promoted, for a shard): it took over by now.
+// Without an uptime, a restart is dated now and a first look not at all.
+func (h *health) restartTime(uptime time.Duration, prevLook time.Time) time.Time {
+	now := h.now()
 	switch {
-	case h.quarantine == QuarantineAuto:
-		h.autoStartLocked(i, h.now())
-	case h.quarantine > 0:
-		n.QuarantinedUntil = h.now().Add(h.quarantine)
+	case uptime >= 0 && !now.Add(-uptime).Before(prevLook):
+		return now.Add(-uptime)
+	case prevLook.IsZero():
+		return time.Time{}
 	}
+	return now
 }
 
 // quarantineYoungLocked is the restart quarantine for restarts this proxy
@@ -238,13 +252,11 @@ func (h *health) quarantineYoungLocked() []func() {
 	var logs []func()
 	now := h.now()
 	for i, s := range h.started {
-		n := &h.nodes[i]
 		until := s.Add(h.quarantine)
-		if s.IsZero() || !now.Before(until) || !n.QuarantinedUntil.Before(until) {
+		if s.IsZero() || !now.Before(until) || !h.quar[i].until.Before(until) {
 			continue
 		}
-		n.QuarantinedUntil = until
-		logs = append(logs, h.logYoung(n.Name, now.Sub(s), until))
+		logs = append(logs, h.startLocked(&h.quar[i], s, s, time.Time{}, h.logYoung(h.nodes[i].Name, now.Sub(s)))...)
 	}
 	return logs
 }
@@ -273,7 +285,7 @@ func (h *health) recheckLocked() []func() {
 			logs = append(logs, h.logRefusal(n.Name, why))
 			n.Refused = why
 		}
-		h.blocked[i].Store(h.blockedOffset(n))
+		h.blocked[i].Store(h.blockedOffset(n, &h.quar[i]))
 	}
 	return logs
 }
@@ -291,39 +303,49 @@ func (h *health) refusal(i int) string {
 	return ""
 }
 
-func (h *health) blockedOffset(n *NodeState) int64 {
+func (h *health) blockedOffset(n *NodeState, q *quarantine) int64 {
 	switch {
 	case n.Refused != "":
 		return refusedForever
-	case n.QuarantinedUntil.IsZero():
+	case q.until.IsZero():
 		return 0
 	}
 	// At least 1, since 0 means "open": a quarantine that already ended
 	// then still reads as ended.
-	return max(int64(n.QuarantinedUntil.Sub(h.base)), 1)
+	return max(int64(q.until.Sub(h.base)), 1)
 }
 
-func (h *health) logRestart(n NodeState, newID string) func() {
-	until := n.QuarantinedUntil
-	return func() {
+// quarantineAttrs are the log attributes of a quarantine that lasts until
+// until: the setting, the end, how long is left, and whether it is the
+// bound known so far (auto, not conclusive yet).
+func (h *health) quarantineAttrs(until time.Time, pending bool) []any {
+	attrs := []any{"quarantine", h.quarantineName(), "until", until, "left", max(until.Sub(h.now()), 0).Round(time.Millisecond)}
+	if pending {
+		attrs = append(attrs, "pending", true)
+	}
+	return attrs
+}
+
+func (h *health) logRestart(n NodeState, newID string) func(time.Time, bool) {
+	return func(until time.Time, pending bool) {
 		if h.quarantine == 0 {
 			h.log.Warn("backend restarted and may have lost locks; the restart quarantine is off",
 				"backend", n.Name, "old_run_id", n.RunID, "run_id", newID)
 			return
 		}
 		h.log.Warn("backend restarted: it may have lost locks, so it sits out every vote until its quarantine ends",
-			"backend", n.Name, "old_run_id", n.RunID, "run_id", newID, "quarantine", h.quarantineName(), "until", until)
+			append([]any{"backend", n.Name, "old_run_id", n.RunID, "run_id", newID}, h.quarantineAttrs(until, pending)...)...)
 	}
 }
 
-func (h *health) logYoung(name string, uptime time.Duration, until time.Time) func() {
+func (h *health) logYoung(name string, uptime time.Duration) func(time.Time, bool) {
 	why := "backend started recently while another has been up longer than the restart quarantine: "
 	if h.quarantine == QuarantineAuto {
 		why = "backend started recently, later than another: "
 	}
-	return func() {
+	return func(until time.Time, pending bool) {
 		h.log.Warn(why+"it may have lost locks, so it sits out every vote until its quarantine ends",
-			"backend", name, "uptime", uptime, "quarantine", h.quarantineName(), "until", until)
+			append([]any{"backend", name, "uptime", uptime}, h.quarantineAttrs(until, pending)...)...)
 	}
 }
 
@@ -351,8 +373,10 @@ func (h *health) states() []NodeState {
 	out := append([]NodeState(nil), h.nodes...)
 	now := h.now()
 	for i := range out {
-		out[i].Quarantined = now.Before(out[i].QuarantinedUntil)
-		out[i].QuarantinePending = out[i].Quarantined && h.auto[i].pending
+		q := &h.quar[i]
+		out[i].QuarantinedUntil = q.until
+		out[i].Quarantined = q.active(now)
+		out[i].QuarantinePending = out[i].Quarantined && q.pending
 		out[i].Shards = h.shardStatesLocked(i)
 	}
 	return out

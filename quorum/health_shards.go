@@ -55,11 +55,13 @@ func (st NodeState) RunIDs() []string {
 	return ids
 }
 
-// shardHealth is one shard's record.
+// shardHealth is one shard's record: its state for INFO (the quarantine's
+// fields filled from q) and its restart quarantine.
 type shardHealth struct {
-	state   ShardState
-	epoch   uint64 // moved by each quarantine started
-	reading bool   // an auto read of the horizons is on its way
+	state ShardState
+	q     quarantine
+	// looked is the latest successful look at the shard's master.
+	looked time.Time
 }
 
 // shardsHealth is, per node, its shards' records, by name.
@@ -83,11 +85,11 @@ func (h *health) vetoShard(i int, shard string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.shards.byNode[i][shard]
-	if s == nil || !h.now().Before(s.state.QuarantinedUntil) {
+	if s == nil || !s.q.active(h.now()) {
 		return nil
 	}
 	return fmt.Errorf("%w: shard %s until %s: its master changed or restarted (run_id %s) and may have lost locks",
-		ErrQuarantined, shard, s.state.QuarantinedUntil.Format("15:04:05.000"), s.state.RunID)
+		ErrQuarantined, shard, s.q.until.Format("15:04:05.000"), s.state.RunID)
 }
 
 // observeShardsLocked takes in the shards of one look at node i: a shard
@@ -108,7 +110,7 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 		seen[in.Name] = true
 		s := m[in.Name]
 		if s == nil {
-			s = &shardHealth{state: ShardState{Name: in.Name}}
+			s = &shardHealth{state: ShardState{Name: in.Name}, q: quarantine{node: i, shard: in.Name}}
 			m[in.Name] = s
 		}
 		st := &s.state
@@ -124,16 +126,22 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 		// that got its slots by migration, with their keys, then sits out
 		// for nothing, which costs availability, not safety).
 		if (st.RunID != "" && in.Info.RunID != st.RunID) || (st.RunID == "" && !first) {
-			h.quarantineShardLocked(s)
-			logs = append(logs, h.logShardRestart(h.nodes[i].Name, *st, in.Info.RunID))
+			now := h.now()
+			from := now // a master never seen before took over by now
+			if !s.looked.IsZero() {
+				from = h.restartTime(in.Info.Uptime, s.looked)
+			}
+			logs = append(logs, h.startLocked(&s.q, from, now, s.looked, h.logShardRestart(h.nodes[i].Name, *st, in.Info.RunID))...)
 		}
+		s.looked = h.now()
 		st.RunID, st.Up, st.LastError = in.Info.RunID, true, ""
 	}
 	// A shard that serves no slot any more is forgotten, unless it sits
-	// out a quarantine (its slots may come back to it).
+	// out a quarantine (its slots may come back to it) or its end is not
+	// logged yet.
 	now := h.now()
 	for name, s := range m {
-		if !seen[name] && !now.Before(s.state.QuarantinedUntil) {
+		if !seen[name] && !s.q.active(now) && (s.q.ended || s.q.until.IsZero()) {
 			delete(m, name)
 		}
 	}
@@ -141,74 +149,14 @@ func (h *health) observeShardsLocked(i int, shards []ShardInfo) []func() {
 	return logs
 }
 
-// quarantineShardLocked starts a shard's quarantine: a fixed one, or auto's
-// at its cap until a read of the other nodes' horizons settles it.
-func (h *health) quarantineShardLocked(s *shardHealth) {
-	now := h.now()
-	s.epoch++
-	switch {
-	case h.quarantine == QuarantineAuto:
-		s.state.QuarantinePending = true
-		s.state.QuarantinedUntil = later(s.state.QuarantinedUntil, now.Add(h.limit))
-	case h.quarantine > 0:
-		s.state.QuarantinedUntil = later(s.state.QuarantinedUntil, now.Add(h.quarantine))
-	}
-}
-
 // recheckShardsLocked sets node i's fast-path flag.
 func (h *health) recheckShardsLocked(i int) {
 	now := h.now()
 	any := false
 	for _, s := range h.shards.byNode[i] {
-		any = any || now.Before(s.state.QuarantinedUntil)
+		any = any || s.q.active(now)
 	}
 	h.shards.quarantined[i].Store(any)
-}
-
-// shardReadsLocked starts a read of the other nodes' horizons for every
-// shard whose auto quarantine waits for a conclusive one, as
-// autoReadsLocked does for nodes.
-func (h *health) shardReadsLocked() []func() {
-	if h.readHorizons == nil {
-		return nil
-	}
-	var reads []func()
-	now := h.now()
-	for i, m := range h.shards.byNode {
-		for _, s := range m {
-			if !s.state.QuarantinePending || s.reading {
-				continue
-			}
-			if !now.Before(s.state.QuarantinedUntil) {
-				s.state.QuarantinePending = false
-				continue
-			}
-			s.reading = true
-			s, epoch := s, s.epoch
-			reads = append(reads, func() {
-				h.readHorizons(i, func(q time.Duration, conclusive bool) { h.settleShard(i, s, epoch, q, conclusive) })
-			})
-		}
-	}
-	return reads
-}
-
-// settleShard takes a read's outcome for a shard's quarantine of epoch.
-func (h *health) settleShard(i int, s *shardHealth, epoch uint64, q time.Duration, conclusive bool) {
-	h.mu.Lock()
-	if s.epoch != epoch {
-		h.mu.Unlock()
-		return
-	}
-	s.reading = false
-	s.state.QuarantinePending = !conclusive
-	until := h.now().Add(q)
-	s.state.QuarantinedUntil = until
-	h.recheckShardsLocked(i)
-	node, name := h.nodes[i].Name, s.state.Name
-	h.mu.Unlock()
-	h.log.Info("backend shard's restart quarantine set from the lock horizons",
-		"backend", node, "shard", name, "quarantine", q, "until", until, "conclusive", conclusive)
 }
 
 // shardStatesLocked returns node i's shards, by name.
@@ -221,8 +169,9 @@ func (h *health) shardStatesLocked(i int) []ShardState {
 	out := make([]ShardState, 0, len(m))
 	for _, s := range m {
 		st := s.state
-		st.Quarantined = now.Before(st.QuarantinedUntil)
-		st.QuarantinePending = st.Quarantined && st.QuarantinePending
+		st.QuarantinedUntil = s.q.until
+		st.Quarantined = s.q.active(now)
+		st.QuarantinePending = st.Quarantined && s.q.pending
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b ShardState) int { return strings.Compare(a.Name, b.Name) })
@@ -253,16 +202,15 @@ func (h *health) runIDsLocked(i int) []string {
 	return append([]string{h.nodes[i].RunID}, shards...)
 }
 
-func (h *health) logShardRestart(node string, st ShardState, newID string) func() {
-	until := st.QuarantinedUntil
-	return func() {
+func (h *health) logShardRestart(node string, st ShardState, newID string) func(time.Time, bool) {
+	return func(until time.Time, pending bool) {
 		if h.quarantine == 0 {
 			h.log.Warn("backend shard's master changed or restarted and may have lost locks; the restart quarantine is off",
 				"backend", node, "shard", st.Name, "master", st.Master, "old_run_id", st.RunID, "run_id", newID)
 			return
 		}
 		h.log.Warn("backend shard's master changed or restarted: it may have lost locks, so the shard sits out every vote until its quarantine ends",
-			"backend", node, "shard", st.Name, "master", st.Master, "old_run_id", st.RunID, "run_id", newID,
-			"quarantine", h.quarantineName(), "until", until)
+			append([]any{"backend", node, "shard", st.Name, "master", st.Master, "old_run_id", st.RunID, "run_id", newID},
+				h.quarantineAttrs(until, pending)...)...)
 	}
 }

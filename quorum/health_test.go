@@ -32,8 +32,9 @@ func (w *watchedNode) Watch(wt quorum.Watcher) bool {
 	return true
 }
 
+// look reports a look at the server that tells no uptime.
 func (w *watchedNode) look(runID, role string, replicas int) {
-	w.report(quorum.ServerInfo{RunID: runID, Replica: role == "slave", Replicas: replicas})
+	w.report(quorum.ServerInfo{RunID: runID, Replica: role == "slave", Replicas: replicas, Uptime: -1})
 }
 
 func (w *watchedNode) report(in quorum.ServerInfo) {

@@ -3,6 +3,7 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,16 @@ type horizons struct {
 	base    time.Time // origin of the offsets below
 	drift   float64
 	timeout time.Duration
+	maxTTL  time.Duration // the longest expiry a yes may leave
 	limit   time.Duration // the largest slack-padded raise (MaxTTL + horizonFloor)
+	// ceiling is the longest horizon there can be: no raise asks more
+	// (limit, or what the drift allowance adds to a MaxTTL lock), and a
+	// longer one read from a node is taken as ceiling.
+	ceiling time.Duration
+	log     *slog.Logger
+	// clamped is, per node, whether a horizon read there was found longer
+	// than ceiling (logged once).
+	clamped []atomic.Bool
 
 	// known is, per node, the offset from base until which its horizon is
 	// known to last; read on every covered reply without a lock.
@@ -76,11 +86,16 @@ type horizonWait struct {
 func newHorizons(nodes []Node, cfg Config) *horizons {
 	h := &horizons{
 		nodes: nodes, now: cfg.Now, base: cfg.Now(), drift: cfg.DriftFactor,
-		timeout: cfg.NodeTimeout, limit: horizonLimit(cfg),
+		timeout: cfg.NodeTimeout, limit: horizonLimit(cfg), maxTTL: horizonLimit(cfg) - horizonFloor,
+		log: cfg.Logger, clamped: make([]atomic.Bool, len(nodes)),
 		known: make([]atomic.Int64, len(nodes)), watched: make([]atomic.Bool, len(nodes)),
 		gen: make([]uint64, len(nodes)), inflight: make([]bool, len(nodes)),
 		waiting: make([][]horizonWait, len(nodes)),
 	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.ceiling = max(h.limit, h.leastFor(h.maxTTL))
 	for i := range h.watched {
 		h.watched[i].Store(true)
 	}
@@ -110,8 +125,14 @@ func (h *horizons) covers(i int, ttl time.Duration) (int64, bool) {
 	return need, h.known[i].Load() >= need
 }
 
-// wait queues done until node i's horizon reaches need, raising it.
+// wait queues done until node i's horizon reaches need, raising it. A
+// need past MaxTTL from now is never covered: the horizon is not raised
+// past its ceiling, so that yes does not count.
 func (h *horizons) wait(i int, need int64, done func(error)) {
+	if time.Duration(need)-h.now().Sub(h.base) > h.maxTTL {
+		done(fmt.Errorf("%w: the expiry is beyond max-ttl (%v)", ErrHorizon, h.maxTTL))
+		return
+	}
 	h.mu.Lock()
 	if h.known[i].Load() >= need {
 		h.mu.Unlock()
@@ -199,8 +220,35 @@ func (h *horizons) dropPastLocked(i int, now int64) func() {
 // that the clock drift allowance eats into ttl.
 func (h *horizons) raiseTTL(ttl time.Duration) time.Duration {
 	r := min(max(2*ttl, ttl+horizonFloor), h.limit)
-	least := time.Duration(math.Ceil(float64(ttl+2*time.Millisecond)/(1-h.drift))) + time.Millisecond
-	return max(r, least)
+	return min(max(r, h.leastFor(ttl)), h.ceiling)
+}
+
+// leastFor is the shortest raise that covers a key living ttl once the
+// clock drift allowance is taken off it.
+func (h *horizons) leastFor(ttl time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(ttl+2*time.Millisecond)/(1-h.drift))) + time.Millisecond
+}
+
+// clampRead is the horizon ttl read on node i as the quarantine takes it:
+// one without expiry, or longer than the ceiling (written by hand, or by
+// a proxy with a larger max-ttl), is the ceiling; the first such read of
+// each node is logged.
+func (h *horizons) clampRead(i int, ttl time.Duration) time.Duration {
+	if ttl >= 0 && ttl <= h.ceiling {
+		return ttl
+	}
+	if h.clamped[i].CompareAndSwap(false, true) {
+		h.log.Warn("backend's lock horizon is longer than max-ttl allows: taken as max-ttl plus its slack",
+			"backend", h.nodes[i].Name(), "horizon", ttl, "taken_as", h.ceiling)
+	}
+	return h.ceiling
+}
+
+// genOf is node i's restart generation: moved by each restart seen.
+func (h *horizons) genOf(i int) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gen[i]
 }
 
 // driftOf is the clock drift allowance over d, as Validity counts it.

@@ -62,7 +62,8 @@ func raiseCluster(t *testing.T) (*Cluster, *raiseNode) {
 // TestCoverHorizonSharesOneRaise: covers asked while a raise is on its way
 // wait for it (one raise, not one each); a cover within the horizon then
 // known needs none; one beyond it raises again, never past MaxTTL plus the
-// slack's second unless the ttl itself needs more.
+// slack's second unless the drift allowance on a MaxTTL lock needs more;
+// a cover past MaxTTL is refused without a raise.
 func TestCoverHorizonSharesOneRaise(t *testing.T) {
 	c, n := raiseCluster(t)
 	var wg sync.WaitGroup
@@ -92,9 +93,14 @@ func TestCoverHorizonSharesOneRaise(t *testing.T) {
 		t.Fatalf("raises %v, want a second one capped at MaxTTL+%v", got, horizonFloor)
 	}
 	n.release()
-	c.coverHorizon(0, 2*time.Hour, func(error) {})
-	if got := n.raised(); len(got) != 3 || got[2] <= 2*time.Hour {
-		t.Fatalf("raises %v, want a third one beyond the 2h ttl itself", got)
+	var err error
+	c.coverHorizon(0, 2*time.Hour, func(e error) { err = e })
+	if got := n.raised(); len(got) != 2 || !errors.Is(err, ErrHorizon) {
+		t.Fatalf("a cover past MaxTTL: raises %v, err %v; want no raise and ErrHorizon", got, err)
+	}
+	c.coverHorizon(0, time.Hour, func(error) {})
+	if got := n.raised(); len(got) != 3 || got[2] > c.horizons.ceiling || got[2] < time.Hour {
+		t.Fatalf("raises %v, want a third one for the 1h MaxTTL, at most the ceiling %v", got, c.horizons.ceiling)
 	}
 	n.release()
 }

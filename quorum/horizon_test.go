@@ -252,3 +252,21 @@ func TestAutoQuarantineInconclusive(t *testing.T) {
 		})
 	}
 }
+
+// TestAutoQuarantineOtherServerBehindTheAddress: a new run_id whose server
+// has been up for two days is another server now answering at the node's
+// address (or a promoted replica): it took over just now, so its
+// quarantine covers the locks the old one held, not a cap counted from
+// two days ago.
+func TestAutoQuarantineOtherServerBehindTheAddress(t *testing.T) {
+	c, rs, clk := horizonCluster(t, quorum.QuarantineAuto)
+	if _, err := c.Acquire(context.Background(), "k", "t", 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now()
+	rs[0].report(quorum.ServerInfo{RunID: "other-server", Uptime: 48 * time.Hour})
+	st := c.NodeStates()[0]
+	if left := st.QuarantinedUntil.Sub(now); !st.Quarantined || left < 10*time.Minute {
+		t.Fatalf("after another server took the address: %+v, %v left, want the 10m lock covered", st, left)
+	}
+}

@@ -1,57 +1,160 @@
 package quorum
 
 import (
+	"sync"
 	"time"
 )
 
-// QuarantineAuto. A node that restarted may have lost locks it granted.
-// Each such lock was granted on a majority, so every other node of that
-// majority that did not restart since still keeps a horizon (HorizonKey)
-// at least as long as the lock's remaining life. A read of the other
-// nodes' horizons that reaches enough of them (N-Q+1 of the N-1 others:
-// then it meets every majority the restarted node was part of) bounds the
-// life of every lost lock: the node sits out every vote until the longest
-// of them ends. Nodes that are themselves quarantined (they lost their
-// horizon too) or refused do not count as answers.
+// QuarantineAuto. A node that restarted may have lost locks it granted:
+// only those on it at its restart (from), since while quarantined it votes
+// for nothing. Each was granted on a majority, so every other node of that
+// majority still keeps a horizon (HorizonKey) at least as long as the
+// lock's remaining life, if it has not lost it since. Such a node is a
+// witness:
 //
-// A read that reaches fewer is not conclusive: the quarantine is then what
-// the read found and the proxy's own record of the locks it granted, or,
-// where this proxy granted none, the cap (MaxTTL plus the horizon's
-// slack); every later look at any node reads again while the quarantine
-// lasts, until a read is conclusive. Until the first read answers, the
-// node sits at the cap: a restart is safe from the moment it is seen.
-
-// autoState is one node's QuarantineAuto bookkeeping.
-type autoState struct {
-	epoch   uint64 // moved by each quarantine started; a read of an older one is dropped
-	pending bool   // no conclusive read yet
-	reading bool   // a read is on its way
-}
+//   - its server started before from (by more than youngTolerance, since
+//     uptimes are whole seconds): one that restarted with the node or
+//     later lost what it knew, and never counts;
+//   - none of its own quarantines (its node's or its shards') is pending:
+//     a running one, settled, is added to what it tells, since it covers
+//     the locks that node lost at its own restart and it voted for nothing
+//     since.
+//
+// Each witness is read once, as soon as it answers: a later read would
+// also see the horizons of locks granted after the restart, failed tries
+// among them. The quarantine is the longest of what the witnesses tell and
+// the proxy's own record at the restart. It is conclusive once N-Q+1 of the
+// N-1 others count (then they meet every majority the node was part of);
+// for the start-up rule's quarantine (a restart this proxy did not see),
+// once every node that started before it counts, if fewer: the rule covers
+// locks granted with older nodes. Until then the quarantine is the own
+// record and what was found, or, where the proxy granted nothing, the cap
+// (MaxTTL plus the horizon's slack, from the restart); later looks read
+// the nodes not counted yet. It never ends later than the cap. Until the
+// first read answers, the node sits at the cap: a restart is safe from the
+// moment it is seen.
 
 // youngTolerance is how much earlier another node must have started for a
-// node to count as restarted behind the proxy's back at start-up: uptimes
-// are whole seconds, and a cluster's nodes start a little apart.
+// node to count as restarted behind the proxy's back at start-up, and for
+// a witness to have started before a restart: uptimes are whole seconds,
+// and a cluster's nodes start a little apart.
 const youngTolerance = 2 * time.Second
 
-// autoStartLocked quarantines node i at the cap, counted from start (its
-// server's start, or when it was seen back), until a read of the other
-// horizons shortens it.
-func (h *health) autoStartLocked(i int, start time.Time) {
-	if s := h.started[i]; !s.IsZero() && s.Before(start) {
-		start = s
-	}
-	a := &h.auto[i]
-	a.epoch++
-	a.pending = true
-	// No lock granted before the node's start lives longer than the cap.
-	h.nodes[i].QuarantinedUntil = later(h.nodes[i].QuarantinedUntil, start.Add(h.limit))
+// horizonRead is one node's answer to a read of its horizon.
+type horizonRead struct {
+	asked bool
+	ok    bool          // it answered, and did not restart meanwhile
+	ttl   time.Duration // its horizon's remaining ttl, clamped (see clampRead)
+	at    time.Time     // when the answer came
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+// settleLocked takes a read's answers into q and sets its end. An answer
+// is taken once, as it comes; whether its node counts as a witness is
+// judged again at every settle until it does (its own quarantine may
+// settle or end meanwhile), without reading it again.
+func (h *health) settleLocked(q *quarantine, got []horizonRead) {
+	for j, rd := range got {
+		if rd.asked && rd.ok && q.witness[j] == witnessUnknown {
+			q.bound = later(q.bound, rd.at.Add(rd.ttl+h.hz.driftOf(rd.ttl)))
+			q.witness[j] = witnessRead
+		}
 	}
-	return b
+	for j, w := range q.witness {
+		if w != witnessRead {
+			continue
+		}
+		switch st, bound := h.witnessLocked(q, j); st {
+		case witnessCounted:
+			q.witness[j] = witnessCounted
+			q.bound = later(q.bound, bound)
+		case witnessNever:
+			q.witness[j] = witnessNever
+		}
+	}
+	conclusive := h.countedLocked(q) >= h.neededLocked(q)
+	q.pending = !conclusive
+	capped := q.from.Add(h.limit)
+	if !conclusive && q.own.IsZero() {
+		q.until = capped
+		return
+	}
+	end := q.bound
+	if !q.own.IsZero() {
+		left := max(q.own.Sub(h.now()), 0)
+		end = later(end, q.own.Add(h.hz.driftOf(left)))
+	}
+	if end.After(capped) {
+		end = capped
+	}
+	q.until = end
+}
+
+// witnessLocked tells whether node j is a witness for q (see the top of
+// this file): counted, never, or not yet (witnessRead: a quarantine of
+// its own is pending), and the end of j's own running quarantines, which
+// its horizon's reader adds.
+func (h *health) witnessLocked(q *quarantine, j int) (witnessState, time.Time) {
+	now := h.now()
+	state, bound := witnessCounted, time.Time{}
+	check := func(o *quarantine) {
+		if o.active(now) {
+			if o.pending {
+				state = witnessRead
+			}
+			bound = later(bound, o.until)
+		}
+	}
+	check(&h.quar[j])
+	for _, s := range h.shards.byNode[j] {
+		check(&s.q)
+	}
+	// A server that started with q's node or later lost what its former
+	// run knew, unless a quarantine of that start covers it.
+	if !h.olderLocked(j, q) {
+		if o := &h.quar[j]; o.epoch == 0 || !o.from.Equal(h.started[j]) {
+			return witnessNever, time.Time{}
+		}
+	}
+	return state, bound
+}
+
+// olderLocked tells whether node j's server started before q's restart:
+// the proxy saw it up no later than its last look at the run that
+// restarted, or its uptime says so (whole seconds: by youngTolerance). A
+// node whose start is unknown counts as older.
+func (h *health) olderLocked(j int, q *quarantine) bool {
+	if !q.prevLook.IsZero() && !h.runSeen[j].IsZero() && !h.runSeen[j].After(q.prevLook) {
+		return true
+	}
+	s := h.started[j]
+	return s.IsZero() || s.Before(q.from.Add(-youngTolerance))
+}
+
+// countedLocked is how many witnesses q's reads counted.
+func (h *health) countedLocked(q *quarantine) int {
+	n := 0
+	for _, w := range q.witness {
+		if w == witnessCounted {
+			n++
+		}
+	}
+	return n
+}
+
+// neededLocked is how many witnesses make q's reads conclusive: N-Q+1, or
+// for the start-up rule every node that started before q's node, if fewer.
+func (h *health) neededLocked(q *quarantine) int {
+	need := len(h.nodes) - Quorum(len(h.nodes)) + 1
+	if !q.young {
+		return need
+	}
+	older := 0
+	for j, s := range h.started {
+		if j != q.node && !s.IsZero() && s.Before(q.from.Add(-youngTolerance)) {
+			older++
+		}
+	}
+	return min(need, older)
 }
 
 // autoYoungLocked is the start-up rule under QuarantineAuto: a node whose
@@ -63,13 +166,11 @@ func (h *health) autoYoungLocked() []func() {
 	var logs []func()
 	now := h.now()
 	for i, s := range h.started {
-		n := &h.nodes[i]
 		// epoch > 0: already quarantined once (the rule, or a restart seen).
-		if s.IsZero() || now.Sub(s) >= h.limit || h.auto[i].epoch > 0 || !h.startedBeforeLocked(s) {
+		if s.IsZero() || now.Sub(s) >= h.limit || h.quar[i].epoch > 0 || !h.startedBeforeLocked(s) {
 			continue
 		}
-		h.autoStartLocked(i, s)
-		logs = append(logs, h.logYoung(n.Name, now.Sub(s), n.QuarantinedUntil))
+		logs = append(logs, h.startLocked(&h.quar[i], s, s, time.Time{}, h.logYoung(h.nodes[i].Name, now.Sub(s)))...)
 	}
 	return logs
 }
@@ -85,112 +186,44 @@ func (h *health) startedBeforeLocked(s time.Time) bool {
 	return false
 }
 
-// autoReadsLocked starts a read of the other horizons for every node whose
-// auto quarantine is still waiting for a conclusive one (and has not
-// ended); the caller runs them after letting go of the lock.
-func (h *health) autoReadsLocked() []func() {
-	if h.readHorizons == nil {
-		return nil
+// readHorizons reads the horizon of every node that ask names, for node
+// i's quarantine, all at once, and calls done with the answers from the
+// last one's goroutine. A read is no vote: it goes to each node directly,
+// not through a round, so that a quarantined node's horizon is read too.
+// An answer counts only if the node did not restart while it was asked.
+func (c *Cluster) readHorizons(i int, ask []bool, done func([]horizonRead)) {
+	got := make([]horizonRead, len(c.nodes))
+	var mu sync.Mutex
+	left := 1
+	finish := func() {
+		mu.Lock()
+		left--
+		last := left == 0
+		mu.Unlock()
+		if last {
+			done(got)
+		}
 	}
-	var reads []func()
-	now := h.now()
-	for i := range h.auto {
-		a := &h.auto[i]
-		if !a.pending || a.reading {
+	start := time.Now() // the nodes' deadlines and the metrics are on the wall clock
+	for j, n := range c.nodes {
+		if !ask[j] || j == i || !c.horizons.watched[j].Load() {
 			continue
 		}
-		if !now.Before(h.nodes[i].QuarantinedUntil) {
-			a.pending = false
-			continue
-		}
-		a.reading = true
-		epoch := a.epoch
-		reads = append(reads, func() {
-			h.readHorizons(i, func(q time.Duration, conclusive bool) { h.settle(i, epoch, q, conclusive) })
-		})
-	}
-	return reads
-}
-
-// settle takes a read's outcome for node i's quarantine of epoch: it lasts
-// q from now; a conclusive read ends the reading.
-func (h *health) settle(i int, epoch uint64, q time.Duration, conclusive bool) {
-	h.mu.Lock()
-	a := &h.auto[i]
-	if a.epoch != epoch {
-		h.mu.Unlock()
-		return
-	}
-	a.reading = false
-	a.pending = !conclusive
-	n := &h.nodes[i]
-	until := h.now().Add(q)
-	n.QuarantinedUntil = until
-	logs := h.recheckLocked()
-	name := n.Name
-	h.mu.Unlock()
-	for _, l := range logs {
-		l()
-	}
-	h.log.Info("backend's restart quarantine set from the lock horizons",
-		"backend", name, "quarantine", q, "until", until, "conclusive", conclusive)
-}
-
-// counts tells whether node j's answers count now: up, neither refused nor
-// quarantined.
-func (h *health) counts(j int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := &h.nodes[j]
-	return n.Up && n.Refused == "" && !h.now().Before(n.QuarantinedUntil)
-}
-
-func (h *health) quarantineName() any {
-	if h.quarantine == QuarantineAuto {
-		return "auto"
-	}
-	return h.quarantine
-}
-
-// readHorizons reads every other watched node's horizon for node i's
-// quarantine, in one round, and calls done with its length and whether
-// the read was conclusive (see the top of this file), from the last
-// reply's goroutine. A node counts only while its answers count (up,
-// neither refused nor quarantined): one seen down may have restarted and
-// lost its horizon.
-func (c *Cluster) readHorizons(i int, done func(time.Duration, bool)) {
-	ask := func(j int) (Cmd, bool) {
-		return Cmd{Kind: ReadHorizon, Key: HorizonKey}, j != i && c.horizons.watched[j].Load()
-	}
-	c.collectThen(OpHorizon, ask, anyVote, func(r *round, _ tally) {
-		answered, longest := 0, time.Duration(0)
-		for j := range r.calls {
-			rep := r.reply(j)
-			if !r.calls[j].asked || rep.Err != nil || !c.health.counts(j) {
-				continue
+		mu.Lock()
+		left++
+		mu.Unlock()
+		gen := c.horizons.genOf(j)
+		n.Do(start.Add(c.cfg.NodeTimeout), Cmd{Kind: ReadHorizon, Key: HorizonKey}, ReceiverFunc(func(rep Reply) {
+			c.reportNode(OpHorizon, n, start, rep)
+			rd := horizonRead{asked: true, at: c.cfg.Now()}
+			if rep.Err == nil && c.horizons.genOf(j) == gen {
+				rd.ok, rd.ttl = true, c.horizons.clampRead(j, rep.TTL)
 			}
-			answered++
-			ttl := rep.TTL
-			if ttl < 0 { // a horizon without expiry: nothing bounds it but the cap
-				ttl = c.horizons.limit
-			}
-			longest = max(longest, ttl)
-		}
-		c.quarantineFrom(answered, longest, done)
-	})
-}
-
-// quarantineFrom computes the quarantine from a read that answered
-// answered nodes with longest the longest horizon: that and the proxy's
-// own record, or the cap where the read is not conclusive and this proxy
-// granted nothing; with the clock drift allowance on top.
-func (c *Cluster) quarantineFrom(answered int, longest time.Duration, done func(time.Duration, bool)) {
-	conclusive := answered >= len(c.nodes)-c.Quorum()+1
-	own, has := c.horizons.ownRecord()
-	if !conclusive && !has {
-		done(c.horizons.limit, false) // the cap has its margin already
-		return
+			mu.Lock()
+			got[j] = rd
+			mu.Unlock()
+			finish()
+		}))
 	}
-	q := max(longest, own)
-	done(q+c.horizons.driftOf(q), conclusive)
+	finish()
 }

@@ -51,7 +51,12 @@ func StartCluster(t testing.TB, masters, replicas int, args ...string) *Cluster 
 	}
 	waitFor(t, ctx, "every node to know every other", func() bool { return c.allKnown(ctx, len(all)) })
 	for i, r := range c.Replicas {
-		mustDo(t, ctx, r, "cluster", "replicate", c.Masters[i%masters].NodeID(t))
+		// A node counted as known may still be in its handshake, under a
+		// name of its own, until which REPLICATE answers "Unknown node".
+		id := c.Masters[i%masters].NodeID(t)
+		waitFor(t, ctx, "a replica to replicate its master", func() bool {
+			return r.Client().Do(ctx, "cluster", "replicate", id).Err() == nil
+		})
 	}
 	c.WaitOK(t)
 	return c

@@ -168,6 +168,9 @@ func (m *Metrics) CommandDone(cmd, outcome string, d time.Duration) {
 func (m *Metrics) OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration) {
 	counterOf(&m.opCounts, m.ops, op, outcome).Inc()
 	observerOf(&m.opSecs, m.opSeconds, op).Observe(d.Seconds())
+	if m.debugging() {
+		m.log.Debug("quorum round", "op", op, "outcome", outcome, "took", d, "validity", validity, "ttl", ttl)
+	}
 	if ttl > 0 && validity > 0 {
 		m.validity.Observe(float64(validity) / float64(ttl))
 	}

@@ -98,6 +98,9 @@ func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
 	c.seconds.Observe(d.Seconds())
 	n.busy.Add(int64(d))
 	n.calls.Add(1)
+	if m.debugging() {
+		m.debugNode(node, op, d, err)
+	}
 	if err != nil {
 		m.nodeFailed(n, node, err)
 		return

@@ -323,7 +323,7 @@ func (h *health) logYoung(name string, uptime time.Duration, until time.Time) fu
 	}
 	return func() {
 		h.log.Warn(why+"it may have lost locks, so it sits out every vote until its quarantine ends",
-			"backend", name, "uptime", uptime, "quarantine", h.quarantineName(), "until", until)
+			"backend", name, "uptime", uptime.Round(time.Second), "quarantine", h.quarantineName(), "until", until)
 	}
 }
 

@@ -176,10 +176,12 @@ func (h *Handler) helloOptions(c *call) (name string, setName, ok bool) {
 }
 
 // writeHello writes the server's description, a map in RESP3 and a flat
-// array in RESP2, as Redis does.
+// array in RESP2, as Redis does. "server" and "version" are Redis's
+// (clients enable commands by them); redlockd's own version is the extra
+// field "redlockd_version", which clients read into their map or ignore.
 func (h *Handler) writeHello(c *call, proto int) {
 	w := c.w
-	w.WriteMap(7)
+	w.WriteMap(8)
 	w.WriteBulkString("server")
 	w.WriteBulkString("redis")
 	w.WriteBulkString("version")
@@ -194,6 +196,8 @@ func (h *Handler) writeHello(c *call, proto int) {
 	w.WriteBulkString("master")
 	w.WriteBulkString("modules")
 	w.WriteArray(0)
+	w.WriteBulkString("redlockd_version")
+	w.WriteBulkString(h.opts.Version)
 }
 
 // RedisVersion is the Redis version redlockd answers like, reported by

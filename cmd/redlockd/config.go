@@ -498,5 +498,5 @@ func printUsage(w io.Writer) {
 		fmt.Fprintln(w, ")")
 	}
 	fmt.Fprintf(w, "  --config file\n      YAML file whose keys are the flag names (env %s)\n", configEnv)
-	fmt.Fprintf(w, "  --version\n      print the version and exit\n  --help\n      print this help and exit\n")
+	fmt.Fprintf(w, "  --version, -v\n      print the version and exit\n  --help\n      print this help and exit\n\nSIGHUP reloads log-level, requirepass and the TLS certificates.\n")
 }

@@ -205,3 +205,28 @@ func TestBlockedClientsAndHello(t *testing.T) {
 		t.Fatalf("HELLO 3 = %#v, %v", hello, err)
 	}
 }
+
+// TestEmbeddedKeyspace: in embedded mode the in-process nodes count their
+// keys too, so DBSIZE, INFO keyspace and redis-cli --bigkeys work in the
+// quick start as over real servers.
+func TestEmbeddedKeyspace(t *testing.T) {
+	in := redlocktest.StartMemory(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	ctx := t.Context()
+	for _, k := range []string{"a", "b"} {
+		if err := c.Do(ctx, "LOCK", k, "60000").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := c.DBSize(ctx).Result()
+	if err != nil || n < 2 {
+		t.Fatalf("DBSIZE = %d, %v; want at least the 2 locks", n, err)
+	}
+	if k := keysOf(infoFields(c.Info(ctx).Val())["db0"]); k != int(n) {
+		t.Errorf("INFO keyspace db0 keys %d, DBSIZE %d", k, n)
+	}
+	out, err := exec.CommandContext(ctx, "redis-cli", "-p", strconv.Itoa(in.Port), "--bigkeys").CombinedOutput()
+	if err != nil || strings.Contains(string(out), "Couldn't determine DBSIZE") {
+		t.Fatalf("redis-cli --bigkeys: %v\n%s", err, out)
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -166,6 +165,3 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
-
-// errNoValue reports a value flag given last, with nothing after it.
-var errNoValue = errors.New("needs a value")

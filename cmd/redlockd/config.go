@@ -359,6 +359,9 @@ func isBoolSetting(name string) bool {
 	return false
 }
 
+// errNoValue reports a value flag given last, with nothing after it.
+var errNoValue = errors.New("needs a value")
+
 // flagError rewrites the flag package's errors in the documented form:
 // the flag as the user spelled it, and the value.
 func flagError(err error, args []string) error {

@@ -4,9 +4,7 @@ import (
 	"crypto/tls"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/redlockd/redlockd/commands"
 )
@@ -34,10 +32,9 @@ type reloader struct {
 	log     *slog.Logger
 }
 
-// onHangup reloads on every SIGHUP until the returned stop is called.
-func (r *reloader) onHangup() (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// onHangup reloads on every signal of hup (SIGHUP) until the returned
+// stop is called.
+func (r *reloader) onHangup(hup <-chan os.Signal) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -52,7 +49,6 @@ func (r *reloader) onHangup() (stop func()) {
 		}
 	}()
 	return func() {
-		signal.Stop(hup)
 		close(done)
 		<-finished
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
@@ -42,6 +44,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if err != nil {
 		return usageError(stderr, err)
 	}
+	// From here on a SIGHUP is never fatal: it waits until the reloader
+	// runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	ln, err := listenAll(cfg)
 	if err != nil {
 		return usageError(stderr, err)
@@ -66,7 +73,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		log.Warn(w)
 	}
 	rl := &reloader{args: args, env: env, running: cfg, level: level, tls: live, handler: rd.Handler(), log: log}
-	stopReload := rl.onHangup()
+	stopReload := rl.onHangup(hup)
 	defer stopReload()
 	return serve(ctx, cfg, rd, ln, log)
 }

@@ -155,3 +155,14 @@ func TestQuorumGauges(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestStatusOfQuarantinedAndDown: a quarantined backend whose last look
+// failed too shows the quarantine (the longer wait) and the failure.
+func TestStatusOfQuarantinedAndDown(t *testing.T) {
+	st := quorum.NodeState{Name: "q:1", Watched: true, Quarantined: true, QuarantinedUntil: time.Now().Add(time.Minute),
+		LastError: "backend: INFO: EOF"}
+	got := statusOf(st)
+	if got.word != "quarantined" || !strings.Contains(got.detail, "votes again in") || !strings.HasSuffix(got.detail, "; and the last look failed: backend: INFO: EOF") {
+		t.Fatalf("statusOf = %+v", got)
+	}
+}

@@ -176,12 +176,12 @@ func (h *Handler) helloOptions(c *call) (name string, setName, ok bool) {
 }
 
 // writeHello writes the server's description, a map in RESP3 and a flat
-// array in RESP2, as Redis does. "server" and "version" are Redis's
-// (clients enable commands by them); redlockd's own version is the extra
-// field "redlockd_version", which clients read into their map or ignore.
+// array in RESP2, with Redis 7.2's fields and nothing more: clients
+// enable commands by "server" and "version", and some compare the reply
+// with Redis's. redlockd's own version is INFO server's redlockd_version.
 func (h *Handler) writeHello(c *call, proto int) {
 	w := c.w
-	w.WriteMap(8)
+	w.WriteMap(7)
 	w.WriteBulkString("server")
 	w.WriteBulkString("redis")
 	w.WriteBulkString("version")
@@ -196,8 +196,6 @@ func (h *Handler) writeHello(c *call, proto int) {
 	w.WriteBulkString("master")
 	w.WriteBulkString("modules")
 	w.WriteArray(0)
-	w.WriteBulkString("redlockd_version")
-	w.WriteBulkString(h.opts.Version)
 }
 
 // RedisVersion is the Redis version redlockd answers like, reported by

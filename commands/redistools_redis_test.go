@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
@@ -168,11 +169,11 @@ func TestRedisCLIBigKeys(t *testing.T) {
 	}
 }
 
-// TestBlockedClientsAndHello: a LOCK … WAIT that waits counts in
-// blocked_clients until it ends; HELLO keeps Redis's server and version
-// fields and adds redlockd's own version.
-func TestBlockedClientsAndHello(t *testing.T) {
-	in := redlocktest.Start(t, redlocktest.Options{})
+// TestBlockedClientsAndVersion: a LOCK … WAIT that waits counts in
+// blocked_clients until it ends; HELLO answers as Redis 7.2 does, and
+// INFO server names redlockd's own version.
+func TestBlockedClientsAndVersion(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{Commands: commands.Options{Version: "v1.2.3-test"}})
 	ctx := t.Context()
 	holder := in.Client(t, 2)
 	res, err := holder.Do(ctx, "LOCK", "w", "60000").Slice()
@@ -201,8 +202,11 @@ func TestBlockedClientsAndHello(t *testing.T) {
 	c3 := in.Client(t, 3)
 	hello, err := c3.Do(ctx, "HELLO", "3").Result()
 	m, ok := hello.(map[any]any)
-	if err != nil || !ok || m["server"] != "redis" || m["version"] != "7.2.0" || m["redlockd_version"] == "" || m["redlockd_version"] == nil {
-		t.Fatalf("HELLO 3 = %#v, %v", hello, err)
+	if err != nil || !ok || m["server"] != "redis" || m["version"] != "7.2.0" || len(m) != 7 {
+		t.Fatalf("HELLO 3 = %#v, %v; want Redis 7.2's seven fields", hello, err)
+	}
+	if v := infoFields(c3.Info(ctx, "server").Val())["redlockd_version"]; v != "v1.2.3-test" {
+		t.Errorf("INFO server redlockd_version = %q", v)
 	}
 }
 

@@ -14,14 +14,18 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
+# Without VERSION the binary reports the module's build information
+# (the context has no .git, so "devel").
+ARG VERSION=
 RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X main.Version=${VERSION}" \
       -o /out/redlockd ./cmd/redlockd
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/redlockd /usr/local/bin/redlockd
-USER nonroot:nonroot
+# Numeric ids (distroless's nonroot user): a kubelet running a pod with
+# runAsNonRoot can check a number, not a name.
+USER 65532:65532
 # Inside a container the defaults must listen on every interface; flags,
 # REDLOCKD_* variables or a mounted --config file override these.
 ENV REDLOCKD_LISTEN=0.0.0.0:6380 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need when it is missing
-# (redis-server, redis-cli, Debian's python3-redis, the node packages of the
-# compatibility suite), checks each module and its code, then runs every
+# (redis-server, redis-cli, Debian's python3-redis, chromium for the status
+# page's browser test, the node packages of the compatibility suite), checks each module and its code, then runs every
 # test with the race detector. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,6 +12,7 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import redis' 2>/dev/null || need+=(python3-redis)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]}"
   "${sudo[@]}" apt-get update -qq

@@ -37,6 +37,7 @@ func init() {
 		"hincrby": {4, (*luaRun).hincrby}, "hlen": {2, (*luaRun).hlen}, "hgetall": {2, (*luaRun).hgetall},
 		"hkeys": {2, (*luaRun).hkeys}, "hvals": {2, (*luaRun).hvals}, "hmget": {-3, (*luaRun).hmget},
 		"publish": {3, (*luaRun).publish}, "spublish": {3, (*luaRun).publish}, "select": {2, (*luaRun).selectDB},
+		"dbsize": {1, (*luaRun).dbsize},
 	}
 }
 
@@ -221,6 +222,25 @@ func (r *luaRun) typeOf(args []string) quorum.Value {
 func (r *luaRun) publish(args []string) quorum.Value {
 	msgs, n := r.s.m.pubsub.matches(args[0], args[1])
 	r.s.published = append(r.s.published, msgs...)
+	return intValue(n)
+}
+
+// dbsize counts the live keys of the script's database, strings and
+// hashes, as Redis's DBSIZE does (expired ones are not keys any more).
+func (r *luaRun) dbsize([]string) quorum.Value {
+	m, now := r.s.m, r.s.now
+	var n int64
+	count := func(k string, expires time.Time) {
+		if db, _ := memSplit(k); db == r.db && now.Before(expires) {
+			n++
+		}
+	}
+	for k, e := range m.keys {
+		count(k, e.expires)
+	}
+	for k, h := range m.scripts.hashes {
+		count(k, h.expires)
+	}
 	return intValue(n)
 }
 

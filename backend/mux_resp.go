@@ -38,6 +38,9 @@ type ServerError struct {
 
 func (e ServerError) Error() string { return e.Text }
 
+// ReplyCode is Code: a ServerError is a quorum.ReplyError.
+func (e ServerError) ReplyCode() string { return e.Code }
+
 // Is matches a target of the same Code and no Text.
 func (e ServerError) Is(target error) bool {
 	t, ok := target.(ServerError)

@@ -12,6 +12,7 @@ import (
 )
 
 var _ quorum.Node = (*Redis)(nil)
+var _ quorum.ReplyError = ServerError{}
 
 // Do implements quorum.Node: every Cmd is one command or one script, sent
 // through the multiplexer on the line of its key (a multi-key Cmd: its

@@ -58,7 +58,7 @@ func (h *Handler) cmdReset(c *call) {
 	c.s.proto.Store(2)
 	c.s.db.Store(0)
 	c.s.name = ""
-	c.s.authed = h.opts.Password == ""
+	c.s.authed = h.currentPassword() == ""
 	c.s.mu.Unlock()
 	c.w.WriteSimple("RESET")
 }
@@ -88,7 +88,7 @@ func (h *Handler) cmdAuth(c *call) {
 	user, pass := "default", c.arg(0)
 	if len(c.args) == 2 {
 		user, pass = c.arg(0), c.arg(1)
-	} else if h.opts.Password == "" {
+	} else if h.currentPassword() == "" {
 		c.w.WriteError(msgNoPassword)
 		return
 	}
@@ -99,12 +99,19 @@ func (h *Handler) cmdAuth(c *call) {
 	c.w.WriteSimple("OK")
 }
 
+// SetPassword changes the password clients must AUTH with ("" = none),
+// for connections that authenticate from now on: a connection that has
+// authenticated stays so, as on Redis after CONFIG SET requirepass.
+func (h *Handler) SetPassword(p string) { h.password.Store(&p) }
+
+func (h *Handler) currentPassword() string { return *h.password.Load() }
+
 // authenticate checks a user and password in constant time. Without
 // --requirepass the default user takes any password, as Redis's "nopass"
 // default user does (AUTH default x, HELLO 3 AUTH default x: OK).
 func (h *Handler) authenticate(s *Session, user, pass string) (string, bool) {
-	okPass := h.opts.Password == "" ||
-		subtle.ConstantTimeCompare([]byte(pass), []byte(h.opts.Password)) == 1
+	want := h.currentPassword()
+	okPass := want == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(want)) == 1
 	if !okPass || user != "default" {
 		return msgWrongPass, false
 	}
@@ -169,7 +176,9 @@ func (h *Handler) helloOptions(c *call) (name string, setName, ok bool) {
 }
 
 // writeHello writes the server's description, a map in RESP3 and a flat
-// array in RESP2, as Redis does.
+// array in RESP2, with Redis 7.2's fields and nothing more: clients
+// enable commands by "server" and "version", and some compare the reply
+// with Redis's. redlockd's own version is INFO server's redlockd_version.
 func (h *Handler) writeHello(c *call, proto int) {
 	w := c.w
 	w.WriteMap(7)

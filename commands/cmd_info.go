@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ var infoSections = []struct {
 }{
 	{"server", (*Handler).infoServer},
 	{"clients", (*Handler).infoClients},
+	{"memory", (*Handler).infoMemory},
 	{"stats", (*Handler).infoStats},
 	{"backends", (*Handler).infoBackends},
 }
@@ -37,6 +39,10 @@ func (h *Handler) cmdInfo(c *call) {
 		sec.write(h, &b)
 	}
 	h.extraInfo(want, all, &b)
+	if all || want["keyspace"] {
+		infoHeader(&b, "keyspace")
+		h.infoKeyspace(c.s, &b)
+	}
 	c.w.WriteVerbatim("txt", b.String())
 }
 
@@ -56,12 +62,22 @@ func (h *Handler) infoServer(b *strings.Builder) {
 }
 
 func (h *Handler) infoClients(b *strings.Builder) {
-	fmt.Fprintf(b, "connected_clients:%d\r\n", h.nconns.Load())
+	fmt.Fprintf(b, "connected_clients:%d\r\nblocked_clients:%d\r\n", h.nconns.Load(), h.stats.blocked.Load())
+}
+
+// infoMemory reports the Go heap in Redis's fields: used_memory is the
+// bytes of live and not yet collected objects, what the allocator holds
+// for redlockd's data, as Redis's used_memory is its allocator's.
+func (h *Handler) infoMemory(b *strings.Builder) {
+	heap := heapBytes()
+	fmt.Fprintf(b, "used_memory:%d\r\nused_memory_human:%s\r\nmaxmemory:0\r\n", heap, humanBytes(heap))
 }
 
 func (h *Handler) infoStats(b *strings.Builder) {
 	st := &h.stats
-	fmt.Fprintf(b, "total_commands_processed:%d\r\n", st.commands.Load())
+	n := st.commands.Load()
+	fmt.Fprintf(b, "total_connections_received:%d\r\ntotal_commands_processed:%d\r\ninstantaneous_ops_per_sec:%d\r\n",
+		h.nextID.Load(), n, st.opsPerSec(n, time.Now()))
 	if h.opts.Info != nil {
 		// The lock counters come from the record of what each quorum
 		// operation did, the one /metrics serves: they cannot disagree.
@@ -86,4 +102,47 @@ func (h *Handler) infoBackends(b *strings.Builder) {
 		fmt.Fprintf(b, "%s%s\r\n", backendLine(i, st), h.backendExtra(st.Name))
 		b.WriteString(shardLines(i, st))
 	}
+}
+
+// infoKeyspace writes Redis's "dbN:keys=…" line for each database that
+// has keys, as the backends count them (see cmdDBSize); nothing when too
+// few backends answered. Every key redlockd stores has a ttl, so expires
+// is keys; avg_ttl is 0, "not known", as Redis writes it.
+func (h *Handler) infoKeyspace(s *Session, b *strings.Builder) {
+	for db, n := range h.keyspace(s) {
+		if n > 0 {
+			fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, n)
+		}
+	}
+}
+
+// Blocked is how many commands wait now (LOCK … WAIT).
+func (h *Handler) Blocked() int64 { return h.stats.blocked.Load() }
+
+// Started is when the handler was made: the server's start.
+func (h *Handler) Started() time.Time { return h.started }
+
+func heapBytes() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
+}
+
+// humanBytes writes n as Redis's used_memory_human does: "1.50M".
+func humanBytes(n int64) string {
+	const unit = 1024
+	f, suffix := float64(n), "B"
+	for _, s := range []string{"K", "M", "G", "T"} {
+		if f < unit {
+			break
+		}
+		f, suffix = f/unit, s
+	}
+	if suffix == "B" {
+		return fmt.Sprintf("%dB", n)
+	}
+	return fmt.Sprintf("%.2f%s", f, suffix)
 }

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 )
 
@@ -24,10 +26,31 @@ func (h *Handler) cmdEval(c *call) {
 	body := c.arg(0)
 	sha := sha1Hex(body)
 	if s, ok := scripts[sha]; ok {
+		h.debugScript(sha, s, nil)
 		h.runScript(c, s, n)
 		return
 	}
-	h.runReplicated(c, h.scripts.add(sha, body), n)
+	e := h.scripts.add(sha, body)
+	h.debugScript(sha, nil, e)
+	h.runReplicated(c, e, n)
+}
+
+// debugScript logs, at debug level, how a script was judged: a lock
+// script recognised by its SHA1 (run natively), or the static check's
+// verdict on a replicated one.
+func (h *Handler) debugScript(sha string, known *lockScript, e *cachedScript) {
+	log := h.opts.Logger
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	switch {
+	case known != nil:
+		log.Debug("script recognised: run natively", "sha", sha, "origin", known.origin)
+	case e.err != nil:
+		log.Debug("script refused by the static check", "sha", sha, "err", e.err)
+	default:
+		log.Debug("script admitted by the static check: replicated", "sha", sha, "writes", e.info.Writes)
+	}
 }
 
 func (h *Handler) cmdEvalSHA(c *call) {
@@ -37,6 +60,7 @@ func (h *Handler) cmdEvalSHA(c *call) {
 	}
 	sha := strings.ToLower(c.arg(0))
 	if s, ok := scripts[sha]; ok {
+		h.debugScript(sha, s, nil)
 		h.runScript(c, s, n)
 		return
 	}
@@ -45,6 +69,7 @@ func (h *Handler) cmdEvalSHA(c *call) {
 		c.w.WriteError(msgNoScript)
 		return
 	}
+	h.debugScript(sha, nil, e)
 	h.runReplicated(c, e, n)
 }
 

@@ -2,9 +2,11 @@ package commands
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/redlockd/redlockd/internal/glob"
+	"github.com/redlockd/redlockd/quorum"
 )
 
 func init() {
@@ -12,6 +14,8 @@ func init() {
 		&command{name: "command", arity: -1, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdCommand},
 		&command{name: "config", arity: -2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdConfig},
 		&command{name: "info", arity: -1, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdInfo},
+		&command{name: "dbsize", arity: 1, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdDBSize},
+		&command{name: "scan", arity: -2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdScan},
 	)
 }
 
@@ -97,7 +101,7 @@ func commandKeys(cmd *command) (first, last int64) {
 var configValues = map[string]string{
 	"save":       "",
 	"appendonly": "no",
-	"databases":  "1",
+	"databases":  strconv.Itoa(quorum.DBs), // SELECT 0 to 15
 	"maxmemory":  "0",
 }
 
@@ -142,4 +146,67 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// dbsizeScript counts the keys of the script's database on one backend.
+var dbsizeScript = &quorum.Script{Src: "return redis.call('DBSIZE')"}
+
+// keyspaceScript counts the keys of every database on one backend: an
+// array of quorum.DBs counts, database 0 first.
+var keyspaceScript = &quorum.Script{Src: "local n = {} for db = 0, " + strconv.Itoa(quorum.DBs-1) +
+	" do redis.call('SELECT', db) n[#n+1] = redis.call('DBSIZE') end return n"}
+
+func init() {
+	dbsizeScript.SHA = sha1Hex(dbsizeScript.Src)
+	keyspaceScript.SHA = sha1Hex(keyspaceScript.Src)
+}
+
+// cmdDBSize: DBSIZE -> the keys of the connection's database as the
+// backends count them, in one round: the count a majority gave, or where
+// the counts differ, the smallest (Eval's reply rule for integers). The
+// count includes redlockd's own keys there (fence counters, hold counts,
+// lock horizons: all with a ttl).
+func (h *Handler) cmdDBSize(c *call) {
+	res, err := h.clusterOf(c.s).Eval(c.s.Context(), dbsizeScript, nil, nil, false)
+	v := res.Value
+	switch {
+	case err != nil:
+		writeLockError(c.w, c.name, err)
+	case v.Kind == quorum.IntValue:
+		c.w.WriteInt(v.Int)
+	case v.Kind == quorum.ErrorValue:
+		c.w.WriteError(v.Str)
+	default:
+		c.w.WriteError("ERR backends gave no key count")
+	}
+}
+
+// keyspace is the keys per database as the backends count them (see
+// cmdDBSize), nil when too few answered.
+func (h *Handler) keyspace(s *Session) []int64 {
+	res, err := h.cluster.Eval(s.Context(), keyspaceScript, nil, nil, false)
+	v := res.Value
+	if err != nil || v.Kind != quorum.ArrayValue {
+		return nil
+	}
+	out := make([]int64, len(v.Elems))
+	for i, e := range v.Elems {
+		out[i] = e.Int
+	}
+	return out
+}
+
+// cmdScan: SCAN cursor [MATCH p] [COUNT n] [TYPE t] -> an empty last page.
+// A key is a lock only where a majority holds it, which no backend's own
+// listing says; redlockd does not list keys (LOCKINFO inspects one).
+// Tools that walk the keyspace (redis-cli --bigkeys, --scan) then finish
+// at once instead of failing.
+func (h *Handler) cmdScan(c *call) {
+	if _, err := strconv.ParseUint(c.arg(0), 10, 64); err != nil {
+		c.w.WriteError("ERR invalid cursor")
+		return
+	}
+	c.w.WriteArray(2)
+	c.w.WriteBulkString("0")
+	c.w.WriteArray(0)
 }

@@ -67,13 +67,16 @@ type Handler struct {
 	bound    bindings // locks bound to a connection (session_locks.go)
 	scripts  *scriptCache
 	hub      *pubsub.Hub
+	password atomic.Pointer[string] // Options.Password, then SetPassword's
 }
 
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
 	hub := pubsub.New(cluster, pubsub.Options{})
-	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub}
+	h := &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub}
+	h.SetPassword(opts.Password)
+	return h
 }
 
 // clusterOf is the lock service of session s's database (SELECT): every
@@ -89,7 +92,7 @@ func (h *Handler) NewSession(addr string) *Session {
 		Addr:   addr,
 		ctx:    ctx,
 		cancel: cancel,
-		authed: h.opts.Password == "",
+		authed: h.currentPassword() == "",
 	}
 	s.proto.Store(2)
 	h.sessions.Store(s.ID, s)

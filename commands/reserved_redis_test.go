@@ -50,8 +50,8 @@ func reservedCalls(rk string) [][]string {
 // say where its keys are (and get a case in reservedCalls) or be listed
 // here: it cannot slip past the reserved-namespace check unnoticed.
 var keylessCommands = []string{
-	"auth", "client", "command", "config", "echo", "hello", "info",
-	"ping", "quit", "reset", "script", "select",
+	"auth", "client", "command", "config", "dbsize", "echo", "hello", "info",
+	"ping", "quit", "reset", "scan", "script", "select",
 	// The pub/sub commands name channels, not keys; their reserved
 	// channels are refused on their own (e2e TestPubSubReservedChannels).
 	"psubscribe", "publish", "pubsub", "punsubscribe", "subscribe", "unsubscribe",

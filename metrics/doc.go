@@ -1,7 +1,8 @@
 // Package metrics turns what the lock cluster and the command table report
 // into Prometheus families named redlockd_…, into INFO's extra lines, and
-// into one log line per backend state change. It also serves /metrics,
-// /healthz and /readyz.
+// into one log line per backend state change (and, at debug level, one
+// per backend call and per round). It also serves /metrics, /healthz,
+// /readyz, /readyz/backends and the status page at /.
 //
 // It depends on quorum (whose Observer it implements) and on nothing in the
 // request path: quorum and commands report through small interfaces and do

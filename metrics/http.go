@@ -8,10 +8,11 @@ import (
 )
 
 // Handler serves /metrics from m, /healthz (200 while the process serves
-// HTTP at all) and /readyz (200 when a majority of backends answered the
-// last look at their server and may vote, 503 otherwise; see Ready). Both
-// /metrics and /readyz read the cluster's record as it is now: they send
-// nothing to the backends.
+// HTTP at all), /readyz (200 when a majority of backends answered the
+// last look at their server and may vote, 503 otherwise; see Ready),
+// /readyz/backends (every backend votes) and the status page at /. All
+// read the cluster's record as it is now: they send nothing to the
+// backends.
 func Handler(m *Metrics) http.Handler {
 	mux := http.NewServeMux()
 	prom := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
@@ -33,5 +34,42 @@ func Handler(m *Metrics) http.Handler {
 		}
 		fmt.Fprintf(w, "%d backends answered, quorum %d\n", answered, q)
 	})
+	mux.HandleFunc("/readyz/backends", m.serveBackendsReady)
+	mux.HandleFunc("/{$}", m.serveStatus)
 	return mux
+}
+
+// serveBackendsReady is /readyz/backends: 200 when every backend (or,
+// with ?backend=name, that one) votes now, 503 while one is down,
+// quarantined or refused. It tells an operator draining Redis machines
+// when taking the next backend away leaves as many votes as the last:
+// a restarted backend answers at once but votes only after its
+// quarantine. Each line of the body is one backend and why it does not
+// vote.
+func (m *Metrics) serveBackendsReady(w http.ResponseWriter, r *http.Request) {
+	m.Refresh()
+	want := r.URL.Query().Get("backend")
+	var lines []string
+	ok, found := true, false
+	for _, st := range m.states() {
+		if want != "" && st.Name != want {
+			continue
+		}
+		found = true
+		state := statusOf(st)
+		if !votes(st) {
+			ok = false
+		}
+		lines = append(lines, st.Name+" "+state.word+state.detail)
+	}
+	switch {
+	case want != "" && !found:
+		http.Error(w, "no backend "+want, http.StatusNotFound)
+		return
+	case !ok:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
 }

@@ -27,6 +27,9 @@ const (
 	NameRenewalsLost      = "redlockd_keepalive_renewals_lost_total"
 	NameClients           = "redlockd_client_connections"
 	NameBuildInfo         = "redlockd_build_info"
+	NameQuorum            = "redlockd_quorum"
+	NameVoting            = "redlockd_backends_voting"
+	NameWaiting           = "redlockd_lock_waiters"
 )
 
 // Names lists every redlockd_ family this package registers. Histograms
@@ -36,7 +39,7 @@ func Names() []string {
 		NameCommands, NameCommandSeconds, NameOperations, NameOperationSeconds,
 		NameValidityRatio, NameBackendUp, NameBackendQuarantine, NameQuarantineLeft, NameBackendSeconds,
 		NameBackendErrors, NameBackendChanges, NameKeepaliveLocks, NameRenewalsLost,
-		NameClients, NameBuildInfo,
+		NameClients, NameBuildInfo, NameQuorum, NameVoting, NameWaiting,
 	}
 }
 
@@ -57,8 +60,15 @@ type Options struct {
 	// for open connections (KEEPALIVE and session locks) and how many it
 	// has lost because their validity ran out unrenewed. Default: both 0.
 	Keepalive func() (held, lost int64)
-	// Version labels redlockd_build_info. Default "dev".
+	// Waiting returns, at scrape time, how many commands wait for a lock
+	// now (LOCK … WAIT). Default: always 0.
+	Waiting func() int64
+	// Version labels redlockd_build_info and heads the status page.
+	// Default "dev".
 	Version string
+	// Started is when the process started, for the status page's uptime.
+	// Default: when New ran.
+	Started time.Time
 	// Logger gets one line per backend state change. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -75,6 +85,9 @@ type Metrics struct {
 	validity       prometheus.Histogram
 	statesFn       func() []quorum.NodeState
 	keepaliveFn    func() (held, lost int64)
+	waitingFn      func() int64
+	version        string
+	started        time.Time
 	nodeSeconds    *prometheus.HistogramVec
 	nodeErrors     *prometheus.CounterVec
 	nodeChanges    *prometheus.CounterVec
@@ -100,7 +113,14 @@ func New(o Options) *Metrics {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	m := &Metrics{reg: prometheus.NewRegistry(), log: o.Logger, statesFn: o.NodeStates}
+	if o.Started.IsZero() {
+		o.Started = time.Now()
+	}
+	if o.Waiting == nil {
+		o.Waiting = func() int64 { return 0 }
+	}
+	m := &Metrics{reg: prometheus.NewRegistry(), log: o.Logger, statesFn: o.NodeStates,
+		waitingFn: o.Waiting, version: o.Version, started: o.Started}
 	m.define()
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: NameBuildInfo,
@@ -122,6 +142,16 @@ func New(o Options) *Metrics {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: NameRenewalsLost,
 			Help: "Kept locks lost: their validity ran out without a renewal that reached a majority."},
 			func() float64 { _, lost := m.keepaliveFn(); return float64(lost) }))
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: NameQuorum,
+			Help: "Backends that must agree for a lock: a majority of the configured backends."},
+			func() float64 { return float64(m.quorum()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: NameVoting,
+			Help: "Backends whose votes count now: they answered the last look and are neither quarantined nor refused."},
+			func() float64 { v, _ := m.voting(); return float64(v) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: NameWaiting,
+			Help: "Commands waiting for a lock now (LOCK … WAIT)."},
+			func() float64 { return float64(m.waitingFn()) }))
 	for _, b := range o.Backends {
 		m.node(b)
 	}
@@ -168,6 +198,9 @@ func (m *Metrics) CommandDone(cmd, outcome string, d time.Duration) {
 func (m *Metrics) OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration) {
 	counterOf(&m.opCounts, m.ops, op, outcome).Inc()
 	observerOf(&m.opSecs, m.opSeconds, op).Observe(d.Seconds())
+	if m.debugging() {
+		m.log.Debug("quorum round", "op", op, "outcome", outcome, "took", d, "validity", validity, "ttl", ttl)
+	}
 	if ttl > 0 && validity > 0 {
 		m.validity.Observe(float64(validity) / float64(ttl))
 	}

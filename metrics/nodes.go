@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/internal/oneline"
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // state is what a backend's calls, or the looks at its server, last found.
@@ -98,6 +98,9 @@ func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
 	c.seconds.Observe(d.Seconds())
 	n.busy.Add(int64(d))
 	n.calls.Add(1)
+	if m.debugging() {
+		m.debugNode(node, op, d, err)
+	}
 	if err != nil {
 		m.nodeFailed(n, node, err)
 		return
@@ -164,14 +167,14 @@ var redisClasses = map[string]bool{
 // "timeout", "refused", a Redis error class ("OOM", "READONLY", "LOADING",
 // … or "redis_other"), "canceled" or "other".
 func ErrorKind(err error) string {
-	var se backend.ServerError
 	var ne net.Error
-	switch {
-	case errors.As(err, &se):
-		if redisClasses[se.Code] {
-			return se.Code
+	if code, ok := quorum.ReplyCode(err); ok {
+		if redisClasses[code] {
+			return code
 		}
 		return "redis_other"
+	}
+	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):

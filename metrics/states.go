@@ -40,17 +40,33 @@ func lookState(st quorum.NodeState) state {
 // it. Without a record every backend is taken as ready.
 func (m *Metrics) Ready() (answered, q int, ok bool) {
 	m.Refresh()
-	states := m.states()
 	if m.statesFn == nil {
 		return 0, 0, true
 	}
+	answered, q = m.voting()
+	return answered, q, answered >= q
+}
+
+// votes reports whether a backend's votes count now.
+func votes(st quorum.NodeState) bool { return st.Up && st.Refused == "" && !st.Quarantined }
+
+// voting counts the backends whose votes count now, and the quorum.
+func (m *Metrics) voting() (n, q int) {
+	states := m.states()
 	for _, st := range states {
-		if st.Up && st.Refused == "" && !st.Quarantined {
-			answered++
+		if votes(st) {
+			n++
 		}
 	}
-	q = quorum.Quorum(len(states))
-	return answered, q, answered >= q
+	return n, quorum.Quorum(len(states))
+}
+
+// quorum is the quorum of the recorded backends; 0 without a record.
+func (m *Metrics) quorum() int {
+	if m.statesFn == nil {
+		return 0
+	}
+	return quorum.Quorum(len(m.states()))
 }
 
 // seenStates is the state last logged per backend.

@@ -32,6 +32,25 @@ type NodeError struct {
 func (e *NodeError) Error() string { return e.Node + ": " + e.Err.Error() }
 func (e *NodeError) Unwrap() error { return e.Err }
 
+// ReplyError is a node's error that is its server's own error reply
+// (-OOM …, -READONLY …, -NOSCRIPT …) rather than a failure to reach it.
+// Nodes return errors that implement it, so that metrics and logs can
+// classify what a server said without knowing the node's type.
+type ReplyError interface {
+	error
+	// ReplyCode is the reply's first word ("OOM", "READONLY", "ERR").
+	ReplyCode() string
+}
+
+// ReplyCode is the code of the server error reply in err's chain, if any.
+func ReplyCode(err error) (code string, ok bool) {
+	var re ReplyError
+	if errors.As(err, &re) {
+		return re.ReplyCode(), true
+	}
+	return "", false
+}
+
 // NoQuorumError reports that fewer than a majority of nodes answered at all,
 // so the outcome cannot be decided. Errs holds one *NodeError per failed node.
 type NoQuorumError struct {

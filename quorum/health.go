@@ -345,7 +345,7 @@ func (h *health) logYoung(name string, uptime time.Duration) func(time.Time, boo
 	}
 	return func(until time.Time, pending bool) {
 		h.log.Warn(why+"it may have lost locks, so it sits out every vote until its quarantine ends",
-			append([]any{"backend", name, "uptime", uptime}, h.quarantineAttrs(until, pending)...)...)
+			append([]any{"backend", name, "uptime", uptime.Round(time.Second)}, h.quarantineAttrs(until, pending)...)...)
 	}
 }
 

@@ -87,6 +87,9 @@ type Config struct {
 	clientTLS, backendTLS *tls.Config
 	// cpuProfile is the hidden --cpuprofile (see profile.go).
 	cpuProfile string
+	// raw is each given setting's text by flag name, for a reload to
+	// tell what changed.
+	raw map[string]string
 }
 
 // setting is one configurable value: its flag name (also its YAML key),
@@ -100,7 +103,7 @@ var settings = []setting{
 	{"listen", "REDLOCKD_LISTEN", "127.0.0.1:6380", "addr", "client address",
 		func(c *Config, v string) error { c.Listen = v; return nil }},
 	{"backends", "REDLOCKD_BACKENDS", "", "list", "comma-separated host:port, redis://[user:pass@]host:port[/db], rediss://…, or cluster://host:port[?seed=host:port…] / clusters://… (one Redis Cluster as one node); empty = embedded mode",
-		func(c *Config, v string) error { c.Backends = splitList(v); return nil }},
+		backendsSetter},
 	{"node-timeout", "REDLOCKD_NODE_TIMEOUT", "50ms", "duration", "timeout per backend, per operation",
 		durationSetter(func(c *Config) *time.Duration { return &c.NodeTimeout })},
 	{"drift-factor", "REDLOCKD_DRIFT_FACTOR", "0.01", "fraction", "clock drift allowance, fraction of ttl",
@@ -147,10 +150,7 @@ var settings = []setting{
 	{"backend-tls-key-file", "REDLOCKD_BACKEND_TLS_KEY_FILE", "", "file", "PEM private key of --backend-tls-cert-file",
 		func(c *Config, v string) error { c.BackendTLSKeyFile = v; return nil }},
 	{"backend-tls-insecure-skip-verify", "REDLOCKD_BACKEND_TLS_INSECURE_SKIP_VERIFY", "false", "bool", "accept any certificate from rediss:// backends (testing only)",
-		func(c *Config, v string) (err error) {
-			c.BackendTLSInsecureSkipVerify, err = strconv.ParseBool(v)
-			return err
-		}},
+		boolSetter(func(c *Config) *bool { return &c.BackendTLSInsecureSkipVerify })},
 	{"retry-delay", "REDLOCKD_RETRY_DELAY", "50ms", "duration", "longest random pause between two tries of a LOCK … WAIT (drawn from a tenth of it to it); a release wakes waiters before it",
 		durationSetter(func(c *Config) *time.Duration { return &c.RetryDelay })},
 }
@@ -189,14 +189,15 @@ func durationSetter(field func(*Config) *time.Duration) func(*Config, string) er
 	}
 }
 
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+func boolSetter(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("not a boolean (true or false)")
 		}
+		*field(c) = b
+		return nil
 	}
-	return out
 }
 
 // errHelp and errVersion ask run to print and exit 0.
@@ -221,9 +222,13 @@ func loadConfig(args []string, env func(string) string) (Config, error) {
 	var c Config
 	c.ConfigFile = path
 	c.cpuProfile = flags[cpuProfileFlag].val
+	c.raw = map[string]string{}
 	for _, s := range settings {
 		if err := resolve(&c, s, flags, env, file, path); err != nil {
 			return Config{}, err
+		}
+		if v, ok := lookupAny(s, flags, env, file); ok {
+			c.raw[s.name] = v.val
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -311,12 +316,9 @@ func parseFlags(args []string) (map[string]flagValue, error) {
 		}
 	}
 	version := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, errHelp
-		}
-		// The flag package writes "-name"; the documented spelling is "--name".
-		return nil, errors.New(strings.Replace(err.Error(), "flag provided but not defined: -", "unknown flag --", 1))
+	fs.BoolVar(version, "v", false, "print the version and exit (as redis-server -v)")
+	if err := fs.Parse(joinBoolValues(args)); err != nil {
+		return nil, flagError(err, args)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -325,6 +327,70 @@ func parseFlags(args []string) (map[string]flagValue, error) {
 		return nil, errVersion
 	}
 	return got, nil
+}
+
+// joinBoolValues turns "--flag word" into "--flag=word" for the boolean
+// settings when word is not a flag itself: "--backend-tls-insecure-skip-verify
+// maybe" is then a bad value of that flag rather than a stray argument.
+func joinBoolValues(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimLeft(a, "-")
+		if isBoolSetting(name) && a != name && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func isBoolSetting(name string) bool {
+	for _, s := range settings {
+		if s.name == name && s.arg == "bool" {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoValue reports a value flag given last, with nothing after it.
+var errNoValue = errors.New("needs a value")
+
+// flagError rewrites the flag package's errors in the documented form:
+// the flag as the user spelled it, and the value.
+func flagError(err error, args []string) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return errHelp
+	case strings.HasPrefix(msg, "flag provided but not defined: -"):
+		name := strings.TrimPrefix(msg, "flag provided but not defined: -")
+		return fmt.Errorf("unknown flag %s (see --help)", spelled(name, args))
+	case strings.HasPrefix(msg, "flag needs an argument: -"):
+		name := strings.TrimPrefix(msg, "flag needs an argument: -")
+		return fmt.Errorf("invalid --%s: %v", name, errNoValue)
+	case strings.HasPrefix(msg, "invalid boolean value "):
+		// BoolFunc flags parse their own value later; this is --version=x.
+		return fmt.Errorf("invalid --version: %s", strings.TrimPrefix(msg, "invalid boolean value "))
+	}
+	return errors.New(oneline.Of(msg))
+}
+
+// spelled is the argument that named flag name, as typed ("-x", "--x=1").
+func spelled(name string, args []string) string {
+	for _, a := range args {
+		flagPart, _, _ := strings.Cut(a, "=")
+		if strings.TrimLeft(flagPart, "-") == name && strings.HasPrefix(flagPart, "-") {
+			return flagPart
+		}
+	}
+	return "--" + name
 }
 
 // readFile reads the YAML config file into raw strings by key. Lists (for
@@ -435,5 +501,5 @@ func printUsage(w io.Writer) {
 		fmt.Fprintln(w, ")")
 	}
 	fmt.Fprintf(w, "  --config file\n      YAML file whose keys are the flag names (env %s)\n", configEnv)
-	fmt.Fprintf(w, "  --version\n      print the version and exit\n  --help\n      print this help and exit\n")
+	fmt.Fprintf(w, "  --version, -v\n      print the version and exit\n  --help\n      print this help and exit\n\nSIGHUP reloads log-level, requirepass and the TLS certificates.\n")
 }

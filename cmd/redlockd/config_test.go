@@ -32,6 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got.raw = nil
 	want := Config{
 		Listen: "127.0.0.1:6380", NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01,
 		MaxTTL: 24 * time.Hour, MaxWait: time.Hour, SessionTTL: 30 * time.Second, RestartQuarantine: quorum.QuarantineAuto,
@@ -80,7 +81,7 @@ func TestConfigValues(t *testing.T) {
 		yaml  string
 		check func(c Config) bool
 	}{
-		{"backends flag", []string{"--backends", " a:1, b:2 ,,c:3"}, nil, "",
+		{"backends flag", []string{"--backends", " a:1, b:2 ,c:3"}, nil, "",
 			func(c Config) bool { return reflect.DeepEqual(c.Backends, []string{"a:1", "b:2", "c:3"}) }},
 		{"backends yaml list", nil, nil, "backends:\n  - a:1\n  - redis://u:p@b:2/1\n",
 			func(c Config) bool { return reflect.DeepEqual(c.Backends, []string{"a:1", "redis://u:p@b:2/1"}) }},
@@ -141,7 +142,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"bad duration flag", []string{"--node-timeout", "abc"}, nil, "",
 			`invalid --node-timeout "abc": not a duration (e.g. 50ms, 2s, 1m)`},
-		{"unknown flag", []string{"--nope"}, nil, "", `unknown flag --nope`},
+		{"unknown flag", []string{"--nope"}, nil, "", `unknown flag --nope (see --help)`},
 		{"stray argument", []string{"extra"}, nil, "", `unexpected argument "extra"`},
 		{"bad env", nil, map[string]string{"REDLOCKD_DRIFT_FACTOR": "x"}, "",
 			`invalid REDLOCKD_DRIFT_FACTOR "x": invalid syntax`},
@@ -175,7 +176,29 @@ func TestConfigErrors(t *testing.T) {
 		{"negative idle", []string{"--idle-timeout", "-1s"}, nil, "", `invalid --idle-timeout "-1s": must not be negative`},
 		{"negative output limit", []string{"--client-output-limit", "-1"}, nil, "", `invalid --client-output-limit "-1": not a size (e.g. 1048576, 512kb, 64mb, 1gb)`},
 		{"tiny pub/sub limit", []string{"--client-output-limit-pubsub", "100"}, nil, "", `invalid --client-output-limit-pubsub "100": must be at least 1kb`},
-		{"bad bool", []string{"--backend-tls-insecure-skip-verify=maybe"}, nil, "", ""},
+		{"bad bool", []string{"--backend-tls-insecure-skip-verify=maybe"}, nil, "",
+			`invalid --backend-tls-insecure-skip-verify "maybe": not a boolean (true or false)`},
+		{"bad bool as next argument", []string{"--backend-tls-insecure-skip-verify", "maybe"}, nil, "",
+			`invalid --backend-tls-insecure-skip-verify "maybe": not a boolean (true or false)`},
+		{"bad bool env", nil, map[string]string{"REDLOCKD_BACKEND_TLS_INSECURE_SKIP_VERIFY": "yes"}, "",
+			`invalid REDLOCKD_BACKEND_TLS_INSECURE_SKIP_VERIFY "yes": not a boolean (true or false)`},
+		{"empty backend entry", []string{"--backends", "127.0.0.1:7001,,127.0.0.1:7002"}, nil, "",
+			`invalid --backends "127.0.0.1:7001,,127.0.0.1:7002": entry 2 of 3 is empty`},
+		{"trailing comma", []string{"--backends", "a:1,b:2,c:3,"}, nil, "",
+			`invalid --backends "a:1,b:2,c:3,": entry 4 of 4 is empty`},
+		{"empty entry in env", nil, map[string]string{"REDLOCKD_BACKENDS": "a:1, ,b:2"}, "",
+			`invalid REDLOCKD_BACKENDS "a:1, ,b:2": entry 2 of 3 is empty`},
+		{"empty yaml list item", nil, nil, "backends:\n  - a:1\n  - \"\"\n  - b:2\n",
+			`invalid backends "a:1,,b:2" in FILE: entry 2 of 3 is empty`},
+		{"same address twice", []string{"--backends", "127.0.0.1:7006,127.0.0.1:7006,127.0.0.1:7002"}, nil, "",
+			`invalid --backends "127.0.0.1:7006,127.0.0.1:7006,127.0.0.1:7002": entries 1 and 2 are the same server (127.0.0.1:7006)`},
+		{"same server by URL and db", []string{"--backends", "a:1,redis://u:p@A:1/3,b:2"}, nil, "",
+			`invalid --backends "a:1,redis://u:p@A:1/3,b:2": entries 1 and 2 are the same server (a:1)`},
+		{"cluster seed twice", []string{"--backends", "cluster://a:1,cluster://b:1?seed=a:1,c:1"}, nil, "",
+			`invalid --backends "cluster://a:1,cluster://b:1?seed=a:1,c:1": entries 1 and 2 are the same server (a:1)`},
+		{"short version flag is not a typo", []string{"-x"}, nil, "", `unknown flag -x (see --help)`},
+		{"unknown flag with value", []string{"--lissten=a:1"}, nil, "", `unknown flag --lissten (see --help)`},
+		{"value flag without value", []string{"--listen"}, nil, "", `invalid --listen: needs a value`},
 		{"zero retry delay", []string{"--retry-delay", "0"}, nil, "", `invalid --retry-delay "0s": must be at least 1ms`},
 	}
 	for _, tt := range tests {
@@ -244,7 +267,10 @@ func TestRunHelpAndVersion(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := run(context.Background(), []string{"--version"}, envOf(nil), &out, &out); code != 0 || out.String() != "redlockd dev\n" {
-		t.Fatalf("--version: exit %d, %q", code, out.String())
+	for _, arg := range []string{"--version", "-v"} {
+		out.Reset()
+		if code := run(context.Background(), []string{arg}, envOf(nil), &out, &out); code != 0 || out.String() != "redlockd "+version()+"\n" {
+			t.Fatalf("%s: exit %d, %q", arg, code, out.String())
+		}
 	}
 }

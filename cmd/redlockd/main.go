@@ -13,10 +13,6 @@ import (
 	"github.com/redlockd/redlockd/backend"
 )
 
-// Version is reported by --version, INFO and HELLO; release builds set it
-// with -ldflags "-X main.Version=…".
-var Version = "dev"
-
 func main() {
 	backend.RouteGoRedisLogs()
 	gcpace.Start()

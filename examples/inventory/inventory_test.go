@@ -107,6 +107,17 @@ func TestInventory(t *testing.T) {
 			t.Fatalf("sold %d of %d, %d left", sold, stock, left)
 		}
 	})
+	t.Run("an empty store gets the -stock items", func(t *testing.T) {
+		ctx := context.Background()
+		rc := store.Client()
+		if err := rc.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, bin, "-store", store.Addr(), "-redlockd", redlockd, "-lock", "-fence", "-stock", "7").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "sold 7" {
+			t.Fatalf("on an empty store: %v, %q; want sold 7", err, out)
+		}
+	})
 	t.Run("with LOCK FENCE it sells exactly the stock", func(t *testing.T) {
 		if sold, left := sell(t, bin, store, redlockd, "-lock", "-fence"); sold != stock || left != 0 {
 			t.Fatalf("sold %d of %d, %d left", sold, stock, left)

@@ -12,7 +12,12 @@
 //
 //	go run ./examples/inventory -store 127.0.0.1:6379 -redlockd 127.0.0.1:6380 -lock -fence
 //
-// It prints "sold N" and exits when the stock is gone.
+// The first copy to start puts -stock items (default 100) in the store
+// when it has none; the others find them there. It prints "sold N" and
+// exits when the stock is gone. To start over, take the demo's keys out
+// of the store:
+//
+//	redis-cli -p 6379 DEL inventory:stock inventory:sold inventory:fence
 package main
 
 import (
@@ -52,6 +57,7 @@ type config struct {
 	delay, ttl      time.Duration
 	maxSales        int
 	gate            bool
+	stock           int
 }
 
 func main() {
@@ -63,6 +69,7 @@ func main() {
 	flag.DurationVar(&c.delay, "delay", 5*time.Millisecond, "pause between reading and writing the stock")
 	flag.DurationVar(&c.ttl, "ttl", 5*time.Second, "lock ttl")
 	flag.IntVar(&c.maxSales, "max", 1000, "stop after this many sales (a bound, not a goal)")
+	flag.IntVar(&c.stock, "stock", 100, "items to put in the store when it has no stock yet")
 	flag.BoolVar(&c.gate, "gate", false, "wait for an item on the store's list "+gateKey+" before selling, so that several copies start together")
 	flag.Parse()
 	sold, err := run(context.Background(), c)
@@ -80,6 +87,10 @@ func run(ctx context.Context, c config) (int, error) {
 	if c.lock {
 		locks = redis.NewClient(&redis.Options{Addr: c.redlockd})
 		defer locks.Close()
+	}
+	// SET NX: of several copies started together, one seeds the stock.
+	if err := store.SetNX(ctx, stockKey, c.stock, 0).Err(); err != nil {
+		return 0, fmt.Errorf("seeding the stock: %w", err)
 	}
 	if c.gate {
 		if err := store.BLPop(ctx, time.Minute, gateKey).Err(); err != nil {

@@ -1,6 +1,9 @@
 // Take a lock through redlockd with an unchanged node `redis` (v4+) client.
 //
-//   npm install redis && node examples/node/lock.js 6380
+//   cd examples/node && npm install && node lock.js 6380
+//
+// (npm install reads this folder's package.json and keeps node_modules
+// here.)
 import { createClient } from "redis";
 import { randomBytes } from "node:crypto";
 

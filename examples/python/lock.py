@@ -1,6 +1,8 @@
 """Take a lock through redlockd with an unchanged redis-py client.
 
     python3 examples/python/lock.py --port 6380
+
+It needs redis-py (Debian's python3-redis, or pip install redis).
 """
 import argparse
 import secrets

@@ -33,6 +33,7 @@ func newMetrics(r *Redlockd) *metrics.Metrics {
 			return ka.Held, ka.Lost
 		},
 		NodeStates: func() []quorum.NodeState { return r.cluster.NodeStates() },
+		Waiting:    func() int64 { return r.handler.Blocked() },
 	})
 }
 
@@ -61,7 +62,7 @@ func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(
 			log.Error("metrics server stopped", "err", err)
 		}
 	}()
-	log.Info("serving metrics", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	log.Info("serving metrics", "addr", ln.Addr().String(), "paths", "/ (status page) /metrics /healthz /readyz /readyz/backends")
 	return func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
@@ -52,7 +52,7 @@ func TestRedisPyKilledHolder(t *testing.T) {
 	ctx := testCtx(t)
 	const name = "py:killed"
 
-	cmd := exec.CommandContext(ctx, py, "lock_test.py", "hold", name)
+	cmd := childproc.CommandContext(ctx, py, "lock_test.py", "hold", name)
 	cmd.Dir = "python"
 	cmd.Env = append(cmd.Environ(), "REDLOCKD_ADDR="+in.Addr)
 	stdin, err := cmd.StdinPipe() // kept open: the child holds until killed
@@ -66,7 +66,7 @@ func TestRedisPyKilledHolder(t *testing.T) {
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	exited := false

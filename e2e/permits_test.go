@@ -125,7 +125,7 @@ func TestPermitWaitWokenByOtherProxy(t *testing.T) {
 	holder := first.Client(t, 2)
 	tok := permit(t, holder, "wsem", 1)
 	ch := make(chan lockReply, 1)
-	waiter := second.Client(t, 2)
+	waiter := blockingClient(t, second.Client(t, 2))
 	go func() {
 		res, err := waiter.Do(ctxT(t), "LOCK", "wsem", 60000, "PERMITS", 1, "WAIT", 3*slowJitter.Milliseconds()).Slice()
 		ch <- lockReply{res, err, time.Now()}

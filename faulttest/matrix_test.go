@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/redlockd/redlockd/internal/faults"
 	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -30,16 +33,76 @@ func TestContentionNoFaults(t *testing.T) {
 	report(t, res)
 }
 
-// TestMinorityKilled: two of five backends are SIGKILLed mid-run (and come
-// back empty). Expected: locks keep being granted, never twice.
+// TestMinorityKilled: two of five backends are SIGKILLed mid-run and come
+// back empty, the case Redlock's restart rule is for. Expected: locks keep
+// being granted by the other three, never twice; each cluster sees both
+// restarts and quarantines them, and they take part again afterwards.
 func TestMinorityKilled(t *testing.T) {
 	e := faults.Start(t, 5)
+	clusters := []*quorum.Cluster{e.Cluster(t, defaultCfg()), e.Cluster(t, defaultCfg())}
+	killed := []int{0, 1}
 	res := contend(t, load{
-		clusters: []*quorum.Cluster{e.Cluster(t, defaultCfg()), e.Cluster(t, defaultCfg())},
-		clients:  6, keys: 2, ttl: lockTTL, dur: runFor(),
-		during: func() { e.Each([]int{0, 1}, func(b *faults.Backend) { b.Kill() }) },
+		clusters: clusters, clients: 6, keys: 2, ttl: lockTTL, dur: runFor(),
+		during: func() {
+			grantsOn(t, e.Backends, 10, "every backend before the kill")
+			runIDs := make([][]string, len(clusters))
+			for i, c := range clusters {
+				for _, st := range c.NodeStates() {
+					runIDs[i] = append(runIDs[i], st.RunID)
+				}
+			}
+			e.Each(killed, func(b *faults.Backend) { b.Kill() })
+			grantsOn(t, e.Backends[2:], 10, "the three survivors while two are dead")
+			e.Each(killed, func(b *faults.Backend) { b.Restart(t) })
+			for i, c := range clusters {
+				eventually(t, 30*time.Second, "each restart quarantined, then over", func() bool {
+					st := c.NodeStates()
+					for _, k := range killed {
+						if st[k].RunID == runIDs[i][k] || st[k].QuarantinedUntil.IsZero() || st[k].Quarantined || !st[k].Up {
+							return false
+						}
+					}
+					return true
+				})
+			}
+			grantsOn(t, e.Backends, 10, "every backend after the restarts")
+		},
 	})
 	report(t, res)
+}
+
+// grantsOn waits until each of backends has run n more SETs (the lock
+// grants of the workload) than when called.
+func grantsOn(t *testing.T, backends []*faults.Backend, n int, what string) {
+	t.Helper()
+	before := make([]int, len(backends))
+	for i, b := range backends {
+		before[i] = setCalls(t, b.Server)
+	}
+	eventually(t, 30*time.Second, fmt.Sprintf("%d grants on %s", n, what), func() bool {
+		for i, b := range backends {
+			if setCalls(t, b.Server) < before[i]+n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// setCalls is how many SET commands s has run since it started (scripts'
+// calls included); -1 when it does not answer.
+func setCalls(t *testing.T, s *redistest.Server) int {
+	t.Helper()
+	text, err := s.Client().Info(ctxT(t, 5*time.Second), "commandstats").Result()
+	if err != nil {
+		return -1
+	}
+	_, v, ok := strings.Cut(text, "cmdstat_set:calls=")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.SplitN(v, ",", 2)[0])
+	return n
 }
 
 // TestMajorityKilled: with two of three backends dead, acquire fails fast

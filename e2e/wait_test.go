@@ -142,16 +142,24 @@ func TestWaitWokenByRelease(t *testing.T) {
 }
 
 // TestWaitAcquiresAfterExpiry: expiry announces nothing (only releases
-// do), so a waiter gets an expired lock at its next jittered retry.
+// do), so a waiter gets an expired lock at its next retry, not when the
+// lock expires. Its retry pause is 5s and the lock expires a moment into
+// it: a grant within half the pause of the expiry would be a wake.
 func TestWaitAcquiresAfterExpiry(t *testing.T) {
+	const pause = 5 * time.Second
 	in := redlocktest.Start(t, redlocktest.Options{Quorum: func(c *quorum.Config) {
-		c.RetryDelayMin, c.RetryDelayMax = 50*time.Millisecond, 100*time.Millisecond
+		c.RetryDelayMin, c.RetryDelayMax = pause, pause
 	}})
 	c := in.Client(t, 2)
-	lock(t, c, "exp", 100)
-	res, err := c.Do(ctxT(t), "LOCK", "exp", 5000, "WAIT", 5000).Slice()
-	if err != nil || len(res) != 2 {
-		t.Fatalf("LOCK WAIT behind an expiring lock = %v, %v", res, err)
+	lock(t, c, "exp", 300)
+	res := lockWaiting(t, c, "exp")
+	pollFor(t, "the lock expired on every backend", func() bool {
+		return redlocktest.Count(in.BackendValues(t, "exp"), "<nil>") == len(in.Backends)
+	})
+	gone := time.Now()
+	r := waitReply(t, res)
+	if d := r.at.Sub(gone); d < pause/2 {
+		t.Fatalf("the waiter got the lock %v after it expired; its retry pause is %v, so the expiry woke it", d, pause)
 	}
 }
 

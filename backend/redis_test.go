@@ -163,8 +163,8 @@ func TestRedisURLWithPasswordAndDB(t *testing.T) {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 	// The key must be in db 2 and only there.
-	if n := srv.Client().Exists(ctx, "k").Val(); n != 0 {
-		t.Fatalf("key found in db 0")
+	if n, err := srv.Client().Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("key found in db 0 (read: %v)", err)
 	}
 	db2 := redis.NewClient(&redis.Options{Addr: srv.Addr(), Password: "pw", DB: 2, DisableIdentity: true})
 	defer db2.Close()

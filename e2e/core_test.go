@@ -89,8 +89,8 @@ func TestCommandReplies(t *testing.T) {
 		if _, err := c.Do(ctx, "RENEW", key, "other", 1000).Result(); !errors.Is(err, redis.Nil) {
 			t.Fatalf("RENEW with another token: %v, want nil", err)
 		}
-		if n, _ := c.Do(ctx, "UNLOCK", key, "other").Int(); n != 0 {
-			t.Fatalf("UNLOCK with another token = %d", n)
+		if n, err := c.Do(ctx, "UNLOCK", key, "other").Int(); err != nil || n != 0 {
+			t.Fatalf("UNLOCK with another token = %d (read: %v)", n, err)
 		}
 		if n, err := c.Eval(ctx, cad, []string{key}, tok).Int(); err != nil || n != 1 {
 			t.Fatalf("EVAL compare-and-delete = %d, %v", n, err)

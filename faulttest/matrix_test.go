@@ -464,8 +464,8 @@ func resetScenario(t *testing.T, cfg quorum.Config) (*faults.Env, *quorum.Cluste
 	if _, err := c.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), lockTTL); !errors.Is(err, quorum.ErrNoQuorum) {
 		t.Fatalf("acquire with two nodes resetting: %v, want NOQUORUM", err)
 	}
-	if n := e.Backends[2].Client().Exists(ctxT(t, time.Second), "k").Val(); n != 0 {
-		t.Error("the healthy backend holds the key after the failed acquire")
+	if n, err := e.Backends[2].Client().Exists(ctxT(t, time.Second), "k").Result(); err != nil || n != 0 {
+		t.Errorf("the healthy backend holds the key after the failed acquire (read: %v)", err)
 	}
 	var left []int
 	for i, b := range e.Backends[:2] {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,11 @@ import (
 )
 
 const lockTTL = 2 * time.Second
+
+// noDeadline is the ctx of the calls whose duration a test bounds: what a
+// stalled or silent node would cost them without the node timeout. Half of
+// it is the bound, far above a node timeout on any machine.
+const noDeadline = 10 * time.Second
 
 // TestContentionNoFaults: two independent clusters (two proxies' worth of
 // connection pools) in front of the same five backends, many clients on
@@ -119,8 +125,11 @@ func TestMajorityKilled(t *testing.T) {
 		if !errors.As(err, &nq) || nq.Answered != 1 || nq.Total != 3 {
 			t.Fatalf("acquire with a majority dead: %v, want NOQUORUM 1 of 3", err)
 		}
-		if d := time.Since(t0); d > 2*c.Config().NodeTimeout+time.Second {
-			t.Errorf("NOQUORUM took %v", d)
+		// Fast because refused, not timed out: the dead nodes' errors say so
+		// (the fault proxy in front of each resets the connection it took).
+		refused := errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+		if !refused || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("NOQUORUM after %v does not say the dead backends refused the connection: %v", time.Since(t0), err)
 		}
 	}
 	e.Each([]int{0, 1}, func(b *faults.Backend) { b.Restart(t) })
@@ -141,12 +150,13 @@ func TestMajorityStalled(t *testing.T) {
 	e.Each([]int{0, 1}, func(b *faults.Backend) { b.Stop() })
 	t.Cleanup(func() { e.Each([]int{0, 1}, func(b *faults.Backend) { b.Cont() }) })
 	t0 := time.Now()
-	_, err := c.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), lockTTL)
+	_, err := c.Acquire(ctxT(t, noDeadline), "k", quorum.NewToken(), lockTTL)
 	if !errors.Is(err, quorum.ErrNoQuorum) {
 		t.Fatalf("acquire with a majority stalled: %v, want NOQUORUM", err)
 	}
-	// One timeout for the SETs and one for the release after them.
-	if d := time.Since(t0); d > 2*c.Config().NodeTimeout+2*time.Second {
+	// One timeout for the SETs and one for the release after them, far
+	// below what the stalled nodes would cost without a node timeout.
+	if d := time.Since(t0); d > noDeadline/2 {
 		t.Errorf("NOQUORUM took %v", d)
 	}
 }
@@ -182,19 +192,19 @@ func TestMinorityStalled(t *testing.T) {
 	released := map[string]bool{}
 	for i := range 3 {
 		t0 := time.Now()
-		l, err := c.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), ttl)
+		l, err := c.Acquire(ctxT(t, noDeadline), "k", quorum.NewToken(), ttl)
 		if err != nil {
 			t.Fatalf("acquire %d with a minority stalled: %v", i, err)
 		}
-		if d := time.Since(t0); d > cfg.NodeTimeout+time.Second {
+		if d := time.Since(t0); d > noDeadline/2 {
 			t.Errorf("acquire %d took %v, want about the node timeout at most", i, d)
 		}
 		t0 = time.Now()
-		ok, err := c.Release(ctxT(t, 10*time.Second), "k", l.Token)
+		ok, err := c.Release(ctxT(t, noDeadline), "k", l.Token)
 		if !ok || err != nil {
 			t.Fatalf("release %d: %v %v", i, ok, err)
 		}
-		if d := time.Since(t0); d > cfg.NodeTimeout+time.Second {
+		if d := time.Since(t0); d > noDeadline/2 {
 			t.Errorf("release %d took %v", i, d)
 		}
 		released[l.Token] = true
@@ -273,18 +283,22 @@ func TestSlowNodesBeyondTimeout(t *testing.T) {
 	cfg := defaultCfg()
 	c := e.Cluster(t, cfg)
 	const slow = 400 * time.Millisecond
+	// The first slow node is slower still, so that an acquire that waited
+	// for it would take far longer than the bound.
+	const slower = 4 * time.Second
 
-	e.Backends[0].Proxy.SetDelay(slow)
+	e.Backends[0].Proxy.SetDelay(slower)
 	t0 := time.Now()
 	l, err := c.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), lockTTL)
 	if err != nil {
 		t.Fatalf("acquire with one slow node: %v", err)
 	}
-	if d := time.Since(t0); d > cfg.NodeTimeout+time.Second {
-		t.Errorf("acquire took %v", d)
+	if d := time.Since(t0); d > slower/2 {
+		t.Errorf("acquire took %v: it waited for the node %v slow", d, slower)
 	}
 	c.Release(ctxT(t, 10*time.Second), "k", l.Token)
 
+	e.Backends[0].Proxy.SetDelay(slow)
 	e.Backends[1].Proxy.SetDelay(slow)
 	tok := quorum.NewToken()
 	t0 = time.Now()
@@ -381,10 +395,10 @@ func TestBlackhole(t *testing.T) {
 	c.Release(ctxT(t, 10*time.Second), "k", l.Token)
 	e.Backends[1].Proxy.Set(faults.Blackhole)
 	t0 := time.Now()
-	if _, err := c.Acquire(ctxT(t, 10*time.Second), "k", quorum.NewToken(), lockTTL); !errors.Is(err, quorum.ErrNoQuorum) {
+	if _, err := c.Acquire(ctxT(t, noDeadline), "k", quorum.NewToken(), lockTTL); !errors.Is(err, quorum.ErrNoQuorum) {
 		t.Fatalf("acquire with two nodes blackholed: %v, want NOQUORUM", err)
 	}
-	if d := time.Since(t0); d > 2*cfg.NodeTimeout+2*time.Second {
+	if d := time.Since(t0); d > noDeadline/2 {
 		t.Errorf("NOQUORUM took %v", d)
 	}
 	e.Each([]int{0, 1}, func(b *faults.Backend) { b.Proxy.Set(faults.Pass) })

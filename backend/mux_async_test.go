@@ -130,7 +130,10 @@ func TestMuxAsyncStallFailsEachAtItsDeadline(t *testing.T) {
 		if !errors.Is(a.err, context.DeadlineExceeded) && !errors.Is(a.err, errConnReset) {
 			t.Errorf("err = %v; want a deadline or reset error", a.err)
 		}
-		if a.late > time.Second {
+		// The server stays stopped: a request its deadline did not end
+		// would wait for the stall's end or the budget for calls without a
+		// deadline, so half of that budget is a wide margin.
+		if a.late > noDeadlineBudget/2 {
 			t.Errorf("answered %v after its deadline", a.late)
 		}
 	}

@@ -46,20 +46,20 @@ func testMultiKey(t *testing.T, n quorum.Node) {
 	must("SetNXAll a,b", ok, true, err)
 	ok, err = nodetest.SetNXAll(ctx, n, []string{"b", "c"}, "t2", time.Minute)
 	must("SetNXAll b,c over held b", ok, false, err)
-	if _, _, held, _ := nodetest.Get(ctx, n, "c"); held {
-		t.Fatal("a refused SetNXAll stored c: not all-or-nothing")
+	if _, _, held, err := nodetest.Get(ctx, n, "c"); err != nil || held {
+		t.Fatalf("a refused SetNXAll stored c: not all-or-nothing (read: %v)", err)
 	}
 	ok, err = nodetest.SetNX(ctx, n, "c", "t2", time.Minute)
 	must("SetNX c", ok, true, err)
 	ok, err = nodetest.ExtendAll(ctx, n, []string{"a", "c"}, "t1", 2*time.Minute)
 	must("ExtendAll with a foreign key", ok, false, err)
-	if _, pttl, _, _ := nodetest.Get(ctx, n, "a"); pttl > time.Minute {
-		t.Fatalf("a refused ExtendAll extended a to %v", pttl)
+	if _, pttl, _, err := nodetest.Get(ctx, n, "a"); err != nil || pttl > time.Minute {
+		t.Fatalf("a refused ExtendAll extended a to %v (read: %v)", pttl, err)
 	}
 	ok, err = nodetest.ExtendAll(ctx, n, ab, "t1", 2*time.Minute)
 	must("ExtendAll a,b", ok, true, err)
-	if _, pttl, _, _ := nodetest.Get(ctx, n, "b"); pttl <= time.Minute || pttl > 2*time.Minute {
-		t.Fatalf("b's pttl after ExtendAll = %v", pttl)
+	if _, pttl, _, err := nodetest.Get(ctx, n, "b"); err != nil || pttl <= time.Minute || pttl > 2*time.Minute {
+		t.Fatalf("b's pttl after ExtendAll = %v (read: %v)", pttl, err)
 	}
 	got, err := nodetest.ReleaseEach(ctx, n, []string{"a", "c", "b", "absent"}, "t1")
 	if err != nil || !slices.Equal(got, []bool{true, false, true, false}) {
@@ -80,8 +80,8 @@ func testAddTTL(t *testing.T, n quorum.Node) {
 	if !ok || err != nil || ttl <= 10*time.Second || ttl > 15*time.Second {
 		t.Fatalf("add 5s to 10s = %v, %v, %v; want (10s, 15s]", ttl, ok, err)
 	}
-	if _, pttl, _, _ := nodetest.Get(ctx, n, "k"); pttl <= 10*time.Second || pttl > 15*time.Second {
-		t.Fatalf("pttl after add = %v", pttl)
+	if _, pttl, _, err := nodetest.Get(ctx, n, "k"); err != nil || pttl <= 10*time.Second || pttl > 15*time.Second {
+		t.Fatalf("pttl after add = %v (read: %v)", pttl, err)
 	}
 	if ttl, ok, err := nodetest.AddTTL(ctx, n, "k", "a", 50*time.Second, 20*time.Second); !ok || err != nil || ttl != 20*time.Second {
 		t.Fatalf("add capped at 20s = %v, %v, %v", ttl, ok, err)

@@ -130,7 +130,10 @@ func TestMuxAsyncStallFailsEachAtItsDeadline(t *testing.T) {
 		if !errors.Is(a.err, context.DeadlineExceeded) && !errors.Is(a.err, errConnReset) {
 			t.Errorf("err = %v; want a deadline or reset error", a.err)
 		}
-		if a.late > time.Second {
+		// The server stays stopped: a request its deadline did not end
+		// would wait for the stall's end or the budget for calls without a
+		// deadline, so half of that budget is a wide margin.
+		if a.late > noDeadlineBudget/2 {
 			t.Errorf("answered %v after its deadline", a.late)
 		}
 	}
@@ -161,8 +164,8 @@ func TestMuxAsyncExpiredIsNotSent(t *testing.T) {
 	if err := asyncRound(t, r, "other"); err != nil { // the line still works
 		t.Fatal(err)
 	}
-	if n := srv.Client().Exists(t.Context(), "k").Val(); n != 0 {
-		t.Fatal("an expired SetNX reached the server")
+	if n, err := srv.Client().Exists(t.Context(), "k").Result(); err != nil || n != 0 {
+		t.Fatalf("an expired SetNX reached the server (read: %v)", err)
 	}
 }
 

@@ -179,8 +179,8 @@ func TestRedisUndoEvalRestores(t *testing.T) {
 	if rep := quorum.Call(ctx, r, undoCmd(mk3, "fresh")); rep.Err != nil || !rep.OK {
 		t.Fatalf("undo of a created key = %+v", rep)
 	}
-	if n, _ := c.Exists(ctx, "fresh").Result(); n != 0 {
-		t.Fatal("fresh is still there after the undo")
+	if n, err := c.Exists(ctx, "fresh").Result(); err != nil || n != 0 {
+		t.Fatalf("fresh is still there after the undo (read: %v)", err)
 	}
 	if f, _ := c.HKeys(ctx, mk3).Result(); len(f) != 1 || f[0] != "x" {
 		t.Fatalf("mark after the undo has fields %v", f)
@@ -213,8 +213,8 @@ func TestRedisUndoEvalExpiredBefore(t *testing.T) {
 	if rep := quorum.Call(ctx, r, undoCmd(mk, "k")); rep.Err != nil || !rep.OK {
 		t.Fatalf("undo = %+v", rep)
 	}
-	if n, _ := c.Exists(ctx, "k").Result(); n != 0 {
-		t.Fatal("a key whose expiry had passed was restored")
+	if n, err := c.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("a key whose expiry had passed was restored (read: %v)", err)
 	}
 }
 
@@ -231,8 +231,8 @@ func TestRedisUndoEvalBeforeArrival(t *testing.T) {
 	}
 	set := `return redis.call("set", KEYS[1], "late", "px", 60000)`
 	mustValue(t, quorum.Call(ctx, r, markedEvalCmd(mk, set, []string{"k"})))
-	if n, _ := c.Exists(ctx, "k").Result(); n != 0 {
-		t.Fatal("a round undone before it arrived left its key")
+	if n, err := c.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("a round undone before it arrived left its key (read: %v)", err)
 	}
 }
 
@@ -294,8 +294,8 @@ return redis.call('pttl', KEYS[1])`
 	}
 	// Undone in reverse order, the first round finds the key as it left
 	// it (the second undo restored that very state): the lock is gone.
-	if n, _ := c.Exists(ctx, "h").Result(); n != 0 {
-		t.Fatal("h is still there after both rounds were undone")
+	if n, err := c.Exists(ctx, "h").Result(); err != nil || n != 0 {
+		t.Fatalf("h is still there after both rounds were undone (read: %v)", err)
 	}
 }
 

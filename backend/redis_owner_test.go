@@ -146,8 +146,8 @@ func TestHoldOwnerLateAndLast(t *testing.T) {
 			t.Fatal("undo of the only hold: nothing taken back")
 		}
 		wantStored(t, n, "", 0)
-		if _, _, ok, _ := nodetest.Get(t.Context(), n, oHolds); ok {
-			t.Fatal("the hold count outlived its lock")
+		if _, _, ok, err := nodetest.Get(t.Context(), n, oHolds); err != nil || ok {
+			t.Fatalf("the hold count outlived its lock (read: %v)", err)
 		}
 	})
 }

@@ -153,8 +153,8 @@ func TestReplicatedReentrantHash(t *testing.T) {
 		t.Fatalf("second release = %s", got)
 	}
 	for i, s := range servers {
-		if n, _ := s.Client().Exists(context.Background(), "k").Result(); n != 0 {
-			t.Fatalf("backend %d still holds the hash", i)
+		if n, err := s.Client().Exists(context.Background(), "k").Result(); err != nil || n != 0 {
+			t.Fatalf("backend %d still holds the hash (read: %v)", i, err)
 		}
 	}
 }
@@ -194,8 +194,8 @@ func TestReplicatedSplitAnswers(t *testing.T) {
 	if !ok || n <= 0 || n > 40000 {
 		t.Fatalf("hash acquire over two holders = %s; want the smaller ttl", got)
 	}
-	if e, _ := servers[2].Client().Exists(ctx, "h").Result(); e != 0 {
-		t.Fatal("the backend that granted the hash lock still holds it")
+	if e, err := servers[2].Client().Exists(ctx, "h").Result(); err != nil || e != 0 {
+		t.Fatalf("the backend that granted the hash lock still holds it (read: %v)", err)
 	}
 }
 
@@ -451,7 +451,7 @@ func TestReplicatedDisagreed(t *testing.T) {
 	if v, _ := servers[1].Client().HGet(ctx, "k", "f").Result(); v != "v" {
 		t.Fatalf("backend 1's hash holds %q", v)
 	}
-	if e, _ := servers[2].Client().Exists(ctx, "k").Result(); e != 0 {
-		t.Fatal("backend 2 holds k")
+	if e, err := servers[2].Client().Exists(ctx, "k").Result(); err != nil || e != 0 {
+		t.Fatalf("backend 2 holds k (read: %v)", err)
 	}
 }

@@ -210,8 +210,8 @@ func TestRedlockMultiKeyAtomicPerNode(t *testing.T) {
 		t.Fatalf("SetNX on m1 = %v, %v", ok, err)
 	}
 	runSteps(t, f, []step{{evalsha(redlockAcquireV5, []string{"a", "b"}, "t", "10000"), ":2"}})
-	if _, _, held, _ := nodetest.Get(ctx, f.nodes[0], "a"); held {
-		t.Fatal("m1 refused the lock but stored a")
+	if _, _, held, err := nodetest.Get(ctx, f.nodes[0], "a"); err != nil || held {
+		t.Fatalf("m1 refused the lock but stored a (read: %v)", err)
 	}
 	for _, n := range f.nodes[1:] {
 		if tok, _, _, _ := nodetest.Get(ctx, n, "b"); tok != "t" {
@@ -227,8 +227,8 @@ func TestRedlockMultiKeyAtomicPerNode(t *testing.T) {
 	}
 	runSteps(t, f, []step{{evalsha(redlockAcquireV5, []string{"x", "y"}, "t", "10000"), ":0"}})
 	for _, n := range f.nodes {
-		if _, _, held, _ := nodetest.Get(ctx, n, "y"); held {
-			t.Fatalf("%s still holds y after a failed acquire", n.Name())
+		if _, _, held, err := nodetest.Get(ctx, n, "y"); err != nil || held {
+			t.Fatalf("%s still holds y after a failed acquire (read: %v)", n.Name(), err)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/redlockd/redlockd/internal/childproc"
 )
 
 // lookTool returns the path of an external program the suite needs. A
@@ -36,12 +38,12 @@ func runTool(t *testing.T, ctx context.Context, dir, addr, name string, args ...
 // runCmd runs name in dir with env added to the environment, and returns
 // its combined output.
 func runCmd(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := childproc.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err := childproc.Run(cmd)
 	return out.String(), err
 }
 
@@ -62,11 +64,11 @@ func wantLines(t *testing.T, out string, want ...string) {
 // runToolStdin is runTool with stdin fed from input (and no REDLOCKD_ADDR).
 func runToolStdin(t *testing.T, ctx context.Context, input, name string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := childproc.CommandContext(ctx, name, args...)
 	cmd.Stdin = strings.NewReader(input)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	if err := childproc.Run(cmd); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
 	}
 	return out.String()

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
@@ -42,79 +43,94 @@ func TestRedisPy(t *testing.T) {
 }
 
 // TestRedisPyKilledHolder takes a redis-py lock with timeout=None (SET NX
-// without expiry: a session lock) in a child process, checks that it stays
-// held past several session ttls while the child lives, kills the child
-// with SIGKILL and checks that the lock becomes free: at once when the
-// proxy sees the connection close, and in any case within the session ttl.
+// without expiry: a session lock) in a child process. While the child
+// lives, the lock stays held past several session ttls (the proxy renews
+// it). Once the child is SIGKILLed, the lock is free as soon as the proxy
+// sees the connection close: behind a proxy whose session ttl is far
+// longer than the bound the test allows, so that the ttl cannot free it
+// first.
 func TestRedisPyKilledHolder(t *testing.T) {
 	py := lookTool(t, python, "apt-get install python3-redis")
-	in := startRedlockd(t)
-	ctx := testCtx(t)
 	const name = "py:killed"
+	t.Run("renewed while the holder lives", func(t *testing.T) {
+		in := startRedlockd(t)
+		ctx := testCtx(t)
+		token, kill := pyHolder(t, py, in, name)
+		c := in.Client(t, 2)
+		if got, err := c.Get(ctx, name).Result(); err != nil || got != token {
+			t.Fatalf("GET while held = %q, %v; want %q", got, err, token)
+		}
+		// The proxy never stores a value without a ttl on a backend.
+		for i, s := range in.Backends {
+			if d, err := s.Client().PTTL(ctx, name).Result(); err != nil || d <= 0 || d > sessionTTL {
+				t.Errorf("backend %d: PTTL = %v, %v; want in (0, %v]", i, d, err, sessionTTL)
+			}
+		}
+		// Held for as long as the holder lives: past several session ttls
+		// (this is time passing under test, not a wait for an event).
+		time.Sleep(3 * sessionTTL)
+		if got, err := c.Get(ctx, name).Result(); err != nil || got != token {
+			t.Fatalf("GET after %v = %q, %v; want %q (the session lock was not renewed)", 3*sessionTTL, got, err, token)
+		}
+		kill()
+		waitFree(t, c, name, 3*sessionTTL+5*time.Second)
+	})
+	t.Run("freed when the holder's connection closes", func(t *testing.T) {
+		// The session ttl is slow on purpose: a lock free within a third
+		// of it was released because the connection closed.
+		const slowSessionTTL = time.Minute
+		opts := harnessOptions
+		opts.Commands.SessionTTL = slowSessionTTL
+		in := &instance{redlocktest.Start(t, opts)}
+		_, kill := pyHolder(t, py, in, name)
+		c := in.Client(t, 2)
+		killed := time.Now()
+		kill()
+		waitFree(t, c, name, slowSessionTTL/3)
+		if n := redlocktest.Count(in.BackendValues(t, name), "<nil>"); n != 3 {
+			t.Errorf("after release the key is absent on %d backends, want 3", n)
+		}
+		t.Logf("lock free %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
+	})
+}
 
-	cmd := exec.CommandContext(ctx, py, "lock_test.py", "hold", name)
+// pyHolder takes the session lock name through in in a redis-py child
+// process, and returns its token and a func that SIGKILLs the child (no
+// clean-up in the client) and reaps it. The test's end kills it too.
+func pyHolder(t *testing.T, py string, in *instance, name string) (string, func()) {
+	t.Helper()
+	cmd := childproc.CommandContext(testCtx(t), py, "lock_test.py", "hold", name)
 	cmd.Dir = "python"
 	cmd.Env = append(cmd.Environ(), "REDLOCKD_ADDR="+in.Addr)
 	stdin, err := cmd.StdinPipe() // kept open: the child holds until killed
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
+	t.Cleanup(func() { stdin.Close() })
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	exited := false
-	defer func() {
-		if !exited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
+	var once sync.Once
+	kill := func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(kill)
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	token, held := strings.CutPrefix(strings.TrimSpace(line), "HELD ")
 	if err != nil || !held {
-		cmd.Process.Kill()
-		cmd.Wait()
-		exited = true
+		kill()
 		t.Fatalf("child did not take the lock: %q, %v\n%s", line, err, stderr.String())
 	}
-
-	c := in.Client(t, 2)
-	if got, err := c.Get(ctx, name).Result(); err != nil || got != token {
-		t.Fatalf("GET while held = %q, %v; want %q", got, err, token)
-	}
-	// The proxy never stores a value without a ttl on a backend.
-	for i, s := range in.Backends {
-		if d, err := s.Client().PTTL(ctx, name).Result(); err != nil || d <= 0 || d > sessionTTL {
-			t.Errorf("backend %d: PTTL = %v, %v; want in (0, %v]", i, d, err, sessionTTL)
-		}
-	}
-
-	// Held for as long as the holder lives: past several session ttls
-	// (this is time passing under test, not a wait for an event).
-	time.Sleep(3 * sessionTTL)
-	if got, err := c.Get(ctx, name).Result(); err != nil || got != token {
-		t.Fatalf("GET after %v = %q, %v; want %q (the session lock was not renewed)", 3*sessionTTL, got, err, token)
-	}
-
-	killed := time.Now()
-	cmd.Process.Kill() // SIGKILL: no clean-up in the client
-	cmd.Wait()
-	exited = true
-	// Released when the connection closes; the session ttl is the
-	// backstop, so the bound is a few of them plus scheduling slack.
-	bound := 3*sessionTTL + 5*time.Second
-	waitFree(t, c, name, bound)
-	if n := redlocktest.Count(in.BackendValues(t, name), "<nil>"); n != 3 {
-		t.Errorf("after release the key is absent on %d backends, want 3", n)
-	}
-	t.Logf("lock free %v after SIGKILL", time.Since(killed).Round(time.Millisecond))
+	return token, kill
 }
 
 // waitFree polls GET until the lock is free, failing after bound.

@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/childproc"
 )
 
 // A node script that needs the backends looked at from outside the
@@ -81,7 +82,7 @@ func runNodeSteps(t *testing.T, tg target, script, group string) string {
 	t.Helper()
 	node := nodeReady(t)
 	ctx := testCtx(t)
-	cmd := exec.CommandContext(ctx, node, script, group)
+	cmd := childproc.CommandContext(ctx, node, script, group)
 	cmd.Dir = "node"
 	cmd.Env = append(os.Environ(), "REDLOCKD_ADDR="+tg.addr, "REDLOCKD_OTHER_ADDR="+tg.other, "TARGET="+tg.name)
 	var stderr bytes.Buffer
@@ -94,7 +95,7 @@ func runNodeSteps(t *testing.T, tg target, script, group string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	out := answerPauses(ctx, t, tg, stdout, stdin)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
-	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -121,8 +120,10 @@ func pollInfo(t *testing.T, c doer, ok func(string) bool) string {
 // a pipelined batch. SELECT of another db fails: a cluster has db 0 only.
 func TestClusterLockOptionsAcrossTwoProxies(t *testing.T) {
 	clusters := startClusters(t, 3, 0)
-	a := redlocktest.StartOverClusters(t, clusters, redlocktest.Options{})
-	b := redlocktest.StartOverClusters(t, clusters, redlocktest.Options{})
+	// Slow retries: a waiter that gets the lock soon after the release
+	// was woken by it (clusterWaitWoken).
+	a := redlocktest.StartOverClusters(t, clusters, redlocktest.Options{Quorum: slowRetries})
+	b := redlocktest.StartOverClusters(t, clusters, redlocktest.Options{Quorum: slowRetries})
 	ca, cb := a.Client(t, 0), b.Client(t, 2)
 	ctx := ctxT(t)
 	for _, key := range []string{"opt", "{user:7}:opt"} {
@@ -157,7 +158,7 @@ func TestClusterLockOptionsAcrossTwoProxies(t *testing.T) {
 			last = f
 			c.Do(ctx, "UNLOCK", key, res[0])
 		}
-		clusterWaitWoken(t, clusters, ca, cb, key)
+		clusterWaitWoken(t, ca, b.Addr, key)
 	}
 	clusterKeepAndSession(t, a, ctx)
 	db1 := redis.NewClient(&redis.Options{Addr: a.Addr, DB: 1, Protocol: 2})
@@ -167,37 +168,21 @@ func TestClusterLockOptionsAcrossTwoProxies(t *testing.T) {
 	}
 }
 
-// waitMarked polls (bounded) until a waiter marked key on a majority of
-// the clusters: the waiter's next try then waits for a release notice.
-func waitMarked(t *testing.T, clusters []*redistest.Cluster, key string) {
-	t.Helper()
-	mark := "redlockd:wait:" + slot.Tagged(key)
-	for range 400 {
-		n := 0
-		for _, c := range clusters {
-			for _, m := range c.Masters {
-				if x, _ := m.Client().Exists(ctxT(t), mark).Result(); x == 1 {
-					n++
-				}
-			}
-		}
-		if n >= 2 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no waiter marked %s", key)
-}
-
-// clusterWaitWoken: a WAIT through one proxy is woken by an UNLOCK through
-// the other, long before its wait runs out.
-func clusterWaitWoken(t *testing.T, clusters []*redistest.Cluster, ca, cb doer, key string) {
+// clusterWaitWoken: a WAIT through one proxy (the one at bAddr) is
+// woken by an UNLOCK through the other. The proxies retry every
+// slowJitter, so a waiter that gets the lock within wakeBound of the
+// UNLOCK, which comes once it is in its pause, was woken by it.
+func clusterWaitWoken(t *testing.T, ca doer, bAddr, key string) {
 	t.Helper()
 	ctx := ctxT(t)
 	tok, _ := lock(t, ca, key, 30000)
+	info := redis.NewClient(&redis.Options{Addr: bAddr, Protocol: 2, DisableIdentity: true})
+	defer info.Close()
+	before := contendedRounds(t, info)
 	got := make(chan error, 1)
-	go func() { got <- cb.Do(ctx, "LOCK", key, 5000, "WAIT", 20000).Err() }()
-	waitMarked(t, clusters, key)
+	w := blockingClient(t, redis.NewClient(&redis.Options{Addr: bAddr, Protocol: 2}))
+	go func() { got <- w.Do(ctx, "LOCK", key, 5000, "WAIT", 2*slowJitter.Milliseconds()).Err() }()
+	pollFor(t, key+": the waiter's first two rounds", func() bool { return contendedRounds(t, info) >= before+2 })
 	start := time.Now()
 	if n, err := ca.Do(ctx, "UNLOCK", key, tok).Int(); err != nil || n != 1 {
 		t.Fatalf("%s: UNLOCK: %d, %v", key, n, err)
@@ -205,8 +190,8 @@ func clusterWaitWoken(t *testing.T, clusters []*redistest.Cluster, ca, cb doer, 
 	if err := <-got; err != nil {
 		t.Fatalf("%s: the waiter: %v", key, err)
 	}
-	if waited := time.Since(start); waited > 15*time.Second {
-		t.Fatalf("%s: the waiter ran out its wait (%v) instead of being woken", key, waited)
+	if waited := time.Since(start); waited > wakeBound {
+		t.Fatalf("%s: the waiter got the lock %v after the UNLOCK; its retry pause is %v, so the UNLOCK did not wake it", key, waited, slowJitter)
 	}
 }
 

@@ -89,8 +89,8 @@ func TestCommandReplies(t *testing.T) {
 		if _, err := c.Do(ctx, "RENEW", key, "other", 1000).Result(); !errors.Is(err, redis.Nil) {
 			t.Fatalf("RENEW with another token: %v, want nil", err)
 		}
-		if n, _ := c.Do(ctx, "UNLOCK", key, "other").Int(); n != 0 {
-			t.Fatalf("UNLOCK with another token = %d", n)
+		if n, err := c.Do(ctx, "UNLOCK", key, "other").Int(); err != nil || n != 0 {
+			t.Fatalf("UNLOCK with another token = %d (read: %v)", n, err)
 		}
 		if n, err := c.Eval(ctx, cad, []string{key}, tok).Int(); err != nil || n != 1 {
 			t.Fatalf("EVAL compare-and-delete = %d, %v", n, err)
@@ -185,9 +185,10 @@ func TestMajorityKilled(t *testing.T) {
 		strings.HasPrefix(err.Error(), "NOQUORUM 0 of 3 backends answered: ")) {
 		t.Fatalf("LOCK with 2 of 3 backends dead: %v", err)
 	}
-	// Generous: a dead backend refuses at once; the bound is the node timeout, many times over.
-	if took > 20*nodeTimeout {
-		t.Fatalf("NOQUORUM took %v", took)
+	// A dead backend refuses at once rather than timing out: the reply
+	// names the refused connections.
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("NOQUORUM after %v does not say the dead backends refused the connection: %v", took, err)
 	}
 	// A SET that missed its deadline may land late; the release retry then
 	// removes it, so the live backend is polled rather than read once.
@@ -202,8 +203,7 @@ func TestMajorityKilled(t *testing.T) {
 
 func TestStalledBackendBoundedByNodeTimeout(t *testing.T) {
 	// Both healthy backends must answer within the node timeout: 50ms is
-	// less than a loaded machine can promise them. The bound asserted is
-	// still a small multiple of it, where a hang would be unbounded.
+	// less than a loaded machine can promise them.
 	const nodeTimeout = 200 * time.Millisecond
 	in := redlocktest.Start(t, redlocktest.Options{NodeTimeout: nodeTimeout})
 	c := in.Client(t, 2)
@@ -222,7 +222,9 @@ func TestStalledBackendBoundedByNodeTimeout(t *testing.T) {
 	for _, k := range keys {
 		start := time.Now()
 		tok, _ := lock(t, c, k, 5000)
-		if took := time.Since(start); took > 10*nodeTimeout {
+		// Waiting for the stalled backend would take the backend's own
+		// budget for a call without a deadline (5s) at least.
+		if took := time.Since(start); took > 5*time.Second/2 {
 			t.Fatalf("LOCK with one stalled backend took %v (node timeout %v)", took, nodeTimeout)
 		}
 		if tok == "" {

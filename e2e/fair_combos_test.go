@@ -2,12 +2,12 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/quorum"
@@ -19,7 +19,7 @@ func TestFairRedisCLI(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{})
 	cli := func(args ...string) string {
 		t.Helper()
-		out, err := exec.CommandContext(ctxT(t), "redis-cli", append([]string{"-p", fmt.Sprint(in.Port)}, args...)...).Output()
+		out, err := childproc.Output(childproc.CommandContext(ctxT(t), "redis-cli", append([]string{"-p", fmt.Sprint(in.Port)}, args...)...))
 		if err != nil {
 			t.Fatalf("redis-cli %v: %v", args, err)
 		}

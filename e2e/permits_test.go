@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/quorum"
@@ -125,7 +125,7 @@ func TestPermitWaitWokenByOtherProxy(t *testing.T) {
 	holder := first.Client(t, 2)
 	tok := permit(t, holder, "wsem", 1)
 	ch := make(chan lockReply, 1)
-	waiter := second.Client(t, 2)
+	waiter := blockingClient(t, second.Client(t, 2))
 	go func() {
 		res, err := waiter.Do(ctxT(t), "LOCK", "wsem", 60000, "PERMITS", 1, "WAIT", 3*slowJitter.Milliseconds()).Slice()
 		ch <- lockReply{res, err, time.Now()}
@@ -249,7 +249,7 @@ func TestPermitsRedisCLI(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{})
 	cli := func(args ...string) []string {
 		t.Helper()
-		out, err := exec.Command("redis-cli", append([]string{"-p", strconv.Itoa(in.Port)}, args...)...).Output()
+		out, err := childproc.Output(childproc.Command("redis-cli", append([]string{"-p", strconv.Itoa(in.Port)}, args...)...))
 		if err != nil {
 			t.Fatalf("redis-cli %v: %v", args, err)
 		}

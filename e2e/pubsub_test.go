@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/internal/resptest"
@@ -147,12 +147,12 @@ func TestPubSubRedisCLI(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{})
 	const ch = "cli-channel"
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "redis-cli", "-p", fmt.Sprint(in.Port), "SUBSCRIBE", ch)
+	cmd := childproc.CommandContext(ctx, "redis-cli", "-p", fmt.Sprint(in.Port), "SUBSCRIBE", ch)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

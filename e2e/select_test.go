@@ -245,8 +245,8 @@ func TestSelectWaitWokenInItsDB(t *testing.T) {
 	tok3, _ := lock(t, h3, "w", 60000)
 	// db 0's waiter comes first: a release that woke the oldest waiter of
 	// the key name, whatever its db, would wake it rather than db 3's.
-	w0 := lockWaiting(t, dbClient(t, second.Addr, 0), backends, "w")
-	w3 := lockWaiting(t, dbClient(t, second.Addr, 3), backends, "w")
+	w0 := lockWaiting(t, dbClient(t, second.Addr, 0), "w")
+	w3 := lockWaiting(t, dbClient(t, second.Addr, 3), "w")
 	released := time.Now()
 	if n, err := h3.Do(ctxT(t), "UNLOCK", "w", tok3).Int(); err != nil || n != 1 {
 		t.Fatalf("UNLOCK in db 3 = %d, %v", n, err)

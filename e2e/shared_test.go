@@ -390,7 +390,7 @@ func TestSharedHangUpWhileWaiting(t *testing.T) {
 	wconn.Close()
 	pollFor(t, "the hung-up writer's mark to go", func() bool {
 		for _, s := range in.Backends {
-			if n, _ := s.Client().Exists(ctxT(t), quorum.WriterKey(key)).Result(); n != 0 {
+			if n, err := s.Client().Exists(ctxT(t), quorum.WriterKey(key)).Result(); err != nil || n != 0 {
 				return false
 			}
 		}
@@ -503,8 +503,8 @@ func TestSharedSelectAndHandOver(t *testing.T) {
 		if n != 1 || err != nil {
 			t.Fatalf("backend %d db 3: %d readers (%v)", i, n, err)
 		}
-		if n, _ := s.Client().Exists(ctx, key).Result(); n != 0 {
-			t.Fatalf("backend %d holds the key in db 0", i)
+		if n, err := s.Client().Exists(ctx, key).Result(); err != nil || n != 0 {
+			t.Fatalf("backend %d holds the key in db 0 (read: %v)", i, err)
 		}
 	}
 	wantNull(t, c, "a writer in db 3", "LOCK", key, 1000)

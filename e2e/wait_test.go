@@ -24,18 +24,6 @@ const (
 
 func slowRetries(c *quorum.Config) { c.RetryDelayMin, c.RetryDelayMax = slowJitter, slowJitter }
 
-// setCalls is how many SET commands a backend has run.
-func setCalls(t *testing.T, s *redistest.Server) int {
-	t.Helper()
-	text, err := s.Client().Info(ctxT(t), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, v, _ := strings.Cut(text, "cmdstat_set:calls=")
-	n, _ := strconv.Atoi(strings.SplitN(v, ",", 2)[0])
-	return n
-}
-
 func pollFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -53,25 +41,58 @@ type lockReply struct {
 	at  time.Time
 }
 
-// lockWaiting sends LOCK … WAIT through c and returns once the waiter's
-// first round has reached every backend (and been refused there).
-func lockWaiting(t *testing.T, c *redis.Client, backends []*redistest.Server, key string) <-chan lockReply {
+// lockWaiting sends LOCK … WAIT through a client like c and returns once
+// the waiter is in its pause: its proxy counted both of its refused rounds
+// (the plain one and the one that marks the key). From then on only a
+// release notice or its retry pause (slowJitter) ends the pause.
+func lockWaiting(t *testing.T, c *redis.Client, key string) <-chan lockReply {
 	t.Helper()
-	before := make([]int, len(backends))
-	for i, s := range backends {
-		before[i] = setCalls(t, s)
-	}
+	w := blockingClient(t, c)
+	info := redis.NewClient(&redis.Options{Addr: c.Options().Addr, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { info.Close() })
+	before := contendedRounds(t, info)
 	ch := make(chan lockReply, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*slowJitter)
 		defer cancel()
-		res, err := c.Do(ctx, "LOCK", key, 60000, "WAIT", 3*slowJitter.Milliseconds()).Slice()
+		res, err := w.Do(ctx, "LOCK", key, 60000, "WAIT", 3*slowJitter.Milliseconds()).Slice()
 		ch <- lockReply{res, err, time.Now()}
 	}()
-	for i, s := range backends {
-		pollFor(t, "the waiter's first round", func() bool { return setCalls(t, s) > before[i] })
-	}
+	pollFor(t, "the waiter's first two rounds", func() bool { return contendedRounds(t, info) >= before+2 })
 	return ch
+}
+
+// blockingClient is a client like c for one blocking command: it waits for
+// the reply as long as the command's ctx allows and never sends a command
+// twice. go-redis's defaults would hang up after a few seconds and send
+// the LOCK again, and the second LOCK, a new one, finds the key free
+// without any wake.
+func blockingClient(t *testing.T, c *redis.Client) *redis.Client {
+	t.Helper()
+	o := *c.Options()
+	o.ReadTimeout, o.MaxRetries, o.ContextTimeoutEnabled = -1, -1, true
+	w := redis.NewClient(&o)
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// contendedRounds is the proxy's count of acquire rounds refused because
+// the key was held, as INFO locks shows it.
+func contendedRounds(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	text, err := c.Info(ctxT(t), "locks").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v, ok := strings.Cut(text, "quorum_acquire_contended:")
+	if !ok {
+		t.Fatalf("INFO locks has no quorum_acquire_contended: %q", text)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(v, "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("quorum_acquire_contended: %v", err)
+	}
+	return n
 }
 
 func TestWaitWokenByRelease(t *testing.T) {
@@ -98,7 +119,7 @@ func TestWaitWokenByRelease(t *testing.T) {
 			t.Run(rel.name+"/"+p.name, func(t *testing.T) {
 				key := "wait:" + rel.name + ":" + p.name
 				tok, _ := lock(t, holder, key, 60000)
-				res := lockWaiting(t, p.in.Client(t, 2), backends, key)
+				res := lockWaiting(t, p.in.Client(t, 2), key)
 				released := time.Now()
 				if err := rel.release(key, tok); err != nil {
 					t.Fatal(err)
@@ -121,16 +142,24 @@ func TestWaitWokenByRelease(t *testing.T) {
 }
 
 // TestWaitAcquiresAfterExpiry: expiry announces nothing (only releases
-// do), so a waiter gets an expired lock at its next jittered retry.
+// do), so a waiter gets an expired lock at its next retry, not when the
+// lock expires. Its retry pause is 5s and the lock expires a moment into
+// it: a grant within half the pause of the expiry would be a wake.
 func TestWaitAcquiresAfterExpiry(t *testing.T) {
+	const pause = 5 * time.Second
 	in := redlocktest.Start(t, redlocktest.Options{Quorum: func(c *quorum.Config) {
-		c.RetryDelayMin, c.RetryDelayMax = 50*time.Millisecond, 100*time.Millisecond
+		c.RetryDelayMin, c.RetryDelayMax = pause, pause
 	}})
 	c := in.Client(t, 2)
-	lock(t, c, "exp", 100)
-	res, err := c.Do(ctxT(t), "LOCK", "exp", 5000, "WAIT", 5000).Slice()
-	if err != nil || len(res) != 2 {
-		t.Fatalf("LOCK WAIT behind an expiring lock = %v, %v", res, err)
+	lock(t, c, "exp", 300)
+	res := lockWaiting(t, c, "exp")
+	pollFor(t, "the lock expired on every backend", func() bool {
+		return redlocktest.Count(in.BackendValues(t, "exp"), "<nil>") == len(in.Backends)
+	})
+	gone := time.Now()
+	r := waitReply(t, res)
+	if d := r.at.Sub(gone); d < pause/2 {
+		t.Fatalf("the waiter got the lock %v after it expired; its retry pause is %v, so the expiry woke it", d, pause)
 	}
 }
 

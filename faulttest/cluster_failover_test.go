@@ -179,24 +179,32 @@ func TestClusterFailoverQuarantinesTheShard(t *testing.T) {
 	if res.Acquired == 0 || len(errs) > 0 {
 		t.Fatalf("the load did not keep granting: %v, errors %v", res, errs)
 	}
-	if n := grantedAfterFailover(t, f.c, other); n == 0 {
-		t.Fatalf("no lock on another shard of the failed-over node after the failover")
+	if n := grantedAfterFailover(t, f, other); n != len(f.clusters) {
+		t.Fatalf("a lock on another shard of the failed-over node after the failover is held on %d of %d clusters, want all: only the failed-over shard sits out", n, len(f.clusters))
 	}
 }
 
 // grantedAfterFailover locks key (on a healthy shard of cluster 0) and
-// counts the clusters holding the token: all three, cluster 0 included.
-func grantedAfterFailover(t *testing.T, c *redis.Client, key string) int {
+// counts the clusters holding the token, read on each cluster's master of
+// the key: all three, cluster 0 included, when only the failed-over shard
+// sits out.
+func grantedAfterFailover(t *testing.T, f *failover, key string) int {
 	t.Helper()
-	res, err := c.Do(ctxT(t, 10*time.Second), "LOCK", key, 5000).Slice()
+	res, err := f.c.Do(ctxT(t, 10*time.Second), "LOCK", key, 5000).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
 	if err != nil {
 		return 0
 	}
-	c.Do(ctxT(t, 10*time.Second), "UNLOCK", key, res[0])
-	return 1
+	defer f.c.Do(ctxT(t, 10*time.Second), "UNLOCK", key, res[0])
+	n := 0
+	for _, cl := range f.clusters {
+		if v, _ := redlocktest.ClusterValue(t, cl, key); v == res[0] {
+			n++
+		}
+	}
+	return n
 }
 
 // The negative control: the same failover with the restart quarantine

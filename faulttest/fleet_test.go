@@ -285,13 +285,39 @@ func (r rounds) waitPaused(t *testing.T) {
 // instead of being released announces nothing, and with the fleet's retry
 // delay a waiter then gets null at the end of its WAIT although the key
 // has been free for most of it. A grant in fleetWake is a wake.
+//
+// The hold outlives any start-up delay; once the waiter is in its pause
+// (its proxy counted both refused rounds), the key is made to expire on
+// every backend directly, which is what an expiry is: Redis drops the key
+// and nothing runs a release. The WAIT is far longer than the steps before
+// the expiry, so its null reply comes after the key was free.
 func fleetExpiryWakesNobody(t *testing.T, f fleet, servers []*redistest.Server) {
 	const key = "fleet:expiry"
-	mustLock(t, fleetClient(t, f[0], 0, 2), key, 2000)
-	w := lockAsync(fleetClient(t, f[2], 0, 2), key, 60000, "WAIT", 4000)
-	waitMarked(t, servers, 0, key)
-	if r := receive(t, w, "waiter behind an expiring lock"); r.ok {
-		t.Fatalf("waiter on C got the lock (%+v) although nothing released it: its retry tick came within its WAIT", r)
+	held := mustLock(t, fleetClient(t, f[0], 0, 2), key, 60000)
+	rounds := startRounds(t, f[2])
+	w := lockAsync(fleetClient(t, f[2], 0, 2), key, 60000, "WAIT", 15000)
+	rounds.waitPaused(t)
+	for _, s := range servers {
+		if err := s.Client().PExpire(ctxT(t, 10*time.Second), key, time.Millisecond).Err(); err != nil {
+			t.Fatalf("PEXPIRE on %s: %v", s.Addr(), err)
+		}
+	}
+	eventually(t, 10*time.Second, "the held lock expired on every backend", func() bool {
+		for _, s := range servers {
+			v, err := s.Client().Get(ctxT(t, 10*time.Second), key).Result()
+			if v == held.token || (err != nil && !errors.Is(err, redis.Nil)) {
+				return false
+			}
+		}
+		return true
+	})
+	select {
+	case r := <-w:
+		t.Fatalf("the waiter answered (%+v, %v) as soon as the lock expired, long before its 15s WAIT could end", r.grant, r.err)
+	default:
+	}
+	if r := receive(t, w, "waiter behind an expired lock"); r.ok {
+		t.Fatalf("waiter on C got the lock (%+v) although nothing released it: the expiry woke it, or its retry tick came within its WAIT", r)
 	}
 }
 

@@ -332,12 +332,15 @@ func TestAcquireRoundOutlivesCancel(t *testing.T) {
 	}
 }
 
-// TestAcquireStalledNodes: a node that never answers costs at most about
-// one NodeTimeout. The bound asserted is 20 times that, to stay clear of
-// scheduler noise: it catches a missing per-node deadline, not slowness.
+// TestAcquireStalledNodes: a node that never answers costs about one
+// NodeTimeout. A stalled node here answers only when its call's deadline
+// passes, and the caller's ctx allows 10s: without a per-node deadline a
+// stalled node would cost all of that, so a bound of half of it catches a
+// missing node timeout with a margin no scheduler can eat.
 func TestAcquireStalledNodes(t *testing.T) {
 	const nodeTimeout = 20 * time.Millisecond
-	const bound = 20 * nodeTimeout
+	const slow = 10 * time.Second
+	const bound = slow / 2
 	tests := []struct {
 		name   string
 		nodes  []nodeSetup
@@ -355,8 +358,10 @@ func TestAcquireStalledNodes(t *testing.T) {
 			cfg := testConfig()
 			cfg.NodeTimeout = nodeTimeout
 			c := newCluster(t, nodes, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), slow)
+			defer cancel()
 			start := time.Now()
-			_, err := c.Acquire(context.Background(), key, mine, ttl)
+			_, err := c.Acquire(ctx, key, mine, ttl)
 			took := time.Since(start)
 			if took > bound {
 				t.Errorf("Acquire took %v with NodeTimeout %v", took, nodeTimeout)

@@ -199,13 +199,31 @@ func TestCloseStopsRetries(t *testing.T) {
 	fs[0].waitCalls(t, opCAD, 2)
 	c.Close()
 	c.Close()
-	n := fs[0].callCount(opCAD)
+	var mu sync.Mutex
+	after := map[string]int{} // CompareAndDelete calls on node 0 since Close, by key
+	fs[0].setHook(func(op, k, _ string, _ bool, _ error) {
+		if op == opCAD {
+			mu.Lock()
+			after[k]++
+			mu.Unlock()
+		}
+	})
 	fs[0].setOpBehavior(opCAD, behaveOK)
-	// No sleep can prove a negative; a full retry round after Close would
-	// call the node again, so give it several intervals to do so.
-	time.Sleep(5 * retryConfig().ReleaseRetry)
-	if got := fs[0].callCount(opCAD); got != n {
-		t.Errorf("%d calls after Close, want none", got-n)
+	// The negative is proven by a later event: another cluster's retry,
+	// queued now with the same interval, reaches node 0 after the closed
+	// cluster's next round would have (that one was due first).
+	other := newCluster(t, nodes, retryConfig())
+	fs[0].put("later", mine, time.Minute)
+	other.pending.add(0, 0, "later", mine, time.Minute, false)
+	waitFor(t, "the other cluster's retry", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return after["later"] > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if n := after[key]; n != 0 {
+		t.Errorf("%d calls for %s after Close, want none", n, key)
 	}
 }
 

@@ -307,8 +307,8 @@ func TestPermitReleaseRetried(t *testing.T) {
 	}
 	_, slot, _ := quorum.ParsePermitToken(l.Token)
 	sk := quorum.PermitSlotKey("k", slot)
-	if _, _, ok, _ := nodetest.Get(ctx, mems[2], sk); !ok {
-		t.Fatal("the cut node lost the slot without a release")
+	if _, _, ok, err := nodetest.Get(ctx, mems[2], sk); err != nil || !ok {
+		t.Fatalf("the cut node lost the slot without a release (read: %v)", err)
 	}
 	cut.cut.Store(false)
 	deadline := time.Now().Add(10 * time.Second)

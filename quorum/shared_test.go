@@ -167,8 +167,8 @@ func TestSharedWriterWaitingKeepsReadersOut(t *testing.T) {
 	}
 	// In-memory nodes answer within Do: the drop has run everywhere.
 	for _, x := range m {
-		if _, _, ok, _ := nodetest.Get(ctx, x, quorum.WriterKey("k")); ok {
-			t.Fatalf("%s: the writer's mark outlived its cancelled wait", x.Name())
+		if _, _, ok, err := nodetest.Get(ctx, x, quorum.WriterKey("k")); err != nil || ok {
+			t.Fatalf("%s: the writer's mark outlived its cancelled wait (read: %v)", x.Name(), err)
 		}
 	}
 	second, err := c.AcquireShared(ctx, "k", ownerTTL)
@@ -194,8 +194,8 @@ func TestSharedWriterWaitingKeepsReadersOut(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("the writer after the readers: %v", err)
 	}
-	if _, _, ok, _ := nodetest.Get(ctx, m[0], quorum.WriterKey("k")); ok {
-		t.Fatal("the writer's mark outlived its grant")
+	if _, _, ok, err := nodetest.Get(ctx, m[0], quorum.WriterKey("k")); err != nil || ok {
+		t.Fatalf("the writer's mark outlived its grant (read: %v)", err)
 	}
 }
 
@@ -205,7 +205,7 @@ func waitMarked(t *testing.T, m []*backend.Memory) {
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		n := 0
 		for _, x := range m {
-			if _, _, ok, _ := nodetest.Get(context.Background(), x, quorum.WriterKey("k")); ok {
+			if _, _, ok, err := nodetest.Get(context.Background(), x, quorum.WriterKey("k")); err == nil && ok {
 				n++
 			}
 		}

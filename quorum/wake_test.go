@@ -3,10 +3,14 @@ package quorum_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -194,19 +198,84 @@ func TestWaitersServedInArrivalOrder(t *testing.T) {
 	}
 }
 
-// TestWaitGivesUpAtDeadline: a wake-up never stretches WAIT.
+// TestWaitGivesUpAtDeadline: a wake-up never stretches WAIT. The waiter is
+// woken again and again while the key stays held (the test sends the
+// release notices itself, a notice being a hint, never a vote), each wake
+// costing it a refused round; it still gives up at the end of its wait.
+// Its retry pause is an hour, so only the deadline can end it.
 func TestWaitGivesUpAtDeadline(t *testing.T) {
-	c := slowRetryCluster(t, memNodes(3))
-	mustAcquire(t, c, "holder")
-	start := time.Now()
-	_, err := c.AcquireWait(context.Background(), wkey, "waiter", time.Minute, 50*time.Millisecond)
-	if !errors.Is(err, quorum.ErrNotAcquired) {
-		t.Fatalf("AcquireWait = %v, want ErrNotAcquired", err)
+	nodes := memNodes(3)
+	holder := slowRetryCluster(t, nodes)
+	mustAcquire(t, holder, "holder")
+	var rounds atomic.Int64 // the waiter's commands on its first node
+	var notices notices
+	wrapped := make([]quorum.Node, len(nodes))
+	for i, n := range nodes {
+		h := &nodetest.Hooked{Node: n}
+		if i == 0 {
+			h.After = func(quorum.Cmd, *quorum.Reply) { rounds.Add(1) }
+		}
+		wrapped[i] = notices.wrap(h)
 	}
-	if d := time.Since(start); d > prompt {
-		t.Errorf("AcquireWait took %v for a 50ms wait", d)
+	waiters := slowRetryCluster(t, wrapped)
+	res := waitAsync(t, waiters, "waiter", 300*time.Millisecond)
+	stop := make(chan struct{})
+	pumped := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-pumped })
+	go func() { // a notice after each round the last one caused
+		defer close(pumped)
+		for {
+			seen := rounds.Load()
+			notices.send(wkey)
+			for rounds.Load() == seen {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+	}()
+	a := recv(t, res, prompt)
+	if !errors.Is(a.err, quorum.ErrNotAcquired) {
+		t.Fatalf("AcquireWait = %+v, %v, want ErrNotAcquired", a.l, a.err)
 	}
-	if n := c.Waiters(wkey); n != 0 {
+	if n := rounds.Load(); n < 3 {
+		t.Fatalf("the waiter ran %d rounds: no wake-up reached it", n)
+	}
+	if n := waiters.Waiters(wkey); n != 0 {
 		t.Errorf("%d waiters left", n)
 	}
+}
+
+// notices keeps the release callbacks of the nodes it wraps, so that a test
+// can announce a release that never happened.
+type notices struct {
+	mu       sync.Mutex
+	released []func(db int, key string)
+}
+
+func (n *notices) wrap(node quorum.Node) quorum.Node { return noticeNode{node, n} }
+
+func (n *notices) send(key string) {
+	n.mu.Lock()
+	fs := slices.Clone(n.released)
+	n.mu.Unlock()
+	for _, f := range fs {
+		f(0, key)
+	}
+}
+
+type noticeNode struct {
+	quorum.Node
+	n *notices
+}
+
+func (w noticeNode) Watch(x quorum.Watcher) bool {
+	if x.Released != nil {
+		w.n.mu.Lock()
+		w.n.released = append(w.n.released, x.Released)
+		w.n.mu.Unlock()
+	}
+	return w.Node.Watch(x)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/testcerts"
 )
 
@@ -91,7 +92,7 @@ func TestRunRedisCLI(t *testing.T) {
 	base := []string{"-h", host, "-p", port, "--tls", "--cacert", certs.CAFile}
 	runCLI := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(cli, append(append([]string{}, base...), args...)...).CombinedOutput()
+		out, err := childproc.CombinedOutput(childproc.Command(cli, append(append([]string{}, base...), args...)...))
 		if err != nil {
 			t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/redlocktest"
@@ -42,9 +42,9 @@ func sell(t *testing.T, bin string, store *redistest.Server, redlockd string, fl
 	errs := make([]error, services)
 	outs := make([]bytes.Buffer, services)
 	for i := range services {
-		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd := childproc.CommandContext(ctx, bin, args...)
 		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-		if err := cmd.Start(); err != nil {
+		if err := childproc.Start(cmd); err != nil {
 			t.Fatal(err)
 		}
 		wg.Go(func() { errs[i] = cmd.Wait() })
@@ -113,7 +113,7 @@ func TestInventory(t *testing.T) {
 		if err := rc.FlushAll(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.CommandContext(ctx, bin, "-store", store.Addr(), "-redlockd", redlockd, "-lock", "-fence", "-stock", "7").CombinedOutput()
+		out, err := childproc.CombinedOutput(childproc.CommandContext(ctx, bin, "-store", store.Addr(), "-redlockd", redlockd, "-lock", "-fence", "-stock", "7"))
 		if err != nil || strings.TrimSpace(string(out)) != "sold 7" {
 			t.Fatalf("on an empty store: %v, %q; want sold 7", err, out)
 		}

@@ -1,5 +1,5 @@
 // Package leaktest is the goroutine-leak check every test package runs in
-// its TestMain, with the one exception they all share.
+// its TestMain, with the exceptions they all share.
 package leaktest
 
 import (
@@ -16,13 +16,18 @@ import (
 // the test.
 const goRedisRedial = "github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"
 
+// childStarter is the goroutine that forks every child process a test
+// starts. It lives as long as the process on purpose: its locked thread is
+// the children's parent, and they die when it does.
+const childStarter = "github.com/redlockd/redlockd/internal/childproc.starter"
+
 // Options returns the shared options followed by extra.
 func Options(extra ...goleak.Option) []goleak.Option {
-	return append([]goleak.Option{goleak.IgnoreAnyFunction(goRedisRedial)}, extra...)
+	return append([]goleak.Option{goleak.IgnoreAnyFunction(goRedisRedial), goleak.IgnoreAnyFunction(childStarter)}, extra...)
 }
 
 // VerifyTestMain runs m, then fails the run if goroutines other than the
-// shared exception outlive the tests.
+// shared exceptions outlive the tests.
 func VerifyTestMain(m *testing.M, extra ...goleak.Option) {
 	goleak.VerifyTestMain(m, Options(extra...)...)
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/internal/childproc"
 )
 
 // errExited marks a server that died during start-up (a port taken
@@ -199,10 +201,10 @@ func (s *Server) run() error {
 	args := append(append(port,
 		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir,
 	), s.args...)
-	cmd := exec.Command(s.bin, args...)
+	cmd := childproc.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	s.readyBefore = strings.Count(s.out.String(), readyLine)
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
 	done := make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redistest"
 )
 
@@ -25,9 +26,9 @@ func Build(t testing.TB, pkg string) string {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(t.TempDir(), path.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd := childproc.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := childproc.CombinedOutput(cmd); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
@@ -53,12 +54,12 @@ func StartProcess(t testing.TB, bin string, servers []*redistest.Server, args ..
 	}
 	args = append([]string{"--listen", "127.0.0.1:0", "--log-format", "json",
 		"--backends", strings.Join(addrs, ",")}, args...)
-	cmd := exec.Command(bin, args...)
+	cmd := childproc.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}

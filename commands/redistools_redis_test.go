@@ -3,7 +3,6 @@ package commands_test
 import (
 	"bufio"
 	"context"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/commands"
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
@@ -111,12 +111,12 @@ func TestRedisCLIStat(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "redis-cli", "-p", strconv.Itoa(in.Port), "--stat", "-i", "0.1")
+	cmd := childproc.CommandContext(ctx, "redis-cli", "-p", strconv.Itoa(in.Port), "--stat", "-i", "0.1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
@@ -155,7 +155,7 @@ func TestRedisCLIBigKeys(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "redis-cli", "-p", strconv.Itoa(in.Port), "--bigkeys").CombinedOutput()
+	out, err := childproc.CombinedOutput(childproc.CommandContext(ctx, "redis-cli", "-p", strconv.Itoa(in.Port), "--bigkeys"))
 	if err != nil {
 		t.Fatalf("redis-cli --bigkeys: %v\n%s", err, out)
 	}
@@ -229,7 +229,7 @@ func TestEmbeddedKeyspace(t *testing.T) {
 	if k := keysOf(infoFields(c.Info(ctx).Val())["db0"]); k != int(n) {
 		t.Errorf("INFO keyspace db0 keys %d, DBSIZE %d", k, n)
 	}
-	out, err := exec.CommandContext(ctx, "redis-cli", "-p", strconv.Itoa(in.Port), "--bigkeys").CombinedOutput()
+	out, err := childproc.CombinedOutput(childproc.CommandContext(ctx, "redis-cli", "-p", strconv.Itoa(in.Port), "--bigkeys"))
 	if err != nil || strings.Contains(string(out), "Couldn't determine DBSIZE") {
 		t.Fatalf("redis-cli --bigkeys: %v\n%s", err, out)
 	}

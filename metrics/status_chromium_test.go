@@ -5,12 +5,12 @@ import (
 	"html"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/quorum"
@@ -27,9 +27,9 @@ func renderedText(t *testing.T, url string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
+	out, err := childproc.Output(childproc.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", url).Output()
+		"--user-data-dir="+t.TempDir(), "--dump-dom", url))
 	if err != nil {
 		t.Fatalf("chromium --dump-dom %s: %v", url, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/internal/testcerts"
 )
@@ -32,13 +33,13 @@ type child struct {
 
 func startChild(t *testing.T, bin string, args ...string) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...),
+	c := &child{cmd: childproc.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...),
 		more: make(chan struct{}), done: make(chan struct{})}
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.cmd.Start(); err != nil {
+	if err := childproc.Start(c.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() {

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"os/exec"
 	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
 
+	"github.com/redlockd/redlockd/internal/childproc"
 	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
@@ -39,7 +39,7 @@ func TestVersionOf(t *testing.T) {
 // a build from a git checkout, the commit it was built from.
 func TestBinaryVersion(t *testing.T) {
 	bin := redlocktest.Build(t, "./cmd/redlockd")
-	out, err := exec.Command(bin, "--version").Output()
+	out, err := childproc.Output(childproc.Command(bin, "--version"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestBinaryVersion(t *testing.T) {
 	if !strings.HasPrefix(got, "redlockd ") || got == "redlockd dev" {
 		t.Fatalf("--version = %q", got)
 	}
-	meta, err := exec.Command("go", "version", "-m", bin).Output()
+	meta, err := childproc.Output(childproc.Command("go", "version", "-m", bin))
 	if err != nil {
 		t.Fatal(err)
 	}

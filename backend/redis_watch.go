@@ -65,6 +65,7 @@ type redisWatch struct {
 	closed   bool
 	releases []func(db int, key string)
 	servers  []func(quorum.ServerInfo)
+	invalids []func(keys []string)
 	sub      net.Conn // the subscription's connection, closed by stop
 	subbing  bool     // the subscription loop runs
 
@@ -109,7 +110,10 @@ func (r *Redis) Watch(in quorum.Watcher) bool {
 	if in.Message != nil {
 		w.clients.addWatcher(in.Message)
 	}
-	if (in.Released != nil || in.Message != nil) && !w.subbing {
+	if in.Invalidated != nil {
+		w.invalids = append(w.invalids, in.Invalidated)
+	}
+	if (in.Released != nil || in.Message != nil || in.Invalidated != nil) && !w.subbing {
 		w.subbing = true
 		w.wg.Add(1)
 		go w.subscribeLoop()
@@ -293,8 +297,16 @@ func (w *redisWatch) subscribe() {
 	heard := time.Now()
 	_ = nc.SetWriteDeadline(heard.Add(w.interval))
 	defer w.clients.disconnected()
+	tracking := w.track(c)
+	if tracking {
+		// Whatever changed while the link was down went unheard.
+		defer w.invalidated(nil)
+	}
 	if w.clients.connected(c, w.releaseChannels()) != nil {
 		return
+	}
+	if tracking {
+		w.invalidated(nil)
 	}
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(w.interval))
@@ -311,6 +323,66 @@ func (w *redisWatch) subscribe() {
 			}
 		}
 	}
+}
+
+// invalidateChannel is where a server sends the keys that changed to a
+// RESP2 connection that asked for them (CLIENT TRACKING … REDIRECT).
+const invalidateChannel = "__redis__:invalidate"
+
+// track turns on the server's client-side caching reports for every key
+// (BCAST, no prefix) on the subscription connection itself, when a
+// watcher wants them: the reports then arrive as messages on
+// invalidateChannel, in order with the subscription's other messages. A
+// server that refuses it (older than 6.0) reports nothing, and the
+// watchers are told so by a flush at each reconnect. false: no reports.
+func (w *redisWatch) track(c *conn) bool {
+	w.mu.Lock()
+	want := len(w.invalids) > 0
+	w.mu.Unlock()
+	if !want {
+		return false
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(w.interval))
+	defer c.nc.SetReadDeadline(time.Time{})
+	if c.write("client", "id") != nil {
+		return false
+	}
+	id, err := c.read()
+	if err != nil || id.kind != ':' {
+		return false
+	}
+	if c.write("client", "tracking", "on", "bcast", "redirect", strconv.FormatInt(id.num, 10)) != nil {
+		return false
+	}
+	ok, err := c.read()
+	return err == nil && ok.kind == '+'
+}
+
+// invalidated tells the watchers of changed keys (nil: anything may have
+// changed).
+func (w *redisWatch) invalidated(keys []string) {
+	w.mu.Lock()
+	fns := w.invalids
+	w.mu.Unlock()
+	for _, fn := range fns {
+		fn(keys)
+	}
+}
+
+// invalidation reads the keys of a report on invalidateChannel: an array
+// of keys, or a null after a flush.
+func invalidation(payload reply) (keys []string, ok bool) {
+	switch {
+	case payload.null:
+		return nil, true
+	case payload.kind != '*':
+		return nil, false
+	}
+	keys = make([]string, 0, len(payload.elems))
+	for _, e := range payload.elems {
+		keys = append(keys, e.str)
+	}
+	return keys, true
 }
 
 // setSub records the subscription's connection for stop to close; false
@@ -345,6 +417,10 @@ func (w *redisWatch) pushed(rep reply) {
 	e := rep.elems
 	dbs, release := w.dbsOf[e[1].str]
 	switch kind := e[0].str; {
+	case kind == "message" && e[1].str == invalidateChannel && (e[2].kind == '*' || e[2].null):
+		if keys, ok := invalidation(e[2]); ok {
+			w.invalidated(keys)
+		}
 	case kind == "message" && release:
 		for _, db := range dbs {
 			w.deliver(db, e[2].str)

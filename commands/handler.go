@@ -9,6 +9,7 @@ import (
 
 	"github.com/redlockd/redlockd/pubsub"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/tracking"
 )
 
 // Options configure a Handler. Zero values take the documented defaults.
@@ -67,13 +68,15 @@ type Handler struct {
 	bound    bindings // locks bound to a connection (session_locks.go)
 	scripts  *scriptCache
 	hub      *pubsub.Hub
+	tracking *tracking.Table
 }
 
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
 	hub := pubsub.New(cluster, pubsub.Options{})
-	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub}
+	return &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub,
+		tracking: tracking.New(cluster)}
 }
 
 // clusterOf is the lock service of session s's database (SELECT): every
@@ -104,6 +107,8 @@ func (h *Handler) CloseSession(s *Session) {
 		return
 	}
 	s.cancel()
+	h.trackingOff(s)
+	h.endTxn(s)
 	h.unsubscribeAll(s)
 	h.releaseSessionLocks(s)
 	h.nconns.Add(-1)

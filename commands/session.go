@@ -35,6 +35,12 @@ type Session struct {
 	push func(args ...string)
 	// subs are the connection's pub/sub subscriptions.
 	subs sessionSubs
+	// tracking is its client-side caching (CLIENT TRACKING).
+	tracking sessionTracking
+	// txn is its transaction between MULTI and EXEC; nil outside one.
+	txn *txnState
+	// watch is its WATCH; nil when it watches nothing.
+	watch *watchState
 }
 
 // SetPush gives the session a way to send the client a RESP3 push message

@@ -18,7 +18,9 @@ import (
 func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 	cmd := r.cmd
 	args := r.Args
-	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || reservedRefusal(cmd, args) != "" {
+	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || reservedRefusal(cmd, args) != "" ||
+		s.tracking.enabled.Load() || s.InTransaction() {
+		// Tracking and transactions keep their books in Run.
 		return false
 	}
 	c, finish := h.startCall(s, cmd, args, w, done)

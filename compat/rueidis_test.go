@@ -1,0 +1,124 @@
+package compat
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redlockd/redlockd/internal/redistest"
+)
+
+// invalidations records the keys of the invalidation pushes a rueidis
+// client gets (a nil message list, a flush, is recorded as "*").
+type invalidations chan string
+
+func (ch invalidations) on(msgs []rueidis.RedisMessage) {
+	if msgs == nil {
+		ch <- "*"
+		return
+	}
+	for _, m := range msgs {
+		k, _ := m.ToString()
+		ch <- k
+	}
+}
+
+// waitFor waits until key (or a flush) is reported.
+func (ch invalidations) waitFor(t *testing.T, ctx context.Context, key string) {
+	t.Helper()
+	for {
+		select {
+		case k := <-ch:
+			if k == key || k == "*" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no invalidation of %q: %v", key, ctx.Err())
+		}
+	}
+}
+
+func newRueidis(t *testing.T, addr string, opt rueidis.ClientOption) rueidis.Client {
+	t.Helper()
+	opt.InitAddress = []string{addr}
+	opt.DisableRetry = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatalf("rueidis.NewClient(%s): %v", addr, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestRueidis runs rueidis unchanged, with client-side caching on (its
+// default) and off, against one redis-server and then across two
+// redlockd proxies over the same three backends: a cached GET is
+// invalidated when the lock is released through the other proxy and
+// when its ttl runs out.
+func TestRueidis(t *testing.T) {
+	t.Run("redis-server", func(t *testing.T) {
+		addr := redistest.Start(t).Addr()
+		rueidisScenario(t, addr, addr)
+	})
+	t.Run("redlockd", func(t *testing.T) {
+		a := startRedlockd(t)
+		b := startSecond(t, a)
+		rueidisScenario(t, a.Addr, b.Addr)
+	})
+}
+
+func rueidisScenario(t *testing.T, addrA, addrB string) {
+	ctx := testCtx(t)
+	inv := make(invalidations, 64)
+	cached := newRueidis(t, addrA, rueidis.ClientOption{OnInvalidations: inv.on})
+	other := newRueidis(t, addrB, rueidis.ClientOption{DisableCache: true})
+	plain := newRueidis(t, addrA, rueidis.ClientOption{DisableCache: true})
+
+	const key = "rueidis:orders"
+	// A long ttl and a long client-side ttl: only an invalidation can
+	// end the cached read within the test's time.
+	if err := other.Do(ctx, other.B().Set().Key(key).Value("tok-1").Nx().PxMilliseconds(60000).Build()).Error(); err != nil {
+		t.Fatalf("SET NX PX through the other proxy: %v", err)
+	}
+	if err := cached.Do(ctx, cached.B().Set().Key(key).Value("tok-2").Nx().PxMilliseconds(60000).Build()).Error(); !rueidis.IsRedisNil(err) {
+		t.Fatalf("second SET NX PX: err = %v, want nil reply", err)
+	}
+	get := func() rueidis.Cacheable { return cached.B().Get().Key(key).Cache() }
+	r := cached.DoCache(ctx, get(), time.Minute)
+	if v, err := r.ToString(); err != nil || v != "tok-1" || r.IsCacheHit() {
+		t.Fatalf("first cached GET = %q, %v (hit %v)", v, err, r.IsCacheHit())
+	}
+	r = cached.DoCache(ctx, get(), time.Minute)
+	if v, err := r.ToString(); err != nil || v != "tok-1" || !r.IsCacheHit() {
+		t.Fatalf("second cached GET = %q, %v (hit %v), want a cache hit", v, err, r.IsCacheHit())
+	}
+	if got, _ := plain.Do(ctx, plain.B().Get().Key(key).Build()).ToString(); got != "tok-1" {
+		t.Fatalf("uncached GET = %q", got)
+	}
+
+	// Released through the other proxy: the cached read learns it.
+	if err := other.Do(ctx, other.B().Del().Key(key).Build()).Error(); err != nil {
+		t.Fatalf("DEL through the other proxy: %v", err)
+	}
+	inv.waitFor(t, ctx, key)
+	r = cached.DoCache(ctx, get(), time.Minute)
+	if !rueidis.IsRedisNil(r.Error()) || r.IsCacheHit() {
+		t.Fatalf("cached GET after the release = %v (hit %v), want a fresh nil", r.Error(), r.IsCacheHit())
+	}
+
+	// Taken again, read, and left to expire: the expiry invalidates it.
+	const short = "rueidis:short"
+	if err := other.Do(ctx, other.B().Set().Key(short).Value("tok-3").Nx().PxMilliseconds(300).Build()).Error(); err != nil {
+		t.Fatalf("SET NX PX 300: %v", err)
+	}
+	if v, err := cached.DoCache(ctx, cached.B().Get().Key(short).Cache(), time.Minute).ToString(); err != nil || v != "tok-3" {
+		// The key may have expired before the read on a slow machine.
+		if !rueidis.IsRedisNil(err) {
+			t.Fatalf("cached GET of the short lock = %q, %v", v, err)
+		}
+		return
+	}
+	inv.waitFor(t, ctx, short)
+}

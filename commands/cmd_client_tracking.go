@@ -184,12 +184,8 @@ func (h *Handler) clientTrackingInfo(c *call) {
 	c.w.WriteBulkString("redirect")
 	c.w.WriteInt(redirectOf(st))
 	c.w.WriteBulkString("prefixes")
-	var prefixes []string
-	if st.bcast && !(len(st.prefixes) == 1 && st.prefixes[0] == "") {
-		prefixes = st.prefixes
-	}
-	c.w.WriteArray(len(prefixes))
-	for _, p := range prefixes {
+	c.w.WriteArray(len(st.prefixes))
+	for _, p := range st.prefixes {
 		c.w.WriteBulkString(p)
 	}
 }

@@ -112,6 +112,11 @@ func (r *Redis) Watch(in quorum.Watcher) bool {
 	}
 	if in.Invalidated != nil {
 		w.invalids = append(w.invalids, in.Invalidated)
+		if len(w.invalids) == 1 && w.sub != nil {
+			// A subscribed connection takes no CLIENT command: its next
+			// connection turns the reports on before it subscribes.
+			_ = w.sub.Close()
+		}
 	}
 	if (in.Released != nil || in.Message != nil || in.Invalidated != nil) && !w.subbing {
 		w.subbing = true

@@ -18,6 +18,11 @@ type Client interface{ Invalidate(keys []string) }
 
 // Table is the proxy's tracking state. It is safe for concurrent use.
 type Table struct {
+	nodes []quorum.Node
+	// watch asks the nodes for their reports, once, when the first client
+	// tracks something: until then the backends report nothing.
+	watch sync.Once
+
 	mu sync.Mutex
 	// byKey: the clients that read a key, each with its reads in flight.
 	byKey map[string]map[Client]int
@@ -28,23 +33,32 @@ type Table struct {
 	bcast map[Client][]string
 }
 
-// New returns a Table fed by every node of c.
+// New returns a Table fed by every node of c, from the first Begin or
+// Broadcast on. A node that starts reporting reports nil first (its
+// reports were off until then), so a client that tracked keys before
+// hears of them too.
 func New(c *quorum.Cluster) *Table {
-	t := &Table{
+	return &Table{
+		nodes:  c.Nodes(),
 		byKey:  make(map[string]map[Client]int),
 		keysOf: make(map[Client]map[string]struct{}),
 		bcast:  make(map[Client][]string),
 	}
-	for _, n := range c.Nodes() {
-		n.Watch(quorum.Watcher{Invalidated: t.Invalidated})
-	}
-	return t
+}
+
+func (t *Table) start() {
+	t.watch.Do(func() {
+		for _, n := range t.nodes {
+			n.Watch(quorum.Watcher{Invalidated: t.Invalidated})
+		}
+	})
 }
 
 // Begin tracks keys for c before a read of them starts: a change reported
 // from now on reaches c. Every Begin is followed by an End with the same
 // keys once the read has its answer.
 func (t *Table) Begin(c Client, keys []string) {
+	t.start()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	mine := t.keysOf[c]
@@ -84,6 +98,7 @@ func (t *Table) End(c Client, keys []string) {
 // key that starts with one of prefixes (of every key without prefixes),
 // whether or not it read it.
 func (t *Table) Broadcast(c Client, prefixes []string) {
+	t.start()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.bcast[c] = append([]string{}, prefixes...)

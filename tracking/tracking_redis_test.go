@@ -62,6 +62,31 @@ func (w *wire) until(want string) string {
 	}
 }
 
+// invalidated waits for the invalidation of key, or of everything (a
+// null: the first reads after tracking is turned on may get one, as the
+// backends start reporting).
+func (w *wire) invalidated(key string) string {
+	w.t.Helper()
+	w.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	tmp := make([]byte, 4096)
+	for {
+		for _, want := range []string{pushOf(key), flush} {
+			if i := bytes.Index(w.buf, []byte(want)); i >= 0 {
+				out := string(w.buf[:i+len(want)])
+				w.buf = w.buf[i+len(want):]
+				return out
+			}
+		}
+		n, err := w.nc.Read(tmp)
+		if err != nil {
+			w.t.Fatalf("waiting for the invalidation of %q (have %q): %v", key, w.buf, err)
+		}
+		w.buf = append(w.buf, tmp[:n]...)
+	}
+}
+
+const flush = ">2\r\n$10\r\ninvalidate\r\n_\r\n"
+
 // do sends cmds in one write and returns their replies, read up to an
 // ECHO's marker.
 func (w *wire) do(cmds ...string) string {
@@ -174,7 +199,32 @@ func TestInvalidationEmbedded(t *testing.T) {
 	invalidationScenario(t, a.Addr, a.Addr)
 }
 
+// warmUp turns the backends' reports on (the first client that tracks
+// does) and waits until each of the n nodes has reported a change: after
+// that no node's first report (a flush) is still to come.
+func warmUp(t *testing.T, addrA, addrB string, n int) {
+	t.Helper()
+	bc, writer := dial(t, addrA), dial(t, addrB)
+	bc.hello3()
+	bc.do("CLIENT TRACKING ON BCAST PREFIX warm:")
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("warm:%d", i)
+		writer.do("SET " + key + " x NX PX 60000")
+		copies := 0
+		for copies < n {
+			if strings.HasSuffix(bc.invalidated(key), flush) {
+				break // a flush: this round may not be every node's
+			}
+			copies++
+		}
+		if copies == n {
+			return
+		}
+	}
+}
+
 func invalidationScenario(t *testing.T, addrA, addrB string) {
+	warmUp(t, addrA, addrB, 3)
 	reader, writer := dial(t, addrA), dial(t, addrB)
 	reader.hello3()
 	if got := reader.do("CLIENT TRACKING ON", "GET inv:k"); got != "+OK\r\n_\r\n" {

@@ -157,7 +157,7 @@ func (h *Handler) cmdExec(c *call) {
 	case t.failed:
 		c.w.WriteError("EXECABORT Transaction discarded because of previous errors.")
 	case w != nil && w.dirty:
-		c.w.WriteNull()
+		c.w.WriteNullArray()
 	case !anyWrites(t.queued):
 		c.w.WriteArray(len(t.queued))
 		for _, q := range t.queued {

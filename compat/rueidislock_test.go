@@ -35,7 +35,7 @@ func (c *triesSpy) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisR
 	return r
 }
 
-func newLocker(t *testing.T, addr string, validity, extend time.Duration, spy *triesSpy) rueidislock.Locker {
+func newLocker(t testing.TB, addr string, validity, extend time.Duration, spy *triesSpy) rueidislock.Locker {
 	t.Helper()
 	opt := rueidislock.LockerOption{
 		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}, DisableRetry: true},

@@ -276,3 +276,32 @@ func invalidationScenario(t *testing.T, addrA, addrB string) {
 		t.Fatalf("BCAST without prefix reported the proxy's keys: %q", got)
 	}
 }
+
+// TestWatchMatchesRedis: EXEC after WATCH answers as redis-server does,
+// an array when the watched key is unchanged and a null array once a
+// change of it was reported (here through another connection).
+func TestWatchMatchesRedis(t *testing.T) {
+	redis := redistest.Start(t).Addr()
+	proxy := redlocktest.Start(t, redlocktest.Options{}).Addr
+	warmUp(t, proxy, proxy, 3)
+	var replies []string
+	for _, side := range []struct {
+		addr   string
+		copies int // reports of one change a BCAST client gets
+	}{{redis, 1}, {proxy, 3}} {
+		w, other, spy := dial(t, side.addr), dial(t, side.addr), dial(t, side.addr)
+		spy.hello3()
+		spy.do("CLIENT TRACKING ON BCAST PREFIX watch:")
+		got := w.do("WATCH watch:k", "MULTI", "GET watch:k", "EXEC")
+		w.do("WATCH watch:k")
+		other.do("SET watch:k v NX PX 60000")
+		for range side.copies {
+			spy.until(pushOf("watch:k"))
+		}
+		got += w.do("MULTI", "GET watch:k", "EXEC", "UNWATCH", "MULTI", "GET watch:k", "EXEC")
+		replies = append(replies, got)
+	}
+	if replies[0] != replies[1] {
+		t.Fatalf("WATCH:\nredis: %q\nproxy: %q", replies[0], replies[1])
+	}
+}

@@ -59,7 +59,7 @@ func (r *recorder) WriteSet(n int)            { r.start("~[", "]", n) }
 func (r *recorder) WriteDouble(f float64)     { r.emit(fmt.Sprintf(",%g", f)) }
 func (r *recorder) WriteVerbatim(_, s string) { r.emit("=" + s) }
 func (r *recorder) WritePush(n int)           { r.WriteArray(n) }
-func (r *recorder) WriteNullArray()            { r.WriteNull() }
+func (r *recorder) WriteNullArray()           { r.WriteNull() }
 
 func (r *recorder) String() string {
 	s := strings.Join(r.parts, " ")

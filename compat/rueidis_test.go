@@ -2,12 +2,14 @@ package compat
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/internal/redlocktest"
 )
 
 // invalidations records the keys of the invalidation pushes a rueidis
@@ -121,4 +123,47 @@ func rueidisScenario(t *testing.T, addrA, addrB string) {
 		return
 	}
 	inv.waitFor(t, ctx, short)
+}
+
+// TestRueidisConnectOptions: rueidis's whole connect sequence (HELLO 3
+// with AUTH and SETNAME, CLIENT TRACKING with rueidislock's OPTOUT
+// NOLOOP, SELECT, CLIENT NO-TOUCH and NO-EVICT, CLIENT
+// SETINFO) is answered as Redis 7 answers it, so the client connects and
+// its options hold.
+func TestRueidisConnectOptions(t *testing.T) {
+	opts := harnessOptions
+	opts.Commands.Password = "pw"
+	in := &instance{redlocktest.Start(t, opts)}
+	ctx := testCtx(t)
+	c := newRueidis(t, in.Addr, rueidis.ClientOption{
+		Password:              "pw",
+		ClientName:            "orders-svc",
+		SelectDB:              3,
+		ClientNoTouch:         true,
+		ClientNoEvict:         true,
+		ClientTrackingOptions: []string{"OPTOUT", "NOLOOP"},
+	})
+	if err := c.Do(ctx, c.B().Set().Key("conn:k").Value("tok").Nx().PxMilliseconds(10000).Build()).Error(); err != nil {
+		t.Fatalf("SET NX PX: %v", err)
+	}
+	info, err := c.Do(ctx, c.B().ClientInfo().Build()).ToString()
+	if err != nil {
+		t.Fatalf("CLIENT INFO: %v", err)
+	}
+	for _, want := range []string{"name=orders-svc", "db=3", "resp=3", "lib-name=rueidis"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("CLIENT INFO %q lacks %q", info, want)
+		}
+	}
+	flags, err := c.Do(ctx, c.B().ClientTrackinginfo().Build()).AsMap()
+	if err != nil {
+		t.Fatalf("CLIENT TRACKINGINFO: %v", err)
+	}
+	fl := flags["flags"]
+	if got, _ := fl.AsStrSlice(); strings.Join(got, " ") != "on optout noloop" {
+		t.Fatalf("tracking flags = %q", got)
+	}
+	if n := redlocktest.Count(redlocktest.ValuesIn(t, in.Backends, 3, "conn:k"), "tok"); n < 2 {
+		t.Fatalf("the lock is in db 3 of %d backends, want a majority", n)
+	}
 }

@@ -26,8 +26,23 @@ func init() {
 // MULTI, and whether one was refused (EXEC then aborts).
 type txnState struct {
 	queued []queuedCmd
+	bytes  int
 	failed bool
 }
+
+// A transaction's queue is bounded, so that a client cannot make the
+// proxy hold an unbounded amount for it: past either bound a command is
+// refused, and the transaction with it.
+const (
+	maxQueued      = 10000
+	maxQueuedBytes = 16 << 20
+)
+
+var msgTxnTooLarge = fmt.Sprintf(msgNotSupported, "multi", fmt.Sprintf("a transaction of more than %d commands or %d MiB", maxQueued, maxQueuedBytes>>20))
+
+// notInTxn are the commands that cannot be queued: each may write more
+// than one reply (one per channel), which EXEC's array could not count.
+var notInTxn = map[string]bool{"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true}
 
 type queuedCmd struct {
 	cmd  *command
@@ -55,25 +70,37 @@ func (w watcher) Invalidate([]string) {
 
 // InTransaction reports whether the connection is between MULTI and
 // EXEC: its commands are queued, so a pipeline must not run them at once.
-func (s *Session) InTransaction() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.txn != nil
-}
+// It is read by every command, so without the lock.
+func (s *Session) InTransaction() bool { return s.inTxn.Load() }
 
-// queue queues a command of a transaction; false when s is in none.
-func (s *Session) queue(cmd *command, args [][]byte) bool {
+// queue queues a command of a transaction, or returns the error that
+// refuses it; ok is false when s is in none.
+func (s *Session) queue(cmd *command, args [][]byte) (msg string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.txn == nil {
-		return false
+	t := s.txn
+	if t == nil {
+		return "", false
+	}
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	switch {
+	case notInTxn[cmd.name]:
+		t.failed = true
+		return fmt.Sprintf(msgNotSupported, cmd.name, "inside MULTI"), true
+	case len(t.queued) >= maxQueued || t.bytes+size > maxQueuedBytes:
+		t.failed = true
+		return msgTxnTooLarge, true
 	}
 	cp := make([][]byte, len(args))
 	for i, a := range args {
 		cp[i] = append([]byte(nil), a...)
 	}
-	s.txn.queued = append(s.txn.queued, queuedCmd{cmd: cmd, args: cp})
-	return true
+	t.queued = append(t.queued, queuedCmd{cmd: cmd, args: cp})
+	t.bytes += size
+	return "", true
 }
 
 // failTxn marks the transaction refused (a queued command was wrong), as
@@ -91,6 +118,7 @@ func (h *Handler) endTxn(s *Session) (*txnState, *watchState) {
 	s.mu.Lock()
 	t, w := s.txn, s.watch
 	s.txn, s.watch = nil, nil
+	s.inTxn.Store(false)
 	s.mu.Unlock()
 	if w != nil {
 		h.tracking.Forget(watcher{s})
@@ -106,6 +134,7 @@ func (h *Handler) cmdMulti(c *call) {
 		return
 	}
 	c.s.txn = &txnState{}
+	c.s.inTxn.Store(true)
 	c.w.WriteSimple("OK")
 }
 

@@ -38,7 +38,9 @@ type Session struct {
 	// tracking is its client-side caching (CLIENT TRACKING).
 	tracking sessionTracking
 	// txn is its transaction between MULTI and EXEC; nil outside one.
-	txn *txnState
+	// inTxn says whether there is one, for the readers without the lock.
+	txn   *txnState
+	inTxn atomic.Bool
 	// watch is its WATCH; nil when it watches nothing.
 	watch *watchState
 }

@@ -116,8 +116,12 @@ func (h *Handler) Run(s *Session, r Request, w Writer) {
 			w.WriteError(msg)
 			return
 		}
-		if s.queue(cmd, args) {
-			w.WriteSimple("QUEUED")
+		if msg, ok := s.queue(cmd, args); ok {
+			if msg != "" {
+				w.WriteError(msg)
+			} else {
+				w.WriteSimple("QUEUED")
+			}
 			return
 		}
 	}

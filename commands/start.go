@@ -19,14 +19,16 @@ func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 	cmd := r.cmd
 	args := r.Args
 	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || reservedRefusal(cmd, args) != "" ||
-		s.tracking.enabled.Load() || s.InTransaction() {
-		// Tracking and transactions keep their books in Run.
+		s.InTransaction() || trackedKeys(s, cmd, args) != nil {
+		// A transaction queues, and a tracked read keeps its books
+		// until it has its answer: both in Run.
 		return false
 	}
 	c, finish := h.startCall(s, cmd, args, w, done)
 	if !cmd.start(h, c, finish) {
 		return false
 	}
+	s.commandDone(cmd)
 	h.stats.commands.Add(1)
 	return true
 }

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +28,13 @@ func (ch invalidations) on(msgs []rueidis.RedisMessage) {
 	}
 }
 
-// waitFor waits until key (or a flush) is reported.
+// waitFor waits until key is reported.
 func (ch invalidations) waitFor(t *testing.T, ctx context.Context, key string) {
 	t.Helper()
 	for {
 		select {
 		case k := <-ch:
-			if k == key || k == "*" {
+			if k == key {
 				return
 			}
 		case <-ctx.Done():
@@ -42,7 +43,7 @@ func (ch invalidations) waitFor(t *testing.T, ctx context.Context, key string) {
 	}
 }
 
-func newRueidis(t *testing.T, addr string, opt rueidis.ClientOption) rueidis.Client {
+func newRueidis(t testing.TB, addr string, opt rueidis.ClientOption) rueidis.Client {
 	t.Helper()
 	opt.InitAddress = []string{addr}
 	opt.DisableRetry = true
@@ -62,17 +63,69 @@ func newRueidis(t *testing.T, addr string, opt rueidis.ClientOption) rueidis.Cli
 func TestRueidis(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
 		addr := redistest.Start(t).Addr()
-		rueidisScenario(t, addr, addr)
+		rueidisScenario(t, addr, addr, 1)
 	})
 	t.Run("redlockd", func(t *testing.T) {
 		a := startRedlockd(t)
 		b := startSecond(t, a)
-		rueidisScenario(t, a.Addr, b.Addr)
+		rueidisScenario(t, a.Addr, b.Addr, 3)
 	})
 }
 
-func rueidisScenario(t *testing.T, addrA, addrB string) {
+// warmTracking turns tracking on at addrA (the backends then start
+// reporting, each with a flush first) and waits until each of the nodes
+// has reported changes made through addrB to keys of every shard (32
+// keys spread over the slots): from then on an invalidation is a key's
+// own, not a flush.
+func warmTracking(t testing.TB, ctx context.Context, addrA, addrB string, nodes int) {
+	t.Helper()
+	inv := make(invalidations, 4096)
+	newRueidis(t, addrA, rueidis.ClientOption{OnInvalidations: inv.on,
+		ClientTrackingOptions: []string{"BCAST", "PREFIX", "warm:"}})
+	w := newRueidis(t, addrB, rueidis.ClientOption{DisableCache: true})
+	for round := 0; ; round++ {
+		copies := map[string]int{}
+		for i := range 32 {
+			key := fmt.Sprintf("warm:%d:%d", round, i)
+			copies[key] = 0
+			if err := w.Do(ctx, w.B().Set().Key(key).Value("x").Nx().PxMilliseconds(60000).Build()).Error(); err != nil {
+				t.Fatalf("SET %s: %v", key, err)
+			}
+		}
+		if warmRound(t, ctx, inv, copies, nodes) {
+			return
+		}
+	}
+}
+
+// warmRound waits for nodes copies of each key's invalidation; false
+// when a flush came first (a node's reports were just starting).
+func warmRound(t testing.TB, ctx context.Context, inv invalidations, copies map[string]int, nodes int) bool {
+	t.Helper()
+	left := len(copies)
+	for left > 0 {
+		var k string
+		select {
+		case k = <-inv:
+		case <-ctx.Done():
+			t.Fatalf("warming tracking up: %v", ctx.Err())
+		}
+		if k == "*" {
+			return false
+		}
+		if n, ok := copies[k]; ok {
+			copies[k] = n + 1
+			if n+1 == nodes {
+				left--
+			}
+		}
+	}
+	return true
+}
+
+func rueidisScenario(t *testing.T, addrA, addrB string, nodes int) {
 	ctx := testCtx(t)
+	warmTracking(t, ctx, addrA, addrB, nodes)
 	inv := make(invalidations, 64)
 	cached := newRueidis(t, addrA, rueidis.ClientOption{OnInvalidations: inv.on})
 	other := newRueidis(t, addrB, rueidis.ClientOption{DisableCache: true})

@@ -19,18 +19,19 @@ import (
 func BenchmarkRueidisLockWake(b *testing.B) {
 	b.Run("redis-server", func(b *testing.B) {
 		addr := redistest.Start(b).Addr()
-		benchWake(b, addr, addr)
+		benchWake(b, addr, addr, 1)
 	})
 	b.Run("redlockd", func(b *testing.B) {
 		a := startRedlockd(b)
 		o := startSecond(b, a)
-		benchWake(b, a.Addr, o.Addr)
+		benchWake(b, a.Addr, o.Addr, 3)
 	})
 }
 
-func benchWake(b *testing.B, addrA, addrB string) {
+func benchWake(b *testing.B, addrA, addrB string, nodes int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	warmTracking(b, ctx, addrA, addrB, nodes)
 	spy := &triesSpy{refused: make(chan struct{}, 1)}
 	waiterSide := newLocker(b, addrA, validity, 0, spy)
 	holderSide := newLocker(b, addrB, validity, 0, nil)

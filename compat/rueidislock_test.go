@@ -66,12 +66,12 @@ func newLocker(t testing.TB, addr string, validity, extend time.Duration, spy *t
 func TestRueidisLock(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
 		addr := redistest.Start(t).Addr()
-		rueidisLockScenario(t, addr, addr)
+		rueidisLockScenario(t, addr, addr, 1)
 	})
 	t.Run("redlockd", func(t *testing.T) {
 		a := startRedlockd(t)
 		b := startSecond(t, a)
-		rueidisLockScenario(t, a.Addr, b.Addr)
+		rueidisLockScenario(t, a.Addr, b.Addr, 3)
 	})
 }
 
@@ -79,8 +79,10 @@ func TestRueidisLock(t *testing.T) {
 // an invalidation can end a wait within the test's time.
 const validity = 30 * time.Second
 
-func rueidisLockScenario(t *testing.T, addrA, addrB string) {
+func rueidisLockScenario(t *testing.T, addrA, addrB string, nodes int) {
 	ctx := testCtx(t)
+	// No flush of a backend starting its reports can wake the waiter.
+	warmTracking(t, ctx, addrA, addrB, nodes)
 	spy := &triesSpy{refused: make(chan struct{}, 1)}
 	waiterSide := newLocker(t, addrA, validity, 0, spy)
 	holderSide := newLocker(t, addrB, validity, 0, nil)

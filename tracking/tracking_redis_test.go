@@ -138,6 +138,10 @@ var trackingSeqs = [][]string{
 		"CLIENT TRACKING ON BCAST PREFIX a", "CLIENT TRACKING ON BCAST PREFIX c", "CLIENT TRACKINGINFO"},
 	{"CLIENT TRACKING ON BCAST", "CLIENT TRACKINGINFO", "CLIENT TRACKING ON", "CLIENT TRACKING OFF", "CLIENT TRACKING ON NOLOOP", "CLIENT TRACKINGINFO"},
 	{"READONLY", "READWRITE", "CLIENT NO-EVICT on", "CLIENT NO-EVICT maybe", "CLIENT NO-EVICT"},
+	// CACHING YES covers the next command only, also one that a pipeline
+	// runs alongside others.
+	{"CLIENT TRACKING ON OPTIN", "CLIENT CACHING YES", "SET trk:c v NX PX 10000", "SET trk:d v NX PX 10000",
+		"CLIENT TRACKINGINFO", "DEL trk:c trk:d"},
 }
 
 var multiSeqs = [][]string{

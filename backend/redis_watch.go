@@ -302,19 +302,28 @@ func (w *redisWatch) subscribe() {
 	heard := time.Now()
 	_ = nc.SetWriteDeadline(heard.Add(w.interval))
 	defer w.clients.disconnected()
-	tracking := w.track(c)
-	if tracking {
+	reports := w.track(c)
+	if reports != reportsOff {
 		// Whatever changed while the link was down went unheard.
 		defer w.invalidated(nil)
 	}
 	if w.clients.connected(c, w.releaseChannels()) != nil {
 		return
 	}
-	if tracking {
+	if reports != reportsOff {
 		w.invalidated(nil)
 	}
+	w.listen(c, heard, reports == reportsRefused)
+}
+
+// listen reads the subscription until its connection fails. Where the
+// server refused to report changes, its watchers of changes are told
+// "anything may have changed" every interval instead: late, never
+// missing.
+func (w *redisWatch) listen(c *conn, heard time.Time, unreported bool) {
+	flushed := heard
 	for {
-		_ = nc.SetReadDeadline(time.Now().Add(w.interval))
+		_ = c.nc.SetReadDeadline(time.Now().Add(w.interval))
 		rep, err := c.read()
 		switch {
 		case err == nil:
@@ -327,8 +336,22 @@ func (w *redisWatch) subscribe() {
 				return
 			}
 		}
+		if unreported && time.Since(flushed) >= w.interval {
+			flushed = time.Now()
+			w.invalidated(nil)
+		}
 	}
 }
+
+// reportsMode is whether a subscription connection carries the server's
+// reports of changed keys.
+type reportsMode uint8
+
+const (
+	reportsOff     reportsMode = iota // nobody watches changes
+	reportsOn                         // the server reports every change
+	reportsRefused                    // the server refused to report them
+)
 
 // invalidateChannel is where a server sends the keys that changed to a
 // RESP2 connection that asked for them (CLIENT TRACKING … REDIRECT).
@@ -338,29 +361,30 @@ const invalidateChannel = "__redis__:invalidate"
 // (BCAST, no prefix) on the subscription connection itself, when a
 // watcher wants them: the reports then arrive as messages on
 // invalidateChannel, in order with the subscription's other messages. A
-// server that refuses it (older than 6.0) reports nothing, and the
-// watchers are told so by a flush at each reconnect. false: no reports.
-func (w *redisWatch) track(c *conn) bool {
+// server that refuses it (older than 6.0, or an ACL) reports nothing.
+func (w *redisWatch) track(c *conn) reportsMode {
 	w.mu.Lock()
 	want := len(w.invalids) > 0
 	w.mu.Unlock()
 	if !want {
-		return false
+		return reportsOff
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(w.interval))
 	defer c.nc.SetReadDeadline(time.Time{})
 	if c.write("client", "id") != nil {
-		return false
+		return reportsRefused
 	}
 	id, err := c.read()
 	if err != nil || id.kind != ':' {
-		return false
+		return reportsRefused
 	}
 	if c.write("client", "tracking", "on", "bcast", "redirect", strconv.FormatInt(id.num, 10)) != nil {
-		return false
+		return reportsRefused
 	}
-	ok, err := c.read()
-	return err == nil && ok.kind == '+'
+	if ok, err := c.read(); err != nil || ok.kind != '+' {
+		return reportsRefused
+	}
+	return reportsOn
 }
 
 // invalidated tells the watchers of changed keys (nil: anything may have

@@ -101,3 +101,19 @@ func TestMemoryReportsChanges(t *testing.T) {
 		t.Fatalf("reports %q, want %s", got, want)
 	}
 }
+
+// TestRedisUnreportedChangesFlush: a server that refuses to report
+// changes (here CLIENT is renamed away) has its watchers told "anything
+// may have changed" every health interval, never silence.
+func TestRedisUnreportedChangesFlush(t *testing.T) {
+	srv := redistest.Start(t, "--rename-command", "CLIENT", "")
+	r, err := NewRedis(srv.Addr(), RedisOptions{HealthInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ch := reportsOf(r)
+	for range 4 {
+		awaitReport(t, ch, "*")
+	}
+}

@@ -16,8 +16,18 @@ const ReservedPrefix = "redlockd:"
 // call the Table.
 type Client interface{ Invalidate(keys []string) }
 
+// DefaultMaxKeys is how many keys a Table tracks at most, as Redis's
+// tracking-table-max-keys (whose default is the same).
+const DefaultMaxKeys = 1000000
+
 // Table is the proxy's tracking state. It is safe for concurrent use.
 type Table struct {
+	// MaxKeys bounds the keys tracked: past it, tracked keys are
+	// invalidated (their clients told, then the keys forgotten) to make
+	// room, as Redis evicts from its tracking table. Set before use;
+	// New sets DefaultMaxKeys.
+	MaxKeys int
+
 	nodes []quorum.Node
 	// watch asks the nodes for their reports, once, when the first client
 	// tracks something: until then the backends report nothing.
@@ -39,7 +49,8 @@ type Table struct {
 // hears of them too.
 func New(c *quorum.Cluster) *Table {
 	return &Table{
-		nodes:  c.Nodes(),
+		MaxKeys: DefaultMaxKeys,
+		nodes:   c.Nodes(),
 		byKey:  make(map[string]map[Client]int),
 		keysOf: make(map[Client]map[string]struct{}),
 		bcast:  make(map[Client][]string),
@@ -60,7 +71,45 @@ func (t *Table) start() {
 func (t *Table) Begin(c Client, keys []string) {
 	t.start()
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.beginLocked(c, keys)
+	evicted := t.evictLocked()
+	t.mu.Unlock()
+	for c, ks := range evicted {
+		c.Invalidate(ks)
+	}
+}
+
+// evictLocked forgets tracked keys past MaxKeys (never one with a read in
+// flight) and returns whom to tell.
+func (t *Table) evictLocked() map[Client][]string {
+	if len(t.byKey) <= t.MaxKeys {
+		return nil
+	}
+	var victims []string
+	for k, readers := range t.byKey {
+		if len(t.byKey)-len(victims) <= t.MaxKeys {
+			break
+		}
+		idle := true
+		for _, n := range readers {
+			idle = idle && n == 0
+		}
+		if idle {
+			victims = append(victims, k)
+		}
+	}
+	told := make(map[Client][]string)
+	for _, k := range victims {
+		for c := range t.byKey[k] {
+			told[c] = append(told[c], k)
+			t.drop(k, c)
+			delete(t.keysOf[c], k)
+		}
+	}
+	return told
+}
+
+func (t *Table) beginLocked(c Client, keys []string) {
 	mine := t.keysOf[c]
 	if mine == nil {
 		mine = make(map[string]struct{})
@@ -78,6 +127,13 @@ func (t *Table) Begin(c Client, keys []string) {
 		readers[c]++
 		mine[k] = struct{}{}
 	}
+}
+
+// Keys is how many keys are tracked.
+func (t *Table) Keys() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byKey)
 }
 
 // End ends a read that Begin started: the keys stay tracked until a

@@ -111,3 +111,27 @@ func TestTableFlush(t *testing.T) {
 		t.Fatalf("forgotten client told %q", got)
 	}
 }
+
+// TestTableBounded: past MaxKeys, tracked keys are invalidated to make
+// room (their readers told, as Redis evicts from its tracking table), so
+// a client that reads ever new keys cannot grow the table without bound.
+func TestTableBounded(t *testing.T) {
+	tb := newTable(t)
+	tb.MaxKeys = 10
+	c := &client{}
+	for i := range 100 {
+		k := []string{string(rune('a'+i%26)) + string(rune('0'+i/26))}
+		tb.Begin(c, k)
+		tb.End(c, k)
+	}
+	if n := tb.Keys(); n > 10 {
+		t.Fatalf("%d keys tracked, want at most 10", n)
+	}
+	evicted := 0
+	for _, ks := range c.take() {
+		evicted += len(ks)
+	}
+	if evicted != 90 {
+		t.Fatalf("%d keys invalidated to make room, want 90", evicted)
+	}
+}

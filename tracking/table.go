@@ -51,9 +51,9 @@ func New(c *quorum.Cluster) *Table {
 	return &Table{
 		MaxKeys: DefaultMaxKeys,
 		nodes:   c.Nodes(),
-		byKey:  make(map[string]map[Client]int),
-		keysOf: make(map[Client]map[string]struct{}),
-		bcast:  make(map[Client][]string),
+		byKey:   make(map[string]map[Client]int),
+		keysOf:  make(map[Client]map[string]struct{}),
+		bcast:   make(map[Client][]string),
 	}
 }
 

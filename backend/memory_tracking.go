@@ -2,6 +2,7 @@ package backend
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -15,6 +16,7 @@ const memExpireEvery = 100 * time.Millisecond
 // memTracking reports the keys that the node's commands and its expiry
 // changed, to the watchers of Invalidated (client-side caching).
 type memTracking struct {
+	on   atomic.Bool // a watcher exists: read by every command, without mu
 	mu   sync.Mutex
 	fns  []func([]string)
 	stop chan struct{} // closed by Close; nil until the first watcher
@@ -42,6 +44,7 @@ func (m *Memory) watchInvalidated(fn func([]string)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.fns = append(t.fns, fn)
+	t.on.Store(true)
 	if t.stop != nil {
 		return
 	}
@@ -104,7 +107,7 @@ type memBefore struct {
 // snapshot records the keys c names; nil when nobody watches changes.
 // The caller holds m.mu.
 func (m *Memory) snapshot(c memCmd) *memBefore {
-	if len(m.tracking.watchers()) == 0 || isMemRead(c.Kind) {
+	if !m.tracking.on.Load() || isMemRead(c.Kind) {
 		return nil
 	}
 	b := &memBefore{}

@@ -64,31 +64,6 @@ func (w *wire) until(want string) string {
 	}
 }
 
-// invalidated waits for the invalidation of key, or of everything (a
-// null: the first reads after tracking is turned on may get one, as the
-// backends start reporting).
-func (w *wire) invalidated(key string) string {
-	w.t.Helper()
-	w.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
-	tmp := make([]byte, 4096)
-	for {
-		for _, want := range []string{pushOf(key), flush} {
-			if i := bytes.Index(w.buf, []byte(want)); i >= 0 {
-				out := string(w.buf[:i+len(want)])
-				w.buf = w.buf[i+len(want):]
-				return out
-			}
-		}
-		n, err := w.nc.Read(tmp)
-		if err != nil {
-			w.t.Fatalf("waiting for the invalidation of %q (have %q): %v", key, w.buf, err)
-		}
-		w.buf = append(w.buf, tmp[:n]...)
-	}
-}
-
-const flush = ">2\r\n$10\r\ninvalidate\r\n_\r\n"
-
 // do sends cmds in one write and returns their replies, read up to an
 // ECHO's marker.
 func (w *wire) do(cmds ...string) string {

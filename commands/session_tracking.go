@@ -29,6 +29,8 @@ type sessionTracking struct {
 	// "invalidate" push in RESP3, a message of __redis__:invalidate in
 	// RESP2; nil until the proxy sets it.
 	send func(keys []string)
+	// broken writes the RESP3 push ["tracking-redir-broken", id].
+	broken func(id int64)
 }
 
 // SetInvalidate gives the session a way to send its client the
@@ -36,10 +38,13 @@ type sessionTracking struct {
 // connection gets the push ["invalidate", keys], a RESP2 connection the
 // message ["message", "__redis__:invalidate", keys]; nil keys are a null
 // (everything may have changed). It must be safe to call from any
-// goroutine and must not block.
-func (s *Session) SetInvalidate(send func(keys []string)) {
+// goroutine and must not block. broken, likewise, writes the RESP3 push
+// ["tracking-redir-broken", id] (an integer id): what a client is told,
+// as Redis tells it, when the connection its invalidations go to is
+// gone.
+func (s *Session) SetInvalidate(send func(keys []string), broken func(id int64)) {
 	s.mu.Lock()
-	s.tracking.send = send
+	s.tracking.send, s.tracking.broken = send, broken
 	s.mu.Unlock()
 }
 
@@ -59,7 +64,11 @@ func (s *Session) Invalidate(keys []string) {
 		if !ok {
 			s.mu.Lock()
 			s.tracking.state.broken = true
+			broken, resp3 := s.tracking.broken, s.proto.Load() == 3
 			s.mu.Unlock()
+			if broken != nil && resp3 {
+				broken(st.redirect)
+			}
 			return
 		}
 		target = t

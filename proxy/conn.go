@@ -72,7 +72,7 @@ func (s *Server) accept(c net.Conn) (*connState, bool) {
 		s.log.Info("client closed: its undelivered messages exceed the pub/sub output limit", "addr", st.addr)
 	})
 	st.sess.SetDeliver(st.deliver)
-	st.sess.SetInvalidate(st.invalidate)
+	st.sess.SetInvalidate(st.invalidate, st.redirectBroken)
 	if !s.track(st) {
 		// Shutdown is tearing connections down; this one came too late.
 		s.h.CloseSession(st.sess)
@@ -296,6 +296,15 @@ func (st *connState) invalidate(keys []string) {
 }
 
 func always() bool { return true }
+
+// redirectBroken queues the push ["tracking-redir-broken", id].
+func (st *connState) redirectBroken(id int64) {
+	w := NewWriter(st.sess.Proto)
+	w.WritePush(2)
+	w.WriteBulkString("tracking-redir-broken")
+	w.WriteInt(id)
+	st.out.add(outFrame{b: w.Bytes(), live: always})
+}
 
 // deliver queues a message of the connection's subscriptions: an array of
 // bulk strings, a push on a RESP3 connection. live is asked again before

@@ -342,3 +342,31 @@ func TestWatchMatchesRedis(t *testing.T) {
 		t.Fatalf("WATCH:\nredis: %q\nproxy: %q", replies[0], replies[1])
 	}
 }
+
+// TestBrokenRedirectMatchesRedis: when the connection that a client's
+// invalidations go to is gone, the next invalidation tells the client
+// so (["tracking-redir-broken", id]) and TRACKINGINFO shows it, as
+// redis-server does.
+func TestBrokenRedirectMatchesRedis(t *testing.T) {
+	redis := redistest.Start(t).Addr()
+	in := redlocktest.Start(t, redlocktest.Options{})
+	warmUp(t, in.Addr, in.Addr, 3)
+	var got []string
+	for _, addr := range []string{redis, in.Addr} {
+		target, reader, writer := dial(t, addr), dial(t, addr), dial(t, addr)
+		id := strings.TrimSuffix(strings.TrimPrefix(target.do("CLIENT ID"), ":"), "\r\n")
+		reader.hello3()
+		reader.do("CLIENT TRACKING ON REDIRECT "+id, "GET rb:k")
+		target.nc.Close()
+		// The target is gone once a connection listing shows no id=<id>.
+		for strings.Contains(writer.do("CLIENT LIST"), "id="+id+" ") {
+		}
+		writer.do("SET rb:k v NX PX 60000")
+		want := ">2\r\n$21\r\ntracking-redir-broken\r\n:" + id + "\r\n"
+		reader.until(want)
+		got = append(got, strings.ReplaceAll(reader.do("CLIENT TRACKINGINFO"), ":"+id+"\r\n", ":ID\r\n"))
+	}
+	if got[0] != got[1] {
+		t.Fatalf("TRACKINGINFO after a broken redirect:\nredis: %q\nproxy: %q", got[0], got[1])
+	}
+}

@@ -44,6 +44,7 @@ type Cluster struct {
 	nodes      map[string]*Redis // by address; kept until Close
 	groupOf    map[string]string // node id → shard name
 	watcher    *quorum.Watcher   // set by Watch
+	invalids   []func([]string)  // every master reports its changed keys to these
 	looks      map[string]quorum.ServerInfo
 	refresh    *refreshRun // the refresh in flight, nil when none
 	lastRef    time.Time

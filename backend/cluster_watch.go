@@ -19,6 +19,15 @@ func (cl *Cluster) Watch(w quorum.Watcher) bool {
 		cl.mu.Unlock()
 		return true
 	}
+	if w.Invalidated != nil {
+		// Each master knows the changes of its own slots' keys.
+		cl.invalids = append(cl.invalids, w.Invalidated)
+		for _, n := range cl.nodes {
+			if cl.watcher != nil { // else watchNodeLocked does it below
+				n.Watch(quorum.Watcher{Invalidated: w.Invalidated})
+			}
+		}
+	}
 	if cl.watcher != nil {
 		// A later watcher (the clients' pub/sub hub): its releases and
 		// messages come from the pub/sub node, as the first one's do.
@@ -45,6 +54,9 @@ func (cl *Cluster) watchNodeLocked(addr string, n *Redis) {
 		in.Released, in.Message = cl.watcher.Released, cl.watcher.Message
 	}
 	n.Watch(in)
+	for _, fn := range cl.invalids {
+		n.Watch(quorum.Watcher{Invalidated: fn})
+	}
 }
 
 // looked records a look at the master at addr and reports the cluster's.

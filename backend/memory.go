@@ -54,6 +54,7 @@ type Memory struct {
 	delayed  delayQueue
 	releases releaseWatchers
 	pubsub   memPubSub
+	tracking memTracking
 
 	// readers are the readers of keys held shared, under mu (see
 	// memory_shared.go).
@@ -126,12 +127,16 @@ func (m *Memory) Watch(w quorum.Watcher) bool {
 	if w.Message != nil {
 		m.pubsub.addWatcher(w.Message)
 	}
+	if w.Invalidated != nil {
+		m.watchInvalidated(w.Invalidated)
+	}
 	return false
 }
 
 // Close drops every key; later operations fail with ErrClosed. Safe to
 // call twice.
 func (m *Memory) Close() error {
+	m.stopTracking()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
@@ -190,8 +195,11 @@ func (m *Memory) run(deadline time.Time, c memCmd, fault error) quorum.Reply {
 	}
 	m.deadline = deadline
 	s := memOp{m: m, c: c, now: m.now()}
+	before := m.snapshot(c)
 	rep := s.exec()
+	changed := m.changed(c, before)
 	m.mu.Unlock()
+	m.tracking.report(changed)
 	for _, r := range s.announce {
 		m.releases.notify(r.db, r.key)
 	}

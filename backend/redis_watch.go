@@ -65,6 +65,7 @@ type redisWatch struct {
 	closed   bool
 	releases []func(db int, key string)
 	servers  []func(quorum.ServerInfo)
+	invalids []func(keys []string)
 	sub      net.Conn // the subscription's connection, closed by stop
 	subbing  bool     // the subscription loop runs
 
@@ -109,7 +110,15 @@ func (r *Redis) Watch(in quorum.Watcher) bool {
 	if in.Message != nil {
 		w.clients.addWatcher(in.Message)
 	}
-	if (in.Released != nil || in.Message != nil) && !w.subbing {
+	if in.Invalidated != nil {
+		w.invalids = append(w.invalids, in.Invalidated)
+		if len(w.invalids) == 1 && w.sub != nil {
+			// A subscribed connection takes no CLIENT command: its next
+			// connection turns the reports on before it subscribes.
+			_ = w.sub.Close()
+		}
+	}
+	if (in.Released != nil || in.Message != nil || in.Invalidated != nil) && !w.subbing {
 		w.subbing = true
 		w.wg.Add(1)
 		go w.subscribeLoop()
@@ -293,11 +302,28 @@ func (w *redisWatch) subscribe() {
 	heard := time.Now()
 	_ = nc.SetWriteDeadline(heard.Add(w.interval))
 	defer w.clients.disconnected()
+	reports := w.track(c)
+	if reports != reportsOff {
+		// Whatever changed while the link was down went unheard.
+		defer w.invalidated(nil)
+	}
 	if w.clients.connected(c, w.releaseChannels()) != nil {
 		return
 	}
+	if reports != reportsOff {
+		w.invalidated(nil)
+	}
+	w.listen(c, heard, reports == reportsRefused)
+}
+
+// listen reads the subscription until its connection fails. Where the
+// server refused to report changes, its watchers of changes are told
+// "anything may have changed" every interval instead: late, never
+// missing.
+func (w *redisWatch) listen(c *conn, heard time.Time, unreported bool) {
+	flushed := heard
 	for {
-		_ = nc.SetReadDeadline(time.Now().Add(w.interval))
+		_ = c.nc.SetReadDeadline(time.Now().Add(w.interval))
 		rep, err := c.read()
 		switch {
 		case err == nil:
@@ -310,7 +336,82 @@ func (w *redisWatch) subscribe() {
 				return
 			}
 		}
+		if unreported && time.Since(flushed) >= w.interval {
+			flushed = time.Now()
+			w.invalidated(nil)
+		}
 	}
+}
+
+// reportsMode is whether a subscription connection carries the server's
+// reports of changed keys.
+type reportsMode uint8
+
+const (
+	reportsOff     reportsMode = iota // nobody watches changes
+	reportsOn                         // the server reports every change
+	reportsRefused                    // the server refused to report them
+)
+
+// invalidateChannel is where a server sends the keys that changed to a
+// RESP2 connection that asked for them (CLIENT TRACKING … REDIRECT).
+const invalidateChannel = "__redis__:invalidate"
+
+// track turns on the server's client-side caching reports for every key
+// (BCAST, no prefix) on the subscription connection itself, when a
+// watcher wants them: the reports then arrive as messages on
+// invalidateChannel, in order with the subscription's other messages. A
+// server that refuses it (older than 6.0, or an ACL) reports nothing.
+func (w *redisWatch) track(c *conn) reportsMode {
+	w.mu.Lock()
+	want := len(w.invalids) > 0
+	w.mu.Unlock()
+	if !want {
+		return reportsOff
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(w.interval))
+	defer c.nc.SetReadDeadline(time.Time{})
+	if c.write("client", "id") != nil {
+		return reportsRefused
+	}
+	id, err := c.read()
+	if err != nil || id.kind != ':' {
+		return reportsRefused
+	}
+	if c.write("client", "tracking", "on", "bcast", "redirect", strconv.FormatInt(id.num, 10)) != nil {
+		return reportsRefused
+	}
+	if ok, err := c.read(); err != nil || ok.kind != '+' {
+		return reportsRefused
+	}
+	return reportsOn
+}
+
+// invalidated tells the watchers of changed keys (nil: anything may have
+// changed).
+func (w *redisWatch) invalidated(keys []string) {
+	w.mu.Lock()
+	fns := w.invalids
+	w.mu.Unlock()
+	for _, fn := range fns {
+		fn(keys)
+	}
+}
+
+// invalidation reads the keys of a report on invalidateChannel: an array
+// of keys, or a null after a flush.
+func invalidation(payload reply) (keys []string, ok bool) {
+	switch {
+	case payload.null:
+		return nil, true
+	case payload.kind != '*':
+		return nil, false
+	}
+	keys = make([]string, 0, len(payload.elems))
+	for _, e := range payload.elems {
+		keys = append(keys, e.str)
+	}
+	return keys, true
 }
 
 // setSub records the subscription's connection for stop to close; false
@@ -345,6 +446,10 @@ func (w *redisWatch) pushed(rep reply) {
 	e := rep.elems
 	dbs, release := w.dbsOf[e[1].str]
 	switch kind := e[0].str; {
+	case kind == "message" && e[1].str == invalidateChannel && (e[2].kind == '*' || e[2].null):
+		if keys, ok := invalidation(e[2]); ok {
+			w.invalidated(keys)
+		}
 	case kind == "message" && release:
 		for _, db := range dbs {
 			w.deliver(db, e[2].str)

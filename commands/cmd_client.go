@@ -36,7 +36,21 @@ func (h *Handler) cmdClient(c *call) {
 	case sub == "LIST":
 		c.w.WriteVerbatim("txt", h.clientList())
 	case (sub == "NO-EVICT" || sub == "NO-TOUCH") && n == 2:
+		// Neither changes what a lock node keeps: accepted as Redis 7.2
+		// accepts them.
+		if !strings.EqualFold(c.arg(1), "on") && !strings.EqualFold(c.arg(1), "off") {
+			c.w.WriteError(msgSyntax)
+			return
+		}
 		c.w.WriteSimple("OK")
+	case sub == "TRACKING" && n >= 2:
+		h.clientTracking(c)
+	case sub == "CACHING" && n == 2:
+		h.clientCaching(c)
+	case sub == "TRACKINGINFO" && n == 1:
+		h.clientTrackingInfo(c)
+	case sub == "GETREDIR" && n == 1:
+		h.clientGetRedir(c)
 	case isClientSub(sub):
 		c.w.WriteError(errArity("client|" + strings.ToLower(sub)))
 	default:
@@ -46,7 +60,8 @@ func (h *Handler) cmdClient(c *call) {
 
 func isClientSub(sub string) bool {
 	switch sub {
-	case "SETNAME", "GETNAME", "SETINFO", "ID", "INFO", "NO-EVICT", "NO-TOUCH":
+	case "SETNAME", "GETNAME", "SETINFO", "ID", "INFO", "NO-EVICT", "NO-TOUCH",
+		"TRACKING", "CACHING", "TRACKINGINFO", "GETREDIR":
 		return true
 	}
 	return false

@@ -11,12 +11,21 @@ func init() {
 	register(
 		&command{name: "ping", arity: -1, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPing},
 		&command{name: "echo", arity: 2, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdEcho},
-		&command{name: "quit", arity: -1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdQuit},
-		&command{name: "reset", arity: 1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdReset},
+		&command{name: "quit", arity: -1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, notQueued: true, run: (*Handler).cmdQuit},
+		&command{name: "reset", arity: 1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, notQueued: true, run: (*Handler).cmdReset},
 		&command{name: "select", arity: 2, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdSelect},
 		&command{name: "auth", arity: -2, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdAuth},
 		&command{name: "hello", arity: -1, noAuth: true, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdHello},
+		&command{name: "readonly", arity: 1, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdNoCluster},
+		&command{name: "readwrite", arity: 1, pipe: pipeBarrier, outcome: outcomePlain, run: (*Handler).cmdNoCluster},
 	)
+}
+
+// cmdNoCluster: READONLY and READWRITE, which a cluster client sends, get
+// what a Redis without cluster support answers: redlockd is one node to
+// its clients, whatever its backends are.
+func (h *Handler) cmdNoCluster(c *call) {
+	c.w.WriteError("ERR This instance has cluster support disabled")
 }
 
 func (h *Handler) cmdPing(c *call) {
@@ -52,6 +61,8 @@ func (h *Handler) cmdQuit(c *call) {
 // and a pool that resets a connection before handing it to someone else
 // must not pass locks along that nobody would release.
 func (h *Handler) cmdReset(c *call) {
+	h.trackingOff(c.s)
+	h.endTxn(c.s)
 	h.unsubscribeAll(c.s)
 	h.releaseSessionLocks(c.s)
 	c.s.mu.Lock()

@@ -63,6 +63,7 @@ func (w *replyCounter) WriteDoubleText(string)       { w.value() }
 func (w *replyCounter) WriteBool(bool)               { w.value() }
 func (w *replyCounter) WriteBigNumber(string)        { w.value() }
 func (w *replyCounter) WritePush(n int)              { w.WriteArray(n) }
+func (w *replyCounter) WriteNullArray()              { w.WriteNull() }
 func (w *replyCounter) WriteArray(n int)             { w.aggregate("array", n) }
 func (w *replyCounter) WriteMap(n int)               { w.aggregate("map", 2*n) }
 func (w *replyCounter) WriteSet(n int)               { w.aggregate("set", n) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redlockd/redlockd/pubsub"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/tracking"
 )
 
 // Options configure a Handler. Zero values take the documented defaults.
@@ -68,13 +69,15 @@ type Handler struct {
 	scripts  *scriptCache
 	hub      *pubsub.Hub
 	password atomic.Pointer[string] // Options.Password, then SetPassword's
+	tracking *tracking.Table
 }
 
 // New returns the command table over cluster.
 func New(cluster *quorum.Cluster, opts Options) *Handler {
 	opts.setDefaults()
 	hub := pubsub.New(cluster, pubsub.Options{})
-	h := &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub}
+	h := &Handler{cluster: cluster, opts: opts, started: time.Now(), scripts: newScriptCache(), hub: hub,
+		tracking: tracking.New(cluster)}
 	h.SetPassword(opts.Password)
 	return h
 }
@@ -107,6 +110,8 @@ func (h *Handler) CloseSession(s *Session) {
 		return
 	}
 	s.cancel()
+	h.trackingOff(s)
+	h.endTxn(s)
 	h.unsubscribeAll(s)
 	h.releaseSessionLocks(s)
 	h.nconns.Add(-1)

@@ -62,6 +62,7 @@ func (r *recorder) WriteDoubleText(s string)  { r.emit("," + s) }
 func (r *recorder) WriteBool(b bool)          { r.emit(fmt.Sprintf("#%v", b)) }
 func (r *recorder) WriteBigNumber(s string)   { r.emit("(" + s) }
 func (r *recorder) WritePush(n int)           { r.WriteArray(n) }
+func (r *recorder) WriteNullArray()           { r.WriteNull() }
 
 func (r *recorder) String() string {
 	s := strings.Join(r.parts, " ")

@@ -43,6 +43,7 @@ func reservedCalls(rk string) [][]string {
 		{"EVAL", redlockExtendV5, "2", "held", rk, "42", "600000"},
 		{"EVAL", redlockReleaseV5, "2", "held", rk, "42"},
 		{"EVAL", redisPyExtend, "1", rk, "42", "600000", "0"},
+		{"WATCH", rk}, {"WATCH", "held", rk},
 	}
 }
 
@@ -51,7 +52,10 @@ func reservedCalls(rk string) [][]string {
 // here: it cannot slip past the reserved-namespace check unnoticed.
 var keylessCommands = []string{
 	"auth", "client", "command", "config", "dbsize", "echo", "hello", "info",
-	"ping", "quit", "reset", "scan", "script", "select",
+	"ping", "quit", "reset", "scan", "script", "select", "readonly", "readwrite",
+	// A transaction's commands are checked as they are queued
+	// (TestReservedKeyInTransaction).
+	"multi", "exec", "discard", "unwatch",
 	// The pub/sub commands name channels, not keys; their reserved
 	// channels are refused on their own (e2e TestPubSubReservedChannels).
 	"psubscribe", "publish", "pubsub", "punsubscribe", "subscribe", "unsubscribe",
@@ -209,5 +213,23 @@ func TestReservedValuesRefused(t *testing.T) {
 	}
 	if got := f.do("PUBLISH", "news", "redlockd:is a word here"); strings.HasPrefix(got, "-") {
 		t.Errorf("PUBLISH of a message that starts with redlockd: = %q", got)
+	}
+}
+
+// TestReservedKeyInTransaction: a command queued in MULTI that names a
+// reserved key is refused as it is queued, and the transaction aborts
+// (as Redis aborts one whose command was refused), changing nothing.
+func TestReservedKeyInTransaction(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, step := range [][2]string{
+		{"MULTI", "+OK"},
+		{"SET free v NX PX 1000", "+QUEUED"},
+		{"DEL redlockd:fence:{k}", "-" + msgReservedKey},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors."},
+		{"GET free", "nil"},
+	} {
+		if got := f.do(strings.Fields(step[0])...); got != step[1] {
+			t.Fatalf("%s = %q, want %q", step[0], got, step[1])
+		}
 	}
 }

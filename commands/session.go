@@ -35,6 +35,14 @@ type Session struct {
 	push func(args ...string)
 	// subs are the connection's pub/sub subscriptions.
 	subs sessionSubs
+	// tracking is its client-side caching (CLIENT TRACKING).
+	tracking sessionTracking
+	// txn is its transaction between MULTI and EXEC; nil outside one.
+	// inTxn says whether there is one, for the readers without the lock.
+	txn   *txnState
+	inTxn atomic.Bool
+	// watch is its WATCH; nil when it watches nothing.
+	watch *watchState
 }
 
 // SetPush gives the session a way to send the client a RESP3 push message

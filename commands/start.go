@@ -18,13 +18,17 @@ import (
 func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 	cmd := r.cmd
 	args := r.Args
-	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || reservedRefusal(cmd, args) != "" {
+	if cmd == nil || cmd.start == nil || refusal(s, cmd, args) != "" || reservedRefusal(cmd, args) != "" ||
+		s.InTransaction() || trackedKeys(s, cmd, args) != nil {
+		// A transaction queues, and a tracked read keeps its books
+		// until it has its answer: both in Run.
 		return false
 	}
 	c, finish := h.startCall(s, cmd, args, w, done)
 	if !cmd.start(h, c, finish) {
 		return false
 	}
+	s.commandDone(cmd)
 	h.stats.commands.Add(1)
 	return true
 }

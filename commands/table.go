@@ -24,6 +24,10 @@ type command struct {
 	// mayBlock, when set, reports whether one call can wait for long
 	// (args include the name); nil means never.
 	mayBlock func(args [][]byte) bool
+	// notQueued marks the commands that run at once between MULTI and
+	// EXEC (MULTI, EXEC, DISCARD, WATCH, and those that end the
+	// connection's state: QUIT, RESET); every other one is queued.
+	notQueued bool
 	// outcome says how the command's result counts in metrics; like pipe,
 	// it has no usable zero value.
 	outcome outcomeKind
@@ -97,20 +101,64 @@ func (h *Handler) Run(s *Session, r Request, w Writer) {
 	}
 	cmd := r.cmd
 	if cmd == nil {
+		s.failTxn()
 		w.WriteError(errUnknownCommand(string(args[0]), args[1:]))
 		return
 	}
-	name := cmd.name
 	if msg := refusal(s, cmd, args); msg != "" {
+		s.failTxn()
 		w.WriteError(msg)
 		return
 	}
+	if !cmd.notQueued && s.InTransaction() {
+		if msg := reservedRefusal(cmd, args); msg != "" {
+			s.failTxn()
+			w.WriteError(msg)
+			return
+		}
+		if msg, ok := s.queue(cmd, args); ok {
+			if msg != "" {
+				w.WriteError(msg)
+			} else {
+				w.WriteSimple("QUEUED")
+			}
+			return
+		}
+	}
+	h.dispatch(s, cmd, args, w)
+	s.commandDone(cmd)
+}
+
+// dispatch runs a command that passed refusal (args with the name
+// first): Run's and EXEC's one path. The keys of a read are tracked for
+// the connection's client-side caching from before the read starts until
+// it has its answer.
+func (h *Handler) dispatch(s *Session, cmd *command, args [][]byte, w Writer) {
 	h.stats.commands.Add(1)
+	if keys := trackedKeys(s, cmd, args); keys != nil {
+		h.tracking.Begin(s, keys)
+		defer h.tracking.End(s, keys)
+	}
 	if o := h.opts.Observer; o != nil {
-		h.runObserved(o, cmd, args, &observedCall{call: call{s: s, name: name, args: args[1:]}, ow: outcomeWriter{Writer: w}})
+		h.runObserved(o, cmd, args, &observedCall{call: call{s: s, name: cmd.name, args: args[1:]}, ow: outcomeWriter{Writer: w}})
 		return
 	}
-	h.runChecked(cmd, args, &call{s: s, w: w, name: name, args: args[1:]})
+	h.runChecked(cmd, args, &call{s: s, w: w, name: cmd.name, args: args[1:]})
+}
+
+// trackedKeys are the keys of a command that client-side caching
+// remembers for s: those of a command that reads, or of a script (Redis
+// remembers what the script's commands read; every key is a spare at
+// worst); nil when none.
+func trackedKeys(s *Session, cmd *command, args [][]byte) []string {
+	if cmd.keys == keysNone || (cmd.write && cmd.keys != keysEval) || !s.tracksReads() {
+		return nil
+	}
+	keys, _ := keyArgs(cmd.keys, args)
+	if len(keys) == 0 {
+		return nil
+	}
+	return strs(keys)
 }
 
 // refusal is the error a request gets before it runs (a bad arity, no

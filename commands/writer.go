@@ -13,6 +13,9 @@ type Writer interface {
 	WriteInt(n int64)
 	// WriteNull writes the null reply ($-1 in RESP2, _ in RESP3).
 	WriteNull()
+	// WriteNullArray writes the null of an array reply (*-1 in RESP2, _
+	// in RESP3): EXEC's when a WATCHed key changed.
+	WriteNullArray()
 	// WriteArray starts an array of n elements, written next.
 	WriteArray(n int)
 	// WriteMap starts a map of n key/value pairs (a flat array of 2n in RESP2).

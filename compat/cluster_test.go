@@ -26,7 +26,8 @@ func startOverClusters(t *testing.T) *instance {
 
 // Unchanged clients, one scenario each, through redlockd over three
 // cluster nodes: go-redis (RESP3 and RESP2, its lock idioms and a
-// pipeline), redsync, redis-cli and redis-py. The keys spread over the
+// pipeline), redsync, rueidis (cached reads invalidated), redis-cli and
+// redis-py. The keys spread over the
 // clusters' shards; the backends hold each lock on the master of its
 // slot.
 func TestClientsOverClusterNodes(t *testing.T) {
@@ -41,6 +42,8 @@ func TestClientsOverClusterNodes(t *testing.T) {
 		}
 	})
 	t.Run("redsync", func(t *testing.T) { redsyncOverClusters(t, in) })
+	// Each master of each cluster reports its own slots' changes.
+	t.Run("rueidis", func(t *testing.T) { rueidisScenario(t, in.Addr, in.Addr, 3) })
 	t.Run("redis-cli", func(t *testing.T) {
 		cli := lookTool(t, "redis-cli", "apt-get install redis-tools")
 		ctx := testCtx(t)

@@ -1,5 +1,5 @@
 // Package compat is redlockd's compatibility suite: unchanged client
-// libraries and tools (go-redis, go-redsync, redis-py, node redis, ioredis,
+// libraries and tools (go-redis, go-redsync, rueidis, rueidislock, redis-py, node redis, ioredis,
 // node-redlock 5 and 4, redis-semaphore, @sesamecare-oss/redlock,
 // redis-cli, redis-benchmark, and Redisson's RLock scripts replayed) run
 // against a redlockd served in-process over three real redis-server

@@ -26,14 +26,14 @@ type instance struct {
 // startRedlockd serves redlockd on a free loopback port over three fresh
 // redis-server processes; the test's cleanup shuts it down and waits for
 // it.
-func startRedlockd(t *testing.T) *instance {
+func startRedlockd(t testing.TB) *instance {
 	t.Helper()
 	return &instance{redlocktest.Start(t, harnessOptions)}
 }
 
 // startSecond serves a second redlockd in front of in's backends, as a
 // second proxy behind a load balancer would be.
-func startSecond(t *testing.T, in *instance) *instance {
+func startSecond(t testing.TB, in *instance) *instance {
 	t.Helper()
 	return &instance{redlocktest.StartOver(t, in.Backends, harnessOptions)}
 }

@@ -95,8 +95,8 @@ func runNode(t *testing.T, script string, cases []nodeCase) {
 // with RESP2, plus the native SET IFEQ / DELEX IFEQ forms it sends.
 func TestNodeRedis(t *testing.T) {
 	runNode(t, "redis.mjs", []nodeCase{
-		{group: "resp3", want: []string{"ok nr3-hello", "ok nr3-set-nx-px", "ok nr3-evalsha", "ok nr3-lock", "ok nr3-pipeline"}},
-		{group: "resp2", want: []string{"ok nr2-hello", "ok nr2-set-nx-px", "ok nr2-evalsha", "ok nr2-lock", "ok nr2-pipeline"}},
+		{group: "resp3", want: []string{"ok nr3-hello", "ok nr3-set-nx-px", "ok nr3-evalsha", "ok nr3-lock", "ok nr3-pipeline", "ok nr3-multi"}},
+		{group: "resp2", want: []string{"ok nr2-hello", "ok nr2-set-nx-px", "ok nr2-evalsha", "ok nr2-lock", "ok nr2-pipeline", "ok nr2-multi"}},
 		{group: "native-cas", want: []string{"ok native-cas"}},
 	})
 }

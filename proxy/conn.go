@@ -72,6 +72,7 @@ func (s *Server) accept(c net.Conn) (*connState, bool) {
 		s.log.Info("client closed: its undelivered messages exceed the pub/sub output limit", "addr", st.addr)
 	})
 	st.sess.SetDeliver(st.deliver)
+	st.sess.SetInvalidate(st.invalidate, st.redirectBroken)
 	if !s.track(st) {
 		// Shutdown is tearing connections down; this one came too late.
 		s.h.CloseSession(st.sess)
@@ -266,6 +267,43 @@ func (st *connState) push(args ...string) {
 	if _, err := st.nc.Write(w.Bytes()); err != nil {
 		st.nc.Close()
 	}
+}
+
+// invalidate queues an invalidation of client-side caching: the push
+// ["invalidate", keys] in RESP3, the message ["message",
+// "__redis__:invalidate", keys] in RESP2; nil keys are a null. Like a
+// message, it waits for the batch that runs, so that it follows the
+// replies of the reads before it.
+func (st *connState) invalidate(keys []string) {
+	w := NewWriter(st.sess.Proto)
+	if w.resp3() {
+		w.WritePush(2)
+		w.WriteBulkString("invalidate")
+	} else {
+		w.WriteArray(3)
+		w.WriteBulkString("message")
+		w.WriteBulkString("__redis__:invalidate")
+	}
+	if keys == nil {
+		w.WriteNull()
+	} else {
+		w.WriteArray(len(keys))
+		for _, k := range keys {
+			w.WriteBulkString(k)
+		}
+	}
+	st.out.add(outFrame{b: w.Bytes(), live: always})
+}
+
+func always() bool { return true }
+
+// redirectBroken queues the push ["tracking-redir-broken", id].
+func (st *connState) redirectBroken(id int64) {
+	w := NewWriter(st.sess.Proto)
+	w.WritePush(2)
+	w.WriteBulkString("tracking-redir-broken")
+	w.WriteInt(id)
+	st.out.add(outFrame{b: w.Bytes(), live: always})
 }
 
 // deliver queues a message of the connection's subscriptions: an array of

@@ -79,7 +79,8 @@ func (s *Server) runBatch(st *connState, reqs []commands.Request) bool {
 // once: a barrier alone, else commands up to the next barrier or the next
 // key already used in the run.
 func segmentEnd(st *connState, reqs []commands.Request, i int) int {
-	if i+1 == len(reqs) {
+	if i+1 == len(reqs) || st.sess.InTransaction() {
+		// Between MULTI and EXEC every command is queued, in order.
 		return i + 1
 	}
 	keys, ok := reqs[i].Keys()

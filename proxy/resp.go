@@ -76,6 +76,15 @@ func (w *Writer) WriteNull() {
 	w.buf = append(w.buf, '$', '-', '1', '\r', '\n')
 }
 
+// WriteNullArray writes *-1 (RESP2) or _ (RESP3).
+func (w *Writer) WriteNullArray() {
+	if w.resp3() {
+		w.buf = append(w.buf, '_', '\r', '\n')
+		return
+	}
+	w.buf = append(w.buf, '*', '-', '1', '\r', '\n')
+}
+
 // WriteArray starts an array of n elements.
 func (w *Writer) WriteArray(n int) { w.header('*', n) }
 

@@ -57,6 +57,14 @@ type Watcher struct {
 	// deliver a copy that another node delivers too; telling them apart
 	// is the caller's.
 	Message func(channel, pattern, payload string)
+	// Invalidated is called with the keys that changed on the node (by a
+	// write of any client, of this proxy or another, or by expiry), in any
+	// database, as the server's client-side caching reports them; nil
+	// keys mean that anything may have changed (the server was flushed,
+	// or the node's link for these reports was lost or restored, and
+	// changes in between were not heard). A change may be reported more
+	// than once; none that the node heard of is left out.
+	Invalidated func(keys []string)
 }
 
 // CmdKind names one operation of a node. Each is atomic on the node.

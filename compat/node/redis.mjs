@@ -74,6 +74,16 @@ async function pipeline(c, prefix) {
   eq(JSON.stringify(await rel.execAsPipeline()), JSON.stringify(keys.map(() => 1)), "pipelined release");
 }
 
+// A transaction: multi().exec() is MULTI … EXEC, each reply as Redis's.
+async function transaction(c, prefix) {
+  const [a, b] = [`${prefix}:a`, `${prefix}:b`];
+  const px = { expiration: { type: "PX", value: 5000 }, condition: "NX" };
+  const replies = await c.multi().set(a, "tok-a", px).set(b, "tok-b", px).set(a, "other", px).get(a).exists([a, b]).exec();
+  eq(JSON.stringify(replies), JSON.stringify(["OK", "OK", null, "tok-a", 2]), "multi().exec() of SET NX PX, GET, EXISTS");
+  eq(JSON.stringify(await c.multi().get(a).get(b).exec()), JSON.stringify(["tok-a", "tok-b"]), "a read-only multi().exec()");
+  eq(JSON.stringify(await c.multi().del([a, b]).exec()), JSON.stringify([2]), "multi().exec() of DEL");
+}
+
 // Native compare-and-set forms that node-redis v6 sends for Redis 8.4's
 // SET … IFEQ and DELEX … IFEQ.
 async function nativeCAS(c, key) {
@@ -102,6 +112,8 @@ function suite(resp) {
       ok(`${p}-lock`);
       await pipeline(c, `${p}:pipe`);
       ok(`${p}-pipeline`);
+      await transaction(c, `${p}:multi`);
+      ok(`${p}-multi`);
     });
   };
 }

@@ -1,0 +1,119 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// reportsOf collects a node's Invalidated reports (nil as "*").
+func reportsOf(n quorum.Node) <-chan string {
+	ch := make(chan string, 256)
+	n.Watch(quorum.Watcher{Invalidated: func(keys []string) {
+		if keys == nil {
+			ch <- "*"
+		}
+		for _, k := range keys {
+			ch <- k
+		}
+	}})
+	return ch
+}
+
+// awaitReport waits for key (or, with key "*", a flush) to be reported.
+func awaitReport(t *testing.T, ch <-chan string, key string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case k := <-ch:
+			if k == key {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no report of %q", key)
+		}
+	}
+}
+
+// TestRedisReportsChanges: a Redis node watched for changes reports each
+// key written on its server, by anyone, and its expiry, in any database;
+// it reports a flush when its link for the reports is lost, and again
+// when it is back after the server restarted (what changed meanwhile was
+// not heard).
+func TestRedisReportsChanges(t *testing.T) {
+	srv := redistest.Start(t)
+	r, err := NewRedis(srv.Addr(), RedisOptions{HealthInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ch := reportsOf(r)
+	awaitReport(t, ch, "*") // the link is up: nothing heard before it
+	ctx := context.Background()
+	direct := srv.Client()
+	if err := direct.Set(ctx, "k1", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	awaitReport(t, ch, "k1")
+	direct.Do(ctx, "SELECT", "4")
+	direct.Set(ctx, "k2", "v", 200*time.Millisecond)
+	awaitReport(t, ch, "k2") // the write
+	awaitReport(t, ch, "k2") // the expiry
+	srv.Restart(t)
+	awaitReport(t, ch, "*") // the link was lost
+	awaitReport(t, ch, "*") // and is back
+	if err := srv.Client().Set(ctx, "k3", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	awaitReport(t, ch, "k3")
+}
+
+// TestMemoryReportsChanges: the in-memory node reports the keys its
+// commands changed (not those they only read or left as they were) and
+// the keys that expired, without a read touching them.
+func TestMemoryReportsChanges(t *testing.T) {
+	m := NewMemory("m")
+	t.Cleanup(func() { m.Close() })
+	ch := reportsOf(m)
+	call := func(cmd quorum.Cmd) quorum.Reply {
+		t.Helper()
+		return quorum.Call(context.Background(), m, cmd)
+	}
+	call(quorum.Cmd{Kind: quorum.SetNX, Key: "a", Token: "t", TTL: time.Minute})
+	call(quorum.Cmd{Kind: quorum.SetNX, Key: "a", Token: "u", TTL: time.Minute}) // refused: no change
+	call(quorum.Cmd{Kind: quorum.Get, Key: "a"})
+	call(quorum.Cmd{Kind: quorum.SetNX, Key: "b", Token: "t", TTL: 150 * time.Millisecond, DB: 2})
+	var got []string
+	for len(got) < 3 {
+		select {
+		case k := <-ch:
+			got = append(got, k)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("reports so far %q, want a, b and b's expiry", got)
+		}
+	}
+	if want := "[a b b]"; fmt.Sprint(got) != want {
+		t.Fatalf("reports %q, want %s", got, want)
+	}
+}
+
+// TestRedisUnreportedChangesFlush: a server that refuses to report
+// changes (here CLIENT is renamed away) has its watchers told "anything
+// may have changed" every health interval, never silence.
+func TestRedisUnreportedChangesFlush(t *testing.T) {
+	srv := redistest.Start(t, "--rename-command", "CLIENT", "")
+	r, err := NewRedis(srv.Addr(), RedisOptions{HealthInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ch := reportsOf(r)
+	for range 4 {
+		awaitReport(t, ch, "*")
+	}
+}

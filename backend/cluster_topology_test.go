@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Reading the topology again (every health interval, after each MOVED)

@@ -2,7 +2,7 @@ package backend
 
 import (
 	"errors"
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"testing"
 	"time"
 

@@ -3,7 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"strconv"
 	"sync"
 	"testing"

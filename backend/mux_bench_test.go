@@ -2,7 +2,7 @@ package backend
 
 import (
 	"context"
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // BenchmarkSetNXParallel compares, side by side on one server, the node's

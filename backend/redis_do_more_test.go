@@ -13,10 +13,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/redlockd/redlockd/internal/leaktest"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Every ttl a Cmd carries reaches the server in whole milliseconds,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // redisDoCase is one Cmd run through quorum.Call on a flushed server: the

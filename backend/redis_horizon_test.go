@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/nodetest"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // These tests run the quorum's own defaults (max-ttl 24h, the auto restart

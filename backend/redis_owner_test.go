@@ -2,12 +2,12 @@ package backend
 
 import (
 	"context"
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // ownerNodes runs f on a fresh Redis node (over a flushed redis-server)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // These tests play the auto restart quarantine's failures over real

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 func withQuarantine(d time.Duration) func(*quorum.Config) {

@@ -1,16 +1,16 @@
 package backend
 
 import (
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/redlockd/redlockd/internal/leaktest"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // TestRedisWatchStopsOnClose: the subscription and the server look end

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // sharedStep is one command of a read-write lock's life on one node and

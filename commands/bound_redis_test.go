@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/nodetest"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Connection-bound locks (KEEPALIVE, session locks), OWNER and FENCE over

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/internal/resptest"
+	"github.com/redlockd/redlockd/testkit/redistest"
+	"github.com/redlockd/redlockd/testkit/resptest"
 )
 
 // compareOneLine runs each command on redis and through the table, in

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/commands"
-	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/metrics"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // TestLockCountersAreOneRecord runs lock commands of every kind (the

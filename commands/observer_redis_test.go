@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // With a majority of real backends gone, the lock commands and a library's

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/commands"
-	"github.com/redlockd/redlockd/internal/childproc"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // infoFields parses INFO's "field:value" lines.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // semaphoreReleaseBody is redis-semaphore 5.7's release as bench/ sends

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // keptTTL is the ttl of the KEEPALIVE locks below: renewed every 500 ms,

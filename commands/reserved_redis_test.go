@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // The proxy's own keys: each is seeded with "42" on every backend, and no

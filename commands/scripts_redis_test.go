@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // TestScriptRepliesMatchRedis runs each library's script on a real

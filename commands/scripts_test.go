@@ -2,7 +2,7 @@ package commands
 
 import (
 	"context"
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"strconv"
 	"strings"
 	"testing"

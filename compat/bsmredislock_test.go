@@ -10,7 +10,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // countingClient is a go-redis client that counts the scripts it is asked

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/childproc"
+	"github.com/redlockd/redlockd/testkit/childproc"
 )
 
 // lookTool returns the path of an external program the suite needs. A

@@ -14,7 +14,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	redisv9 "github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // redsyncPools are go-redsync's pools over the client libraries it

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/redistest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // invalidations records the keys of the invalidation pushes a rueidis

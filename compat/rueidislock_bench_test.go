@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // BenchmarkRueidisLockWake measures how long a rueidislock waiter takes to

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/rueidis/rueidiscompat"
 	"github.com/redis/rueidis/rueidislock"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // triesSpy is a rueidis client that reports each lock script that came

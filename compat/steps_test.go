@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/childproc"
+	"github.com/redlockd/redlockd/testkit/childproc"
 )
 
 // A node script that needs the backends looked at from outside the

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/metrics"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // servedNames scrapes /metrics of a running redlockd over real
@@ -60,9 +60,9 @@ func servedNames(t *testing.T) map[string]bool {
 // promNames are the metric names a PromQL expression reads: identifiers
 // that are not functions, keywords, label names or label values.
 func promNames(expr string) []string {
-	s := regexp.MustCompile(`"(?:[^"\\]|\\.)*"`).ReplaceAllString(expr, `""`)                  // strings
-	s = regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(s, " ")                                // label matchers
-	s = regexp.MustCompile(`\[[^\]]*\]`).ReplaceAllString(s, " ")                               // ranges
+	s := regexp.MustCompile(`"(?:[^"\\]|\\.)*"`).ReplaceAllString(expr, `""`)                                        // strings
+	s = regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(s, " ")                                                     // label matchers
+	s = regexp.MustCompile(`\[[^\]]*\]`).ReplaceAllString(s, " ")                                                    // ranges
 	s = regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`).ReplaceAllString(s, " ") // label lists
 	var out []string
 	for _, m := range regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*(\s*\()?`).FindAllString(s, -1) {
@@ -80,9 +80,9 @@ func promNames(expr string) []string {
 
 func TestPromNames(t *testing.T) {
 	for expr, want := range map[string]string{
-		`sum by (instance) (redlockd_backend_up{shard=""}) < quorum + 1`: "redlockd_backend_up quorum",
-		`rate(redlockd_x_total{outcome="no_quorum"}[5m]) > 0`:             "redlockd_x_total",
-		`histogram_quantile(0.99, sum by (le) (rate(a_bucket[5m])))`:      "a_bucket",
+		`sum by (instance) (redlockd_backend_up{shard=""}) < quorum + 1`:   "redlockd_backend_up quorum",
+		`rate(redlockd_x_total{outcome="no_quorum"}[5m]) > 0`:              "redlockd_x_total",
+		`histogram_quantile(0.99, sum by (le) (rate(a_bucket[5m])))`:       "a_bucket",
 		`redlockd_backends_voting < redlockd_quorum + 1 or on(instance) b`: "redlockd_backends_voting redlockd_quorum b",
 	} {
 		if got := strings.Join(promNames(expr), " "); got != want {

@@ -12,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/commands"
-	"github.com/redlockd/redlockd/internal/redlocktest"
-	"github.com/redlockd/redlockd/internal/resptest"
 	"github.com/redlockd/redlockd/proxy"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
+	"github.com/redlockd/redlockd/testkit/resptest"
 )
 
 // wantErr fails unless err's text is exactly want.

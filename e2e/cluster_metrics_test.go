@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/metrics"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // Over three Redis Clusters of three masters, /metrics has one up series

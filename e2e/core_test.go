@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/leaktest"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 func TestMain(m *testing.M) {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/commands"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // TestExpireEndsKeptLock: PEXPIRE with a positive ttl, or SET with an

@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
-	"github.com/redlockd/redlockd/internal/resptest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
+	"github.com/redlockd/redlockd/testkit/resptest"
 )
 
 // TestHandOverPipelined: SET … IFEQ hand-overs pipelined with the commands

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/commands"
-	"github.com/redlockd/redlockd/internal/redlocktest"
-	"github.com/redlockd/redlockd/internal/resptest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
+	"github.com/redlockd/redlockd/testkit/resptest"
 )
 
 // doer is a go-redis client or a single connection of one.

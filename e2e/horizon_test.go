@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // TestLongLockWithDefaults: a lock of 3h needs no flag (max-ttl is 24h by

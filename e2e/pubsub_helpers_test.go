@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // readFrame reads one whole RESP2/RESP3 frame and returns its bytes.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
-	"github.com/redlockd/redlockd/internal/resptest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
+	"github.com/redlockd/redlockd/testkit/resptest"
 )
 
 // Channels in redlockd's namespace are the proxy's: naming one is refused,

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // TestPipelinedEvalThenEvalSHA: EVAL of a new body and EVALSHA of its SHA1

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/check"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/check"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // rwClient loops over keys until stop: each round takes a read lock or,

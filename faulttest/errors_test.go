@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/faults"
-	"github.com/redlockd/redlockd/internal/nodetest"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faults"
+	"github.com/redlockd/redlockd/testkit/nodetest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // erring is one way for a backend to answer with an error instead of a

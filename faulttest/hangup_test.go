@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/faults"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/faults"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // TestHangUpDuringRound: a client hangs up while its LOCK … WAIT has an

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/check"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/check"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // TestOwnerKeepaliveRace: clients in three owner groups, on two proxies,

@@ -14,10 +14,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/faults"
-	"github.com/redlockd/redlockd/internal/nodetest"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faults"
+	"github.com/redlockd/redlockd/testkit/nodetest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 const lockTTL = 2 * time.Second

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/faults"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/faults"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // A lock granted after a network partition heals is not deleted by the

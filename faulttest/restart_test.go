@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/check"
-	"github.com/redlockd/redlockd/internal/faults"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/check"
+	"github.com/redlockd/redlockd/testkit/faults"
 )
 
 // restartScenario: A takes the lock while backend 2 refuses connections,

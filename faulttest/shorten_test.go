@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/redistest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 // TestKeptHoldKeepsLongerHold: an OWNER lock has a KEEPALIVE hold with a

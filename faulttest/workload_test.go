@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/check"
-	"github.com/redlockd/redlockd/internal/leaktest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/check"
+	"github.com/redlockd/redlockd/testkit/leaktest"
 )
 
 func TestMain(m *testing.M) {

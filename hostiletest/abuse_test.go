@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 func fdCount(t *testing.T) int {

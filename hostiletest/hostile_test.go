@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/leaktest"
-	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/redistest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 func TestMain(m *testing.M) {

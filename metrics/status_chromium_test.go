@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/childproc"
-	"github.com/redlockd/redlockd/internal/redlocktest"
 	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 const chromium = "/usr/bin/chromium"

@@ -3,13 +3,13 @@ package proxy
 import (
 	"bufio"
 	"fmt"
-	"github.com/redlockd/redlockd/internal/resptest"
+	"github.com/redlockd/redlockd/testkit/resptest"
 	"io"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // TestRESP3MatchesRedis sends the same commands after HELLO 3 to a real

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 const fkey = "fair-key"

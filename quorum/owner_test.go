@@ -3,7 +3,7 @@ package quorum_test
 import (
 	"context"
 	"errors"
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"sync"
 	"testing"
 	"time"

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/check"
-	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/check"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 const permitTTL = 10 * time.Second

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/redlockd/redlockd/internal/leaktest"
+	"github.com/redlockd/redlockd/testkit/leaktest"
 )
 
 func TestMain(m *testing.M) {

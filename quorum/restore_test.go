@@ -2,7 +2,7 @@ package quorum_test
 
 import (
 	"context"
-	"github.com/redlockd/redlockd/internal/nodetest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"testing"
 	"time"
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/nodetest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 // readers is m's count of live readers of "k" (-1: not held shared).

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/childproc"
-	"github.com/redlockd/redlockd/internal/testcerts"
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/testcerts"
 )
 
 func ctx5(t *testing.T) context.Context {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // TestRunRefusesUnusableAddresses: an address that cannot be listened on

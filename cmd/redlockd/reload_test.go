@@ -16,9 +16,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/childproc"
-	"github.com/redlockd/redlockd/internal/redlocktest"
-	"github.com/redlockd/redlockd/internal/testcerts"
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
+	"github.com/redlockd/redlockd/testkit/testcerts"
 )
 
 // child is the built binary running as a child process, its JSON log

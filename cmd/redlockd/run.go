@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/stack"
 	"github.com/redlockd/redlockd/proxy"
+	"github.com/redlockd/redlockd/server"
 )
 
 // Exit codes.
@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	log := newLogger(cfg, level, stderr)
 	backend.SetGoRedisLogger(log)
 	live := newLiveTLS(&cfg)
-	rd, err := stack.New(ctx, stackConfig(cfg, log))
+	rd, err := server.New(ctx, stackConfig(cfg, log))
 	if err != nil {
 		ln.Close()
 		return usageError(stderr, err)
@@ -142,8 +142,8 @@ func durationsAsText(_ []string, a slog.Attr) slog.Attr {
 
 // stackConfig maps the flags; the stack derives the rest (the quorum's
 // and the commands' max-ttl, the quarantine's default) from them.
-func stackConfig(cfg Config, log *slog.Logger) stack.Config {
-	c := stack.DefaultConfig()
+func stackConfig(cfg Config, log *slog.Logger) server.Config {
+	c := server.DefaultConfig()
 	c.Backends, c.BackendTLS = cfg.Backends, cfg.backendTLS
 	c.NodeTimeout, c.DriftFactor = cfg.NodeTimeout, cfg.DriftFactor
 	c.MaxTTL, c.RestartQuarantine = cfg.MaxTTL, cfg.RestartQuarantine
@@ -162,7 +162,7 @@ func stackConfig(cfg Config, log *slog.Logger) stack.Config {
 
 // serve serves clients on ln (--listen) until ctx ends, then shuts down
 // gracefully.
-func serve(ctx context.Context, cfg Config, rd *stack.Redlockd, ln net.Listener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg Config, rd *server.Redlockd, ln net.Listener, log *slog.Logger) int {
 	if cfg.RequirePass == "" && exposed(ln.Addr()) {
 		log.Warn("listening on a non-loopback address without --requirepass: anyone who reaches it can take and break locks", "addr", ln.Addr().String())
 	}
@@ -180,7 +180,7 @@ func serve(ctx context.Context, cfg Config, rd *stack.Redlockd, ln net.Listener,
 	return waitAndShutdown(ctx, rd, served, log)
 }
 
-func waitAndShutdown(ctx context.Context, rd *stack.Redlockd, served <-chan error, log *slog.Logger) int {
+func waitAndShutdown(ctx context.Context, rd *server.Redlockd, served <-chan error, log *slog.Logger) int {
 	select {
 	case err := <-served:
 		rd.Close()

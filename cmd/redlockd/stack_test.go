@@ -4,10 +4,10 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/stack"
+	"github.com/redlockd/redlockd/server"
 )
 
-// TestFlagDefaultsAreTheStack: the flags' defaults and stack.DefaultConfig
+// TestFlagDefaultsAreTheStack: the flags' defaults and server.DefaultConfig
 // are the same settings, so that a redlockd assembled without flags (the
 // tests') runs as the binary does.
 func TestFlagDefaultsAreTheStack(t *testing.T) {
@@ -15,12 +15,12 @@ func TestFlagDefaultsAreTheStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, want := stackConfig(cfg, slog.Default()), stack.DefaultConfig()
+	got, want := stackConfig(cfg, slog.Default()), server.DefaultConfig()
 	type limits struct {
 		clients, request, reply int
 		idle, write             int64
 	}
-	lim := func(c stack.Config) limits {
+	lim := func(c server.Config) limits {
 		p := c.Proxy
 		return limits{p.MaxClients, p.MaxRequestBytes, p.MaxReplyBytes, int64(p.IdleTimeout), int64(p.WriteTimeout)}
 	}
@@ -38,7 +38,7 @@ func TestFlagDefaultsAreTheStack(t *testing.T) {
 		{"listener limits", lim(got), lim(want)},
 	} {
 		if d.got != d.want {
-			t.Errorf("%s: flags %v, stack.DefaultConfig %v", d.name, d.got, d.want)
+			t.Errorf("%s: flags %v, server.DefaultConfig %v", d.name, d.got, d.want)
 		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/internal/childproc"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 func TestVersionOf(t *testing.T) {

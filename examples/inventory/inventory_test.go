@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/childproc"
-	"github.com/redlockd/redlockd/internal/leaktest"
-	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/internal/redlocktest"
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/redistest"
+	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
 func TestMain(m *testing.M) {

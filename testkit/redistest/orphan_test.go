@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/childproc"
+	"github.com/redlockd/redlockd/testkit/childproc"
 )
 
 // orphanEnv tells a re-run of this test binary to act as the test process

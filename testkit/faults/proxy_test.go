@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/leaktest"
+	"github.com/redlockd/redlockd/testkit/leaktest"
 )
 
 func TestMain(m *testing.M) {

@@ -16,11 +16,11 @@ import (
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/commands"
-	"github.com/redlockd/redlockd/internal/redistest"
-	"github.com/redlockd/redlockd/internal/stack"
 	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/proxy"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/server"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Options shape one instance. Zero values take the defaults noted.
@@ -126,7 +126,7 @@ func StartMemory(t testing.TB, opts Options) *Instance {
 // the nodes.
 func (in *Instance) start(t testing.TB, nodes []quorum.Node, opts Options) {
 	t.Helper()
-	rd, err := stack.New(context.Background(), stackConfig(nodes, opts))
+	rd, err := server.New(context.Background(), stackConfig(nodes, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +137,8 @@ func (in *Instance) start(t testing.TB, nodes []quorum.Node, opts Options) {
 // stackConfig maps opts. The quarantine is off unless a test asks for it
 // (tests restart backends on purpose); the commands' MaxTTL is the one
 // MaxTTL of the stack.
-func stackConfig(nodes []quorum.Node, opts Options) stack.Config {
-	c := stack.DefaultConfig()
+func stackConfig(nodes []quorum.Node, opts Options) server.Config {
+	c := server.DefaultConfig()
 	c.Nodes = nodes
 	c.NodeTimeout = 500 * time.Millisecond
 	if opts.NodeTimeout > 0 {
@@ -165,7 +165,7 @@ func stackConfig(nodes []quorum.Node, opts Options) stack.Config {
 	return c
 }
 
-func (in *Instance) serve(t testing.TB, rd *stack.Redlockd) {
+func (in *Instance) serve(t testing.TB, rd *server.Redlockd) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		rd.Close()

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/leaktest"
+	"github.com/redlockd/redlockd/testkit/leaktest"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }

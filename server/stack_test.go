@@ -1,4 +1,4 @@
-package stack
+package server
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/leaktest"
-	"github.com/redlockd/redlockd/internal/nodetest"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/proxy"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }

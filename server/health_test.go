@@ -1,4 +1,4 @@
-package stack
+package server
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // TestReadinessAndUpGaugeFollowTheWatchers: with no client traffic at

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/testcerts"
+	"github.com/redlockd/redlockd/testkit/testcerts"
 )
 
 // TestStartTLS: a TLS-only server answers over TLS with a client

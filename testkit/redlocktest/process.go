@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/childproc"
-	"github.com/redlockd/redlockd/internal/redistest"
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Build compiles the main package pkg, a path from the module's root such

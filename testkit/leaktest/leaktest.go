@@ -19,7 +19,7 @@ const goRedisRedial = "github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tr
 // childStarter is the goroutine that forks every child process a test
 // starts. It lives as long as the process on purpose: its locked thread is
 // the children's parent, and they die when it does.
-const childStarter = "github.com/redlockd/redlockd/internal/childproc.starter"
+const childStarter = "github.com/redlockd/redlockd/testkit/childproc.starter"
 
 // Options returns the shared options followed by extra.
 func Options(extra ...goleak.Option) []goleak.Option {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/internal/childproc"
+	"github.com/redlockd/redlockd/testkit/childproc"
 )
 
 // errExited marks a server that died during start-up (a port taken

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/internal/redistest"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Backend is one redis-server with a fault proxy in front of it.

@@ -169,6 +169,7 @@ type line struct {
 	queue   []*request
 	cur     *wire // nil while disconnected
 	closed  bool
+	held    int // callers holding the writer back (mux_hold.go)
 	readers sync.WaitGroup
 	sweeper // the deadlines of submitted requests; guarded by mu
 }
@@ -194,7 +195,8 @@ func (l *line) enqueue(r *request) bool {
 	}
 	// Only the first request of a batch wakes the writer: the writer takes
 	// the whole queue once woken, so the ones behind it leave with it.
-	first := len(l.queue) == 0
+	// While the line is held (mux_hold.go), its release wakes it.
+	first := len(l.queue) == 0 && l.held == 0
 	l.queue = append(l.queue, r)
 	l.watch(l, r)
 	l.mu.Unlock()

@@ -42,3 +42,12 @@ func lockWaits(args [][]byte) bool {
 	// TOKEN and OWNER exclude each other.
 	return bad == "" && o.wait > 0 && (o.token == nil || o.owner == nil)
 }
+
+// HoldWrites holds the backends' writes until ReleaseWrites, while the
+// commands of a pipelined batch are started (Start): their rounds then
+// reach each backend in one write. Nothing between the two may wait for
+// a backend.
+func (h *Handler) HoldWrites() { h.cluster.HoldWrites() }
+
+// ReleaseWrites writes what the commands started since HoldWrites asked.
+func (h *Handler) ReleaseWrites() { h.cluster.ReleaseWrites() }

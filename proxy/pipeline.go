@@ -164,6 +164,8 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 	st.limited = limited
 	pipelineSlots.acquire(n)
 	wg := &st.wg
+	// The rounds started here reach each backend in one write.
+	s.h.HoldWrites()
 	for k := 1; k < len(reqs); k++ {
 		w := writerPool.Get().(*Writer)
 		w.proto = st.w.proto
@@ -174,7 +176,9 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 		}
 	}
 	wg.Add(1)
-	if !s.start(st, reqs[0], st.w, limited[0]) {
+	started := s.start(st, reqs[0], st.w, limited[0])
+	s.h.ReleaseWrites()
+	if !started {
 		wg.Done()
 		s.execLimited(st, reqs[0], st.w, limited[0])
 	}

@@ -80,7 +80,7 @@ func TestAllocsPerRequest(t *testing.T) {
 			c.Acquire(ctx, "k", "tok", 10*time.Second)
 			c.Release(ctx, "k", "tok")
 		},
-		budget: 8,
+		budget: 6,
 	}, {
 		name:    "LOCK then UNLOCK",
 		reqs:    [][]byte{request("LOCK", "k", "10000", "TOKEN", "tok"), request("UNLOCK", "k", "tok")},
@@ -89,7 +89,7 @@ func TestAllocsPerRequest(t *testing.T) {
 			c.Acquire(ctx, "k", "tok", 10*time.Second)
 			c.Release(ctx, "k", "tok")
 		},
-		budget: 8,
+		budget: 4,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cluster := memoryCluster(t)

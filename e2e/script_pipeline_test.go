@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
@@ -13,9 +14,11 @@ import (
 // TestPipelinedEvalThenEvalSHA: EVAL of a new body and EVALSHA of its SHA1
 // in one pipelined batch, on different keys, run in order as Redis runs
 // them: the EVALSHA finds the body the EVAL cached, never NOSCRIPT. Many
-// bodies, since each batch is a race the proxy must not lose once.
+// bodies, since each batch is a race the proxy must not lose once. The
+// claim is the order, not the speed: a generous node timeout keeps a
+// machine's stall from passing for a lost race.
 func TestPipelinedEvalThenEvalSHA(t *testing.T) {
-	in := redlocktest.Start(t, redlocktest.Options{})
+	in := redlocktest.Start(t, redlocktest.Options{NodeTimeout: 5 * time.Second})
 	c := in.Client(t, 2)
 	ctx := context.Background()
 	for i := range 300 {

@@ -147,11 +147,7 @@ func (c *Cluster) undoFair(key, token string, ticket int64, ttl, entry time.Dura
 	return func(g *round, done func()) {
 		ask := func(i int) (Cmd, bool) { rep := g.reply(i); return cmd, rep.Err != nil || rep.OK }
 		c.collectThen(OpAcquire, ask, okVote, func(r *round, _ tally) {
-			for i := range r.calls {
-				if r.calls[i].asked && unanswered(r.reply(i)) {
-					c.pending.add(i, c.db, key, token, ttl, true)
-				}
-			}
+			r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, true) })
 			done()
 		})
 	}

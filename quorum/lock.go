@@ -140,11 +140,7 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 	cmd := Cmd{Kind: releaseKind(token), Key: key, Token: token, Notify: notify}
 	ask := func(i int) (Cmd, bool) { return cmd, leave == nil || !leave(i) }
 	c.collectThen(op, ask, okVote, func(r *round, t tally) {
-		for i := range r.calls {
-			if r.calls[i].asked && unanswered(r.reply(i)) {
-				c.pending.add(i, c.db, key, token, ttl, false)
-			}
-		}
+		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, false) })
 		if notify && t.yes > 0 {
 			c.wake.notify(c.db, key)
 		}

@@ -192,11 +192,7 @@ func (c *Cluster) undoHolds(key, mark, keep string, ttl time.Duration, g *round)
 	}
 	cmd := Cmd{Kind: UndoHold, Key: key, Mark: mark, Token: keep, TTL: ttl}
 	r, _ := c.collect(OpReenter, func(i int) (Cmd, bool) { return cmd, undo(i) }, okVote)
-	for i := range r.calls {
-		if r.calls[i].asked && unanswered(r.reply(i)) {
-			c.pending.addUndo(i, c.db, key, mark, keep, ttl)
-		}
-	}
+	r.eachUnanswered(func(i int) { c.pending.addUndo(i, c.db, key, mark, keep, ttl) })
 }
 
 // majorityHeld finds the token held on at least q nodes and the hold count
@@ -209,9 +205,8 @@ func majorityHeld(hs []held, q int) (string, int64) {
 				counts = append(counts, o.holds)
 			}
 		}
-		if len(counts) >= q {
-			slices.Sort(counts)
-			return h.token, counts[len(counts)-q]
+		if n, ok := qthLargest(counts, q); ok {
+			return h.token, n
 		}
 	}
 	return "", 0
@@ -238,11 +233,7 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 	if remaining == 0 {
 		// The lock is free: a node that missed the last hold's drop keeps
 		// its copy until it is released there too.
-		for i := range r.calls {
-			if unanswered(r.reply(i)) {
-				c.pending.add(i, c.db, key, token, 0, false)
-			}
-		}
+		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, 0, false) })
 		if t.yes > 0 {
 			c.wake.notify(c.db, key)
 		}

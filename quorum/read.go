@@ -2,7 +2,7 @@ package quorum
 
 import (
 	"context"
-	"slices"
+	"math"
 	"time"
 )
 
@@ -69,33 +69,22 @@ func majorityHolder(views []view, q int, elapsed time.Duration) Holder {
 }
 
 // agreedTTL is the q-th largest remaining ttl: q nodes hold the key at least
-// that long. A negative ttl (no expiry) sorts as the largest.
+// that long. A negative ttl (no expiry) counts as the largest.
 func agreedTTL(pttls []time.Duration, q int, elapsed time.Duration) time.Duration {
-	slices.SortFunc(pttls, func(a, b time.Duration) int {
-		return cmpTTL(b, a)
-	})
-	d := pttls[q-1]
-	if d < 0 {
+	const forever = time.Duration(math.MaxInt64)
+	for i, d := range pttls {
+		if d < 0 {
+			pttls[i] = forever
+		}
+	}
+	d, _ := qthLargest(pttls, q)
+	if d == forever {
 		return -1
 	}
 	if d -= elapsed; d < time.Millisecond {
 		d = time.Millisecond
 	}
 	return d
-}
-
-func cmpTTL(a, b time.Duration) int {
-	switch {
-	case a == b:
-		return 0
-	case a < 0:
-		return 1
-	case b < 0:
-		return -1
-	case a < b:
-		return -1
-	}
-	return 1
 }
 
 // Delete removes key on every node unconditionally (a forced release). It

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -409,11 +410,30 @@ func (r *round) agreedTTL(q int) time.Duration {
 			ttls = append(ttls, rep.TTL)
 		}
 	}
-	if len(ttls) < q {
-		return 0
+	ttl, _ := qthLargest(ttls, q)
+	return ttl
+}
+
+// qthLargest is the q-th largest of xs (sorted in place): the most that q
+// of them reach. false, and the zero value, when xs has fewer than q.
+func qthLargest[T cmp.Ordered](xs []T, q int) (T, bool) {
+	if q < 1 || len(xs) < q {
+		var zero T
+		return zero, false
 	}
-	slices.Sort(ttls)
-	return ttls[len(ttls)-q]
+	slices.Sort(xs)
+	return xs[len(xs)-q], true
+}
+
+// eachUnanswered calls f with every node that r asked and whose reply
+// never came (see unanswered): the nodes that must be asked again later.
+// Every reply is in.
+func (r *round) eachUnanswered(f func(i int)) {
+	for i := range r.calls {
+		if r.calls[i].asked && unanswered(r.calls[i].rep) {
+			f(i)
+		}
+	}
 }
 
 // Broadcast asks every node cmd in one round (the fan-out, deadline, veto

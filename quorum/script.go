@@ -318,11 +318,7 @@ func (c *Cluster) settleEval(r *round, cmd Cmd, stands string) {
 	ucmd := Cmd{Kind: UndoEval, Keys: cmd.Keys, Mark: cmd.Mark, DB: cmd.DB, TTL: cmd.TTL}
 	ask := func(i int) (Cmd, bool) { return ucmd, undo[i] }
 	u, _ := c.collect(OpScript, ask, okVote)
-	for i := range u.calls {
-		if u.calls[i].asked && unanswered(u.reply(i)) {
-			c.pending.addUndoEval(i, cmd.Keys, cmd.Mark, cmd.DB, cmd.TTL)
-		}
-	}
+	u.eachUnanswered(func(i int) { c.pending.addUndoEval(i, cmd.Keys, cmd.Mark, cmd.DB, cmd.TTL) })
 }
 
 // forgetEval drops the record at cmd's mark on the nodes of which, as a

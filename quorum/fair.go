@@ -81,7 +81,7 @@ func (c *Cluster) waitFair(ctx context.Context, w *waiter, key, token string, tt
 			break
 		}
 		if ticket == 0 {
-			ticket, err = c.fairTicket(key)
+			ticket, err = c.fairTicket(ctx, key)
 		}
 		if ticket != 0 {
 			var l Lock
@@ -115,9 +115,9 @@ func (c *Cluster) entryTTL(deadline time.Time) time.Duration {
 
 // fairTicket is the next ticket after the largest queued for key on any
 // node (nextAbove, as a fence is).
-func (c *Cluster) fairTicket(key string) (int64, error) {
+func (c *Cluster) fairTicket(ctx context.Context, key string) (int64, error) {
 	done := c.begin(OpFair)
-	ticket, err := c.nextAbove(OpFair, Cmd{Kind: FairTail, Key: key})
+	ticket, err := c.nextAbove(ctx, OpFair, Cmd{Kind: FairTail, Key: key})
 	done(err, 0, 0)
 	return ticket, err
 }
@@ -129,7 +129,7 @@ func (c *Cluster) fairRound(key, token string, ticket int64, ttl, entry time.Dur
 	end := c.begin(OpAcquire)
 	g := c.acquireGrant(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl, N: ticket, Add: entry})
 	g.undo = c.undoFair(key, token, ticket, ttl, entry) // the entry goes back in the queue too
-	v, r, err := c.grantRound(g)
+	v, r, err := c.grantRound(context.Background(), g)
 	var l Lock
 	if err == nil {
 		l = Lock{Key: key, Token: token, Validity: v}

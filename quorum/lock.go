@@ -235,7 +235,7 @@ func (c *Cluster) waitFor(ctx context.Context, key string, wait time.Duration, b
 func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
-	v, _, err = c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
+	v, _, err = c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
 		ask: same(Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl})})
 	return v, err
 }

@@ -248,12 +248,12 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 // hold count along with it, so that the count never expires before the lock,
 // and never shortens either (the lock's other holds keep their validity).
 func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	v, _, err := c.renew(key, token, ttl)
+	v, _, err := c.renew(ctx, key, token, ttl)
 	return v, err
 }
 
 // renew is Renew that also reports which nodes answered "not held".
-func (c *Cluster) renew(key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
+func (c *Cluster) renew(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
 	cmd := Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl}
@@ -266,7 +266,7 @@ func (c *Cluster) renew(key, token string, ttl time.Duration) (v time.Duration, 
 	if IsSharedToken(token) {
 		cmd.Kind = ExtendShared
 	}
-	v, r, err := c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
+	v, r, err := c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -28,7 +28,10 @@ func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 	done := c.begin(OpGet)
 	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
-	r, t := c.collect(OpGet, same(Cmd{Kind: Get, Key: key}), okVote)
+	r, t, err := c.collectCtx(ctx, OpGet, same(Cmd{Kind: Get, Key: key}), okVote)
+	if err != nil {
+		return Holder{}, err
+	}
 	if err := c.heard(&t); err != nil {
 		return Holder{}, err
 	}
@@ -110,7 +113,10 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	_, t := c.collect(OpExpire, same(Cmd{Kind: Expire, Key: key, TTL: ttl}), okVote)
+	_, t, err := c.collectCtx(ctx, OpExpire, same(Cmd{Kind: Expire, Key: key, TTL: ttl}), okVote)
+	if err != nil {
+		return false, err
+	}
 	if err := c.heard(&t); err != nil {
 		return false, err
 	}
@@ -123,7 +129,7 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
 	done := c.begin(OpForceSet)
 	defer func() { done(err, l.Validity, ttl) }()
-	v, _, err := c.grantRound(grant{
+	v, _, err := c.grantRound(ctx, grant{
 		op: OpForceSet, ttl: ttl, failed: ErrNotAcquired,
 		ask: same(Cmd{Kind: Set, Key: key, Token: token, TTL: ttl}),
 		undo: func(_ *round, done func()) {

@@ -96,7 +96,10 @@ func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writ
 	maxTTL := c.pending.horizon
 	cmd := Cmd{Kind: Eval, Script: s, DB: c.db, Keys: keys, Args: args, Limit: min(c.cfg.SessionTTL, maxTTL)}
 	if !writes || len(keys) == 0 {
-		r, t := c.collect(OpScript, same(cmd), anyVote)
+		r, t, err := c.collectCtx(ctx, OpScript, same(cmd), anyVote)
+		if err != nil {
+			return res, err
+		}
 		res.Value, err = c.pickReply(r, &t)
 		return res, err
 	}

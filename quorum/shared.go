@@ -109,10 +109,13 @@ func (c *Cluster) dropWriterMark(key string) {
 // readers hold key there: -1 where the key is not held by readers or the
 // node did not answer. It is for LOCKINFO and changes nothing.
 func (c *Cluster) SharedReaders(ctx context.Context, key string) []int64 {
-	r, _ := c.collect(OpInspect, same(Cmd{Kind: ReadShared, Key: key}), okVote)
-	out := make([]int64, len(r.calls))
-	for i := range r.calls {
+	r, _, err := c.collectCtx(ctx, OpInspect, same(Cmd{Kind: ReadShared, Key: key}), okVote)
+	out := make([]int64, len(c.nodes))
+	for i := range out {
 		out[i] = -1
+		if err != nil {
+			continue
+		}
 		if rep := r.reply(i); rep.Err == nil && rep.OK {
 			out[i] = rep.N
 		}
@@ -130,7 +133,7 @@ const sharedFenceTries = 4
 // majority), so the fence is taken again above it.
 func (c *Cluster) fenceShared(ctx context.Context, l *Lock) (f int64, err error) {
 	for range sharedFenceTries {
-		if f, err = c.fenceOnce(l); !errors.Is(err, ErrFenceOvertaken) {
+		if f, err = c.fenceOnce(ctx, l); !errors.Is(err, ErrFenceOvertaken) {
 			return f, err
 		}
 	}

@@ -63,47 +63,40 @@ func (c *Cluster) TryFair(ctx context.Context, key, token string, ttl time.Durat
 // ctx is done; then it leaves the queue. It returns as AcquireWait does.
 func (c *Cluster) AcquireFair(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
-	w := c.wake.join(c.db, key)
-	return c.waitFair(ctx, w, key, token, ttl, deadline)
+	return waitRounds(c, ctx, key, deadline, c.fairWait(ctx, key, token, ttl, deadline))
 }
 
-// waitFair runs a fair waiter's rounds for w, a waiter of key that has
-// joined the wake registry, until deadline.
-func (c *Cluster) waitFair(ctx context.Context, w *waiter, key, token string, ttl time.Duration, deadline time.Time) (Lock, error) {
-	if ttl <= 0 {
-		c.wake.leave(w, false)
-		return Lock{}, ErrInvalidTTL
-	}
+// fairWait is a fair waiter's blocking acquire until deadline: its first
+// round takes a ticket (again, until one is had), each round then tries
+// at that ticket, and a waiter that gives up leaves the queue.
+func (c *Cluster) fairWait(ctx context.Context, key, token string, ttl time.Duration, deadline time.Time) blocking[Lock] {
 	var ticket int64
-	var err error
-	for {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		if ticket == 0 {
-			ticket, err = c.fairTicket(ctx, key)
-		}
-		if ticket != 0 {
-			var l Lock
-			if l, err = c.fairRound(key, token, ticket, ttl, c.entryTTL(deadline)); err == nil {
-				c.wake.leave(w, true)
-				return l, nil
+	return blocking[Lock]{
+		try: func(time.Duration) (Lock, error) {
+			if ttl <= 0 {
+				return Lock{}, ErrInvalidTTL
 			}
-		}
-		if w.woken {
-			// The release was not this waiter's to take: the local
-			// waiter behind it may be first in the queue.
-			c.wake.handOn(w)
-		}
-		if !c.pauseForRetry(ctx, w, deadline) {
-			break
-		}
+			if err := ctx.Err(); err != nil {
+				return Lock{}, err
+			}
+			if ticket == 0 {
+				t, err := c.fairTicket(ctx, key)
+				if err != nil {
+					return Lock{}, err
+				}
+				ticket = t
+			}
+			return c.fairRound(key, token, ticket, ttl, c.entryTTL(deadline))
+		},
+		// The release was not this waiter's to take: the local waiter
+		// behind it may be first in the queue.
+		handOn: true,
+		gaveUp: func(bool) {
+			if ticket != 0 {
+				c.fairLeave(key, token)
+			}
+		},
 	}
-	c.wake.leave(w, false)
-	if ticket != 0 {
-		c.fairLeave(key, token)
-	}
-	return Lock{}, err
 }
 
 // entryTTL is how long a round keeps the waiter's entry queued: as long as

@@ -164,65 +164,86 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 // A round refused because fair waiters are queued for key (LOCK … FAIR)
 // makes this waiter join their queue, at its end, for the rest of its wait.
 func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
-	return c.waitFor(ctx, key, wait, blocking{
-		try: func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },
-		queued: func(w *waiter, deadline time.Time) (Lock, error) {
-			return c.waitFair(ctx, w, key, token, ttl, deadline)
+	deadline := c.cfg.Now().Add(wait)
+	return waitRounds(c, ctx, key, deadline, blocking[Lock]{
+		try:   func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },
+		marks: true,
+		queued: func() blocking[Lock] {
+			return c.fairWait(ctx, key, token, ttl, deadline)
 		},
 		// A writer's rounds marked the key to keep new readers out: its
 		// client is gone, so the readers need not wait for the mark.
-		gone: func() { c.dropWriterMark(key) },
+		gaveUp: func(marked bool) {
+			if marked && ctx.Err() != nil {
+				c.dropWriterMark(key)
+			}
+		},
 	})
 }
 
-// blocking is one kind of blocking acquire, as waitFor runs it.
-type blocking struct {
+// blocking is one kind of blocking acquire (a plain lock, a permit, a
+// reader, an owner's hold, a fair waiter's turn), as waitRounds runs it.
+type blocking[T any] struct {
 	// try is one round; mark > 0 also marks the key as waited for that
 	// long (its release is then announced).
-	try func(mark time.Duration) (Lock, error)
+	try func(mark time.Duration) (T, error)
+	// marks: the rounds after the first mark the key, and the first of
+	// them runs at once; without it every round gets mark 0.
+	marks bool
 	// final reports a refusal no later round can change (besides
 	// ErrInvalidTTL); nil: none.
 	final func(error) bool
-	// queued takes over a round refused with ErrQueued (fair waiters are
-	// queued for the key), with the waiter and the wait's deadline; nil:
-	// such a round is contention.
-	queued func(w *waiter, deadline time.Time) (Lock, error)
-	// gone runs when the client hung up after its rounds had marked the
-	// key; nil: nothing to do.
-	gone func()
+	// queued is the wait that takes over, for the same waiter and
+	// deadline, after a round refused with ErrQueued (fair waiters are
+	// queued for the key); nil: such a round is contention.
+	queued func() blocking[T]
+	// handOn: a wake this waiter's round could not use goes on to the
+	// key's next local waiter (see wakeRegistry.handOn).
+	handOn bool
+	// gaveUp runs when the wait ends without a lock (its deadline passed
+	// or ctx ended); marked reports that a round marked the key. nil:
+	// nothing to do.
+	gaveUp func(marked bool)
 }
 
-// waitFor is the wait of every blocking acquire: it runs b's rounds until
-// one is granted or refused for good, wait has passed, or ctx is done,
-// and returns the last round's result. The waiter joins the key's wake
-// registry before the first round, so that a release during it is not
-// missed. The first round marks nothing, so an uncontended lock costs
-// nothing more; the second runs at once and marks the key (a release that
-// landed between the two announced nothing, but the marked round finds the
-// key free); after that each pause is cut short by a release of the key.
-func (c *Cluster) waitFor(ctx context.Context, key string, wait time.Duration, b blocking) (Lock, error) {
-	deadline := c.cfg.Now().Add(wait)
+// waitRounds is the wait of every blocking acquire: it runs b's rounds
+// until one is granted or refused for good, deadline has passed, or ctx is
+// done, and returns the last round's result. The waiter joins the key's
+// wake registry before the first round, so that a release during it is
+// not missed. With b.marks, the first round marks nothing, so an
+// uncontended lock costs nothing more; the second runs at once and marks
+// the key (a release that landed between the two announced nothing, but
+// the marked round finds the key free). Each pause is cut short by a
+// release of the key.
+func waitRounds[T any](c *Cluster, ctx context.Context, key string, deadline time.Time, b blocking[T]) (T, error) {
 	w := c.wake.join(c.db, key)
 	var mark time.Duration
 	for {
-		l, err := b.try(mark)
+		v, err := b.try(mark)
 		if err == nil || errors.Is(err, ErrInvalidTTL) || (b.final != nil && b.final(err)) {
 			c.wake.leave(w, err == nil)
-			return l, err
+			return v, err
 		}
 		if err == ErrQueued && b.queued != nil && ctx.Err() == nil {
-			return b.queued(w, deadline)
-		}
-		first := mark == 0
-		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
+			b, mark = b.queued(), 0
 			continue
+		}
+		if b.marks {
+			first := mark == 0
+			if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
+				continue
+			}
+		}
+		if b.handOn && w.woken {
+			c.wake.handOn(w)
 		}
 		if !c.pauseForRetry(ctx, w, deadline) {
 			c.wake.leave(w, false)
-			if mark > 0 && ctx.Err() != nil && b.gone != nil {
-				b.gone()
+			if b.gaveUp != nil {
+				b.gaveUp(mark > 0)
 			}
-			return Lock{}, err
+			var zero T
+			return zero, err
 		}
 	}
 }

@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,19 +128,9 @@ func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Durati
 // LockOwnerWait is LockOwner retried as AcquireWait retries Acquire, until
 // it succeeds, wait has passed, or ctx is done.
 func (c *Cluster) LockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
-	deadline := c.cfg.Now().Add(wait)
-	w := c.wake.join(c.db, key)
-	for {
-		r, err := c.LockOwner(ctx, key, id, ttl)
-		if err == nil || errors.Is(err, ErrInvalidTTL) {
-			c.wake.leave(w, err == nil)
-			return r, err
-		}
-		if !c.pauseForRetry(ctx, w, deadline) {
-			c.wake.leave(w, false)
-			return Reentered{}, err
-		}
-	}
+	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Reentered]{
+		try: func(time.Duration) (Reentered, error) { return c.LockOwner(ctx, key, id, ttl) },
+	})
 }
 
 // ownerRound is one round of LockOwner. split reports a round lost to a

@@ -145,8 +145,9 @@ func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time
 // a release of any permit of key (through any proxy) wakes the oldest
 // waiter.
 func (c *Cluster) AcquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
-	return c.waitFor(ctx, key, wait, blocking{
+	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
 		try:   func(mark time.Duration) (Lock, error) { return c.acquirePermit(ctx, key, n, ttl, mark) },
+		marks: true,
 		final: func(err error) bool { return !permitRetryable(err) },
 	})
 }

@@ -84,7 +84,8 @@ func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mar
 // once, so that the readers queued behind a writer follow each other in
 // without waiting for their jitter.
 func (c *Cluster) AcquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
-	l, err := c.waitFor(ctx, key, wait, blocking{
+	l, err := waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
+		marks: true,
 		// A fresh token per round: a late retry of one round's undo can
 		// then never remove the reader a later round granted.
 		try: func(mark time.Duration) (Lock, error) {

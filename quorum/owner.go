@@ -133,22 +133,23 @@ func (c *Cluster) LockOwnerWait(ctx context.Context, key, id string, ttl, wait t
 	})
 }
 
-// ownerRound is one round of LockOwner. split reports a round lost to a
-// split among the owner's own tokens: worth another round.
+// ownerRound is one round of LockOwner: a grant where a majority answered
+// with one token of id. split reports a round lost to a split among the
+// owner's own tokens: worth another round.
 func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, split bool, err error) {
 	token := NewOwnerToken(id)
 	mark := holdMarkKey(key, token)
-	t0 := c.cfg.Now()
-	rd, t := c.collect(OpReenter, same(Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl}), okVote)
-	var hs []held
-	for i := range rd.calls {
-		if rep := rd.reply(i); rep.Err == nil && rep.OK {
-			hs = append(hs, held{rep.Token, rep.N})
-		}
-	}
-	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
-	tok, holds := majorityHeld(hs, c.Quorum())
-	if validity <= 0 || ctx.Err() != nil {
+	q := c.Quorum()
+	v, rd, err := c.grantRound(context.Background(), grant{
+		op: OpReenter, ttl: ttl, failed: ErrNotAcquired,
+		cmd:   Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl},
+		agree: func(r *round) bool { tok, _ := majorityHeld(r.holds(), q); return tok != "" },
+	})
+	hs := rd.holds()
+	tok, holds := majorityHeld(hs, q)
+	// A majority of yes replies without one token among them.
+	split = err == ErrNotAcquired && len(hs) >= q && tok == ""
+	if err != nil || ctx.Err() != nil {
 		// Too late to use, or its caller is gone (a client that hung up
 		// while the round was in flight): the round's holds are undone
 		// like those of a round that lost, so none is left with no holder.
@@ -157,14 +158,23 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 	c.undoHolds(key, mark, tok, ttl, rd)
 	switch {
 	case tok != "":
-		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, false, nil
+		return Reentered{Lock{Key: key, Token: tok, Validity: v}, holds}, false, nil
 	case ctx.Err() != nil:
 		return Reentered{}, false, ctx.Err()
 	}
-	if err := c.heard(&t); err != nil {
-		return Reentered{}, false, err
+	return Reentered{}, split, err
+}
+
+// holds are the tokens and hold counts of an owner round's yes replies;
+// every reply is in.
+func (r *round) holds() []held {
+	var hs []held
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil && rep.OK {
+			hs = append(hs, held{rep.Token, rep.N})
+		}
 	}
-	return Reentered{}, len(hs) >= c.Quorum() && validity > 0, ErrNotAcquired
+	return hs
 }
 
 // undoHolds takes back what round g added outside the granted lock (keep;

@@ -344,6 +344,10 @@ type grant struct {
 	// agreed computes the validity from the ttl that a majority of the
 	// yes replies report (Reply.TTL: a relative extend) instead of ttl.
 	agreed bool
+	// agree, with every reply in, says whether the yes replies agree on
+	// one grant (an owner's hold: one token); nil: any majority of yes
+	// replies does. Only without early.
+	agree func(r *round) bool
 	// failed is the error of a round that enough nodes answered but that
 	// did not win.
 	failed error
@@ -452,7 +456,7 @@ type grantRun struct {
 // granted while validity is left, else failed once every reply is in.
 func (gr *grantRun) ready(t tally) {
 	r, c, g := &gr.round, gr.c, &gr.g
-	if t.yes >= c.Quorum() {
+	if t.yes >= c.Quorum() && (g.agree == nil || g.agree(r)) {
 		ttl := g.ttl
 		if g.agreed {
 			ttl = r.agreedTTL(c.Quorum())

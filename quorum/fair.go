@@ -52,16 +52,16 @@ func FairQueueKey(key string) string { return slot.Key(FairQueuePrefix, key) }
 // FairQueuePrefix is FairQueueKey's name without the key's hash tag.
 const FairQueuePrefix = "redlockd:fair:"
 
-// TryFair is Acquire for LOCK … FAIR without WAIT: it is granted only
-// where nobody is queued for key.
-func (c *Cluster) TryFair(ctx context.Context, key, token string, ttl time.Duration) (Lock, error) {
-	return c.acquireCmd(ctx, Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl})
-}
-
-// AcquireFair is AcquireWait in the key's fair queue: it takes a ticket
-// and waits its turn until it is granted the lock, wait has passed, or
-// ctx is done; then it leaves the queue. It returns as AcquireWait does.
-func (c *Cluster) AcquireFair(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
+// AcquireFair is Acquire for LOCK … FAIR: without Wait it is one round,
+// granted only where nobody is queued for key; with Wait, it takes a
+// ticket in the key's fair queue and waits its turn until it is granted
+// the lock, wait has passed, or ctx is done; then it leaves the queue. It
+// returns as Acquire does.
+func (c *Cluster) AcquireFair(ctx context.Context, key, token string, ttl time.Duration, opts ...Option) (Lock, error) {
+	wait := waitOf(opts)
+	if wait <= 0 {
+		return c.acquireCmd(ctx, Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl})
+	}
 	deadline := c.cfg.Now().Add(wait)
 	return waitRounds(c, ctx, key, deadline, c.fairWait(ctx, key, token, ttl, deadline))
 }

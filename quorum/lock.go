@@ -20,8 +20,29 @@ type Lock struct {
 // Otherwise it releases the token wherever the round may have stored it
 // (a caller's cancellation cannot cut that short) and returns
 // ErrNotAcquired (contention) or a *NoQuorumError (too few nodes answered).
-func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
+// With Wait, it is a blocking acquire (see acquireWait).
+func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration, opts ...Option) (Lock, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.acquireWait(ctx, key, token, ttl, wait)
+	}
 	return c.acquire(ctx, key, token, ttl, 0)
+}
+
+// Option changes how an acquire of any kind runs.
+type Option struct{ wait time.Duration }
+
+// Wait makes an acquire blocking: its rounds are retried until one is
+// granted, wait has passed, or ctx is done, and the last round's result is
+// returned. Without it (or with wait <= 0) an acquire is one round.
+func Wait(wait time.Duration) Option { return Option{wait: wait} }
+
+// waitOf is the wait that opts ask for (the last one given); 0: none.
+func waitOf(opts []Option) time.Duration {
+	var wait time.Duration
+	for _, o := range opts {
+		wait = o.wait
+	}
+	return wait
 }
 
 // acquire is Acquire that, with mark > 0, marks key as waited for where it
@@ -148,7 +169,7 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 	})
 }
 
-// AcquireWait retries Acquire until it succeeds, wait has passed, or ctx is
+// acquireWait retries Acquire until it succeeds, wait has passed, or ctx is
 // done, pausing a random delay between rounds so that competing clients do
 // not split the votes forever. A release of key (through this Cluster, or
 // announced by a node) cuts the pause short for the oldest waiter of the
@@ -163,7 +184,7 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 //
 // A round refused because fair waiters are queued for key (LOCK … FAIR)
 // makes this waiter join their queue, at its end, for the rest of its wait.
-func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
+func (c *Cluster) acquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
 	deadline := c.cfg.Now().Add(wait)
 	return waitRounds(c, ctx, key, deadline, blocking[Lock]{
 		try:   func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },

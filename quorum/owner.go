@@ -107,8 +107,17 @@ const ownerRounds = 8
 // owner is not refused for a lock the owner is taking. It returns
 // ErrNotAcquired when another owner holds the lock, a *NoQuorumError when
 // too few nodes answered, and ctx's error, with the round undone, when ctx
-// is done before a round's grant could be handed over.
-func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
+// is done before a round's grant could be handed over. With Wait, it is
+// retried as a blocking Acquire is.
+func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration, opts ...Option) (Reentered, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.lockOwnerWait(ctx, key, id, ttl, wait)
+	}
+	return c.lockOwner(ctx, key, id, ttl)
+}
+
+// lockOwner is one LockOwner, its rounds bounded by ownerRounds.
+func (c *Cluster) lockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
 	done := c.begin(OpReenter)
 	defer func() { done(err, r.Validity, ttl) }()
 	if ttl <= 0 {
@@ -125,11 +134,11 @@ func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Durati
 	}
 }
 
-// LockOwnerWait is LockOwner retried as AcquireWait retries Acquire, until
-// it succeeds, wait has passed, or ctx is done.
-func (c *Cluster) LockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
+// lockOwnerWait is LockOwner retried as a blocking Acquire is, until it
+// succeeds, wait has passed, or ctx is done.
+func (c *Cluster) lockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
 	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Reentered]{
-		try: func(time.Duration) (Reentered, error) { return c.LockOwner(ctx, key, id, ttl) },
+		try: func(time.Duration) (Reentered, error) { return c.lockOwner(ctx, key, id, ttl) },
 	})
 }
 

@@ -136,15 +136,19 @@ func releaseKind(token string) CmdKind {
 // permitTries of them is tried by a grant round until one wins. It returns
 // the permit (its token names its slot), ErrNotAcquired when all permits
 // are held (or the key is held exclusively), a *PermitsMismatchError when
-// a majority holds the key for another n, or a *NoQuorumError.
-func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time.Duration) (Lock, error) {
+// a majority holds the key for another n, or a *NoQuorumError. With Wait
+// it is retried as a blocking Acquire is.
+func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time.Duration, opts ...Option) (Lock, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.acquirePermitWait(ctx, key, n, ttl, wait)
+	}
 	return c.acquirePermit(ctx, key, n, ttl, 0)
 }
 
-// AcquirePermitWait retries AcquirePermit as AcquireWait retries Acquire:
-// a release of any permit of key (through any proxy) wakes the oldest
-// waiter.
-func (c *Cluster) AcquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
+// acquirePermitWait retries AcquirePermit as a blocking Acquire is
+// retried: a release of any permit of key (through any proxy) wakes the
+// oldest waiter.
+func (c *Cluster) acquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
 	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
 		try:   func(mark time.Duration) (Lock, error) { return c.acquirePermit(ctx, key, n, ttl, mark) },
 		marks: true,

@@ -68,8 +68,12 @@ func IsSharedToken(token string) bool {
 // fresh reader token. It is granted as Acquire is (a majority within the
 // validity); a failed round removes its reader wherever it may have landed,
 // and nothing else. It returns ErrNotAcquired when a writer holds the key
-// or waits for it, a *NoQuorumError when too few nodes answered.
-func (c *Cluster) AcquireShared(ctx context.Context, key string, ttl time.Duration) (Lock, error) {
+// or waits for it, a *NoQuorumError when too few nodes answered. With
+// Wait it is retried as a blocking Acquire is.
+func (c *Cluster) AcquireShared(ctx context.Context, key string, ttl time.Duration, opts ...Option) (Lock, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.acquireSharedWait(ctx, key, ttl, wait)
+	}
 	return c.acquireShared(ctx, key, NewSharedToken(), ttl, 0)
 }
 
@@ -77,13 +81,13 @@ func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mar
 	return c.acquireCmd(ctx, Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl, Add: mark})
 }
 
-// AcquireSharedWait retries AcquireShared as AcquireWait retries Acquire:
+// acquireSharedWait retries AcquireShared as a blocking Acquire is retried:
 // woken by a release of key, marking the key as waited for from the second
 // round on so that a writer's release on any proxy is announced. Readers
 // share: a waiting reader that gets in wakes the next waiter of the key at
 // once, so that the readers queued behind a writer follow each other in
 // without waiting for their jitter.
-func (c *Cluster) AcquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
+func (c *Cluster) acquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
 	l, err := waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
 		marks: true,
 		// A fresh token per round: a late retry of one round's undo can

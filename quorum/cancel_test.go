@@ -159,3 +159,47 @@ func TestCancelledForceSetUndone(t *testing.T) {
 		return true
 	})
 }
+
+// TestCancelEndsInspection: LOCKINFO's per-node reads stop waiting when
+// the caller's ctx ends, and then count no node, not even the one that
+// answered (each read holds a lock on every node first).
+func TestCancelEndsInspection(t *testing.T) {
+	const key = "inspect-key"
+	tests := []struct {
+		name string
+		lock func(c *quorum.Cluster) error
+		read func(ctx context.Context, c *quorum.Cluster) []int
+	}{
+		{"SharedReaders", func(c *quorum.Cluster) error {
+			_, err := c.AcquireShared(context.Background(), key, time.Minute)
+			return err
+		}, func(ctx context.Context, c *quorum.Cluster) []int {
+			var out []int
+			for _, n := range c.SharedReaders(ctx, key) {
+				out = append(out, int(n))
+			}
+			return out
+		}},
+		{"InspectPermits", func(c *quorum.Cluster) error {
+			_, err := c.AcquirePermit(context.Background(), key, 2, time.Minute)
+			return err
+		}, func(ctx context.Context, c *quorum.Cluster) []int {
+			return c.InspectPermits(ctx, key, 2).Nodes
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStalledCluster(t)
+			if err := tt.lock(s.c); err != nil {
+				t.Fatal(err)
+			}
+			s.arm()
+			got := tt.read(s.ctx, s.c)
+			for i, n := range got {
+				if n != -1 {
+					t.Fatalf("%s with its ctx cancelled mid-round = %v, want no node counted (node %d counts %d)", tt.name, got, i, n)
+				}
+			}
+		})
+	}
+}

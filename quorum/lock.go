@@ -284,6 +284,8 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 
 // Release deletes key on every node where it still holds token. It reports
 // true when a majority held it; a *NoQuorumError when too few answered.
+// Like every release it runs to its end whatever ctx says: an unlock sent
+// just before its client hangs up still lands.
 func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
 	type out struct {
 		ok  bool

@@ -91,7 +91,8 @@ func agreedTTL(pttls []time.Duration, q int, elapsed time.Duration) time.Duratio
 }
 
 // Delete removes key on every node unconditionally (a forced release). It
-// reports whether a majority held the key.
+// reports whether a majority held the key. Like Release it runs to its
+// end whatever ctx says.
 func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error) {
 	done := c.begin(OpDelete)
 	defer func() { done(err, 0, 0) }()

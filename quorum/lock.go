@@ -86,9 +86,9 @@ func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (Lock, error) {
 		l   Lock
 		err error
 	}
-	ch := make(chan out, 1)
-	c.acquireThen(cmd, func(l Lock, err error) { ch <- out{l, err} })
-	o := <-ch
+	o, _ := await(context.Background(), func(ch chan out) {
+		c.acquireThen(cmd, func(l Lock, err error) { give(ch, out{l, err}, nil) })
+	})
 	return o.l, o.err
 }
 
@@ -146,9 +146,9 @@ func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify 
 		r *round
 		t tally
 	}
-	ch := make(chan out, 1)
-	c.releaseThen(op, key, token, ttl, notify, nil, func(r *round, t tally) { ch <- out{r, t} })
-	o := <-ch
+	o, _ := await(context.Background(), func(ch chan out) {
+		c.releaseThen(op, key, token, ttl, notify, nil, func(r *round, t tally) { give(ch, out{r, t}, nil) })
+	})
 	return o.r, o.t
 }
 
@@ -291,9 +291,9 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) 
 		ok  bool
 		err error
 	}
-	ch := make(chan out, 1)
-	c.ReleaseAsync(key, token, func(ok bool, err error) { ch <- out{ok, err} })
-	o := <-ch
+	o, _ := await(context.Background(), func(ch chan out) {
+		c.ReleaseAsync(key, token, func(ok bool, err error) { give(ch, out{ok, err}, nil) })
+	})
 	return o.ok, o.err
 }
 

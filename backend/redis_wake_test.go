@@ -108,7 +108,7 @@ func waitBehindHolder(t *testing.T, c *quorum.Cluster, servers []*redistest.Serv
 	}
 	ch := make(chan waitOutcome, 1)
 	go func() {
-		l, err := c.AcquireWait(context.Background(), wakeKey, "waiter", time.Minute, wait)
+		l, err := c.Acquire(context.Background(), wakeKey, "waiter", time.Minute, quorum.Wait(wait))
 		ch <- waitOutcome{l, err, time.Now()}
 	}()
 	for _, s := range servers {

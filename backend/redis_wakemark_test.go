@@ -108,7 +108,7 @@ func TestRedisReleaseBeforeMarkStillAcquires(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*wakeBound) // so that a missed release fails, not hangs
 	defer cancel()
 	start := time.Now()
-	l, err := waiters.AcquireWait(ctx, wakeKey, "waiter", time.Minute, 2*time.Hour)
+	l, err := waiters.Acquire(ctx, wakeKey, "waiter", time.Minute, quorum.Wait(2*time.Hour))
 	if err != nil || l.Token != "waiter" {
 		t.Fatalf("waiter got %+v, %v", l, err)
 	}

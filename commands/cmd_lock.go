@@ -20,28 +20,18 @@ func init() {
 
 func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration) (quorum.Lock, error) {
 	cl := h.clusterOf(s)
-	g, err := h.lockKind(s, key, wait,
-		func(ctx context.Context) (quorum.Lock, error) { return cl.Acquire(ctx, key, token, ttl) },
-		func(ctx context.Context, wait time.Duration) (quorum.Lock, error) {
-			return cl.AcquireWait(ctx, key, token, ttl, wait)
-		})
+	g, err := h.lockKind(s, key, func(ctx context.Context) (quorum.Lock, error) {
+		return cl.Acquire(ctx, key, token, ttl, quorum.Wait(wait))
+	})
 	return g.Lock, err
 }
 
-// lockKind is a LOCK (of any kind) whose round is try, or with WAIT wait: a
-// grant whose client hung up while it was in flight is released (nobody
-// would be told of it), and a lock the session had lost is no longer
-// reported lost once it is taken again.
-func (h *Handler) lockKind(s *Session, key string, wait time.Duration,
-	try func(context.Context) (quorum.Lock, error),
-	waitFor func(context.Context, time.Duration) (quorum.Lock, error)) (grant, error) {
-	var l quorum.Lock
-	var err error
-	if wait > 0 {
-		l, err = waitFor(s.Context(), wait)
-	} else {
-		l, err = try(s.Context())
-	}
+// lockKind is a LOCK (of any kind) made by acquire (one round, or with
+// WAIT a blocking acquire): a grant whose client hung up while it was in
+// flight is released (nobody would be told of it), and a lock the session
+// had lost is no longer reported lost once it is taken again.
+func (h *Handler) lockKind(s *Session, key string, acquire func(context.Context) (quorum.Lock, error)) (grant, error) {
+	l, err := acquire(s.Context())
 	if err == nil && s.Context().Err() != nil {
 		err = h.undoForGone(s, l)
 	}

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"time"
 
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -14,9 +13,7 @@ import (
 // KEEPALIVE and FENCE treat it as one.
 func (h *Handler) lockFair(s *Session, key string, o lockOpts) (grant, error) {
 	cl := h.clusterOf(s)
-	return h.lockKind(s, key, o.wait,
-		func(ctx context.Context) (quorum.Lock, error) { return cl.TryFair(ctx, key, o.token, o.ttl) },
-		func(ctx context.Context, wait time.Duration) (quorum.Lock, error) {
-			return cl.AcquireFair(ctx, key, o.token, o.ttl, wait)
-		})
+	return h.lockKind(s, key, func(ctx context.Context) (quorum.Lock, error) {
+		return cl.AcquireFair(ctx, key, o.token, o.ttl, quorum.Wait(o.wait))
+	})
 }

@@ -290,13 +290,7 @@ func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
 		l, err := h.acquire(s, key, o.token, o.ttl, o.wait)
 		return grant{Lock: l}, err
 	}
-	var r quorum.Reentered
-	var err error
-	if o.wait > 0 {
-		r, err = h.clusterOf(s).LockOwnerWait(s.Context(), key, o.owner, o.ttl, o.wait)
-	} else {
-		r, err = h.clusterOf(s).LockOwner(s.Context(), key, o.owner, o.ttl)
-	}
+	r, err := h.clusterOf(s).LockOwner(s.Context(), key, o.owner, o.ttl, quorum.Wait(o.wait))
 	h.took(s, err, r.Token, key)
 	return grant{Lock: r.Lock, reentered: true}, err
 }

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"time"
 
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -12,9 +11,7 @@ import (
 // that RENEW, UNLOCK, KEEPALIVE and FENCE find it from the token alone.
 func (h *Handler) lockPermit(s *Session, key string, o lockOpts) (grant, error) {
 	cl := h.clusterOf(s)
-	return h.lockKind(s, key, o.wait,
-		func(ctx context.Context) (quorum.Lock, error) { return cl.AcquirePermit(ctx, key, o.permits, o.ttl) },
-		func(ctx context.Context, wait time.Duration) (quorum.Lock, error) {
-			return cl.AcquirePermitWait(ctx, key, o.permits, o.ttl, wait)
-		})
+	return h.lockKind(s, key, func(ctx context.Context) (quorum.Lock, error) {
+		return cl.AcquirePermit(ctx, key, o.permits, o.ttl, quorum.Wait(o.wait))
+	})
 }

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"time"
 
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -12,9 +11,7 @@ import (
 // reach the readers' commands through the token, in the quorum.
 func (h *Handler) lockShared(s *Session, key string, o lockOpts) (grant, error) {
 	cl := h.clusterOf(s)
-	return h.lockKind(s, key, o.wait,
-		func(ctx context.Context) (quorum.Lock, error) { return cl.AcquireShared(ctx, key, o.ttl) },
-		func(ctx context.Context, wait time.Duration) (quorum.Lock, error) {
-			return cl.AcquireSharedWait(ctx, key, o.ttl, wait)
-		})
+	return h.lockKind(s, key, func(ctx context.Context) (quorum.Lock, error) {
+		return cl.AcquireShared(ctx, key, o.ttl, quorum.Wait(o.wait))
+	})
 }

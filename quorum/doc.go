@@ -18,6 +18,15 @@
 // goroutine waits per node, and the Async operations hand their outcome to
 // a callback, so a caller can keep many rounds in flight.
 //
+// A caller's ctx ends its wait, never a round: a round once started runs
+// to its end (its replies reported, its cleanup made) whether anybody
+// waits for it or not (round.go: await). A caller already gone starts no
+// round. Reads, extends and takeovers stop waiting when ctx ends; a grant
+// that lands after its caller left is undone as a failed round's is.
+// Acquires, once their round started, wait for it and return its
+// outcome; releases and deletes run to their end whatever ctx says, so
+// that an unlock sent just before a client hangs up still lands.
+//
 // A Cluster works in one database of its nodes (SELECT's 0 to 15): DB(n)
 // is the same Cluster in database n, and its rounds stamp n on every Cmd
 // they send, in one place (round.launch). What the Cluster keeps by lock

@@ -52,58 +52,51 @@ func FairQueueKey(key string) string { return slot.Key(FairQueuePrefix, key) }
 // FairQueuePrefix is FairQueueKey's name without the key's hash tag.
 const FairQueuePrefix = "redlockd:fair:"
 
-// TryFair is Acquire for LOCK … FAIR without WAIT: it is granted only
-// where nobody is queued for key.
-func (c *Cluster) TryFair(ctx context.Context, key, token string, ttl time.Duration) (Lock, error) {
-	return c.acquireCmd(ctx, Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl})
-}
-
-// AcquireFair is AcquireWait in the key's fair queue: it takes a ticket
-// and waits its turn until it is granted the lock, wait has passed, or
-// ctx is done; then it leaves the queue. It returns as AcquireWait does.
-func (c *Cluster) AcquireFair(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
+// AcquireFair is Acquire for LOCK … FAIR: without Wait it is one round,
+// granted only where nobody is queued for key; with Wait, it takes a
+// ticket in the key's fair queue and waits its turn until it is granted
+// the lock, wait has passed, or ctx is done; then it leaves the queue. It
+// returns as Acquire does.
+func (c *Cluster) AcquireFair(ctx context.Context, key, token string, ttl time.Duration, opts ...Option) (Lock, error) {
+	wait := waitOf(opts)
+	if wait <= 0 {
+		return c.acquireCmd(ctx, Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl})
+	}
 	deadline := c.cfg.Now().Add(wait)
-	w := c.wake.join(c.db, key)
-	return c.waitFair(ctx, w, key, token, ttl, deadline)
+	return waitRounds(c, ctx, key, deadline, c.fairWait(ctx, key, token, ttl, deadline))
 }
 
-// waitFair runs a fair waiter's rounds for w, a waiter of key that has
-// joined the wake registry, until deadline.
-func (c *Cluster) waitFair(ctx context.Context, w *waiter, key, token string, ttl time.Duration, deadline time.Time) (Lock, error) {
-	if ttl <= 0 {
-		c.wake.leave(w, false)
-		return Lock{}, ErrInvalidTTL
-	}
+// fairWait is a fair waiter's blocking acquire until deadline: its first
+// round takes a ticket (again, until one is had), each round then tries
+// at that ticket, and a waiter that gives up leaves the queue.
+func (c *Cluster) fairWait(ctx context.Context, key, token string, ttl time.Duration, deadline time.Time) blocking[Lock] {
 	var ticket int64
-	var err error
-	for {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		if ticket == 0 {
-			ticket, err = c.fairTicket(key)
-		}
-		if ticket != 0 {
-			var l Lock
-			if l, err = c.fairRound(key, token, ticket, ttl, c.entryTTL(deadline)); err == nil {
-				c.wake.leave(w, true)
-				return l, nil
+	return blocking[Lock]{
+		try: func(time.Duration) (Lock, error) {
+			if ttl <= 0 {
+				return Lock{}, ErrInvalidTTL
 			}
-		}
-		if w.woken {
-			// The release was not this waiter's to take: the local
-			// waiter behind it may be first in the queue.
-			c.wake.handOn(w)
-		}
-		if !c.pauseForRetry(ctx, w, deadline) {
-			break
-		}
+			if err := ctx.Err(); err != nil {
+				return Lock{}, err
+			}
+			if ticket == 0 {
+				t, err := c.fairTicket(ctx, key)
+				if err != nil {
+					return Lock{}, err
+				}
+				ticket = t
+			}
+			return c.fairRound(key, token, ticket, ttl, c.entryTTL(deadline))
+		},
+		// The release was not this waiter's to take: the local waiter
+		// behind it may be first in the queue.
+		handOn: true,
+		gaveUp: func(bool) {
+			if ticket != 0 {
+				c.fairLeave(key, token)
+			}
+		},
 	}
-	c.wake.leave(w, false)
-	if ticket != 0 {
-		c.fairLeave(key, token)
-	}
-	return Lock{}, err
 }
 
 // entryTTL is how long a round keeps the waiter's entry queued: as long as
@@ -115,9 +108,9 @@ func (c *Cluster) entryTTL(deadline time.Time) time.Duration {
 
 // fairTicket is the next ticket after the largest queued for key on any
 // node (nextAbove, as a fence is).
-func (c *Cluster) fairTicket(key string) (int64, error) {
+func (c *Cluster) fairTicket(ctx context.Context, key string) (int64, error) {
 	done := c.begin(OpFair)
-	ticket, err := c.nextAbove(OpFair, Cmd{Kind: FairTail, Key: key})
+	ticket, err := c.nextAbove(ctx, OpFair, Cmd{Kind: FairTail, Key: key})
 	done(err, 0, 0)
 	return ticket, err
 }
@@ -129,7 +122,7 @@ func (c *Cluster) fairRound(key, token string, ticket int64, ttl, entry time.Dur
 	end := c.begin(OpAcquire)
 	g := c.acquireGrant(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl, N: ticket, Add: entry})
 	g.undo = c.undoFair(key, token, ticket, ttl, entry) // the entry goes back in the queue too
-	v, r, err := c.grantRound(g)
+	v, r, err := c.grantRound(context.Background(), g)
 	var l Lock
 	if err == nil {
 		l = Lock{Key: key, Token: token, Validity: v}
@@ -147,11 +140,7 @@ func (c *Cluster) undoFair(key, token string, ticket int64, ttl, entry time.Dura
 	return func(g *round, done func()) {
 		ask := func(i int) (Cmd, bool) { rep := g.reply(i); return cmd, rep.Err != nil || rep.OK }
 		c.collectThen(OpAcquire, ask, okVote, func(r *round, _ tally) {
-			for i := range r.calls {
-				if r.calls[i].asked && unanswered(r.reply(i)) {
-					c.pending.add(i, c.db, key, token, ttl, true)
-				}
-			}
+			r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, true) })
 			done()
 		})
 	}

@@ -29,7 +29,7 @@ func fairAsync(t *testing.T, c *quorum.Cluster, nodes []quorum.Node, ctx context
 	before := tails(t, nodes)
 	ch := make(chan acquired, 1)
 	go func() {
-		l, err := c.AcquireFair(ctx, fkey, token, time.Minute, time.Minute)
+		l, err := c.AcquireFair(ctx, fkey, token, time.Minute, quorum.Wait(time.Minute))
 		ch <- acquired{l, err}
 	}()
 	pollUntil(t, token+" queued everywhere", func() bool {
@@ -92,7 +92,7 @@ func TestFairCancelLeavesQueue(t *testing.T) {
 	before := tails(t, nodes)
 	plain := make(chan acquired, 1)
 	go func() {
-		l, err := c.AcquireWait(context.Background(), fkey, "p", time.Minute, time.Minute)
+		l, err := c.Acquire(context.Background(), fkey, "p", time.Minute, quorum.Wait(time.Minute))
 		plain <- acquired{l, err}
 	}()
 	pollUntil(t, "the plain waiter joined the queue", func() bool { return tails(t, nodes)[0] > before[0] })
@@ -118,11 +118,11 @@ func TestFairCancelLeavesQueue(t *testing.T) {
 func TestTryFair(t *testing.T) {
 	nodes := memNodes(3)
 	c := slowRetryCluster(t, nodes)
-	if _, err := c.TryFair(t.Context(), fkey, "t", time.Minute); err != nil {
+	if _, err := c.AcquireFair(t.Context(), fkey, "t", time.Minute); err != nil {
 		t.Fatalf("TryFair of a free key: %v", err)
 	}
 	a := fairAsync(t, c, nodes, context.Background(), "a")
-	if _, err := c.TryFair(t.Context(), fkey, "u", time.Minute); !errors.Is(err, quorum.ErrNotAcquired) {
+	if _, err := c.AcquireFair(t.Context(), fkey, "u", time.Minute); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("TryFair with a waiter queued: %v", err)
 	}
 	if _, err := c.Release(t.Context(), fkey, "t"); err != nil {
@@ -131,7 +131,7 @@ func TestTryFair(t *testing.T) {
 	if r := recv(t, a, prompt); r.err != nil {
 		t.Fatalf("a: %v", r.err)
 	}
-	if _, err := c.TryFair(t.Context(), fkey, "u", time.Minute); !errors.Is(err, quorum.ErrNotAcquired) {
+	if _, err := c.AcquireFair(t.Context(), fkey, "u", time.Minute); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("TryFair of a held key: %v", err)
 	}
 }
@@ -148,7 +148,7 @@ func TestFairFailedRoundUndone(t *testing.T) {
 	}
 	nodes := []quorum.Node{mem[0], &nodetest.Hooked{Node: mem[1], After: lost}, &nodetest.Hooked{Node: mem[2], After: lost}}
 	c := slowRetryCluster(t, nodes)
-	_, err := c.AcquireFair(t.Context(), fkey, "a", time.Minute, 100*time.Millisecond)
+	_, err := c.AcquireFair(t.Context(), fkey, "a", time.Minute, quorum.Wait(100*time.Millisecond))
 	if !errors.Is(err, quorum.ErrNoQuorum) {
 		t.Fatalf("AcquireFair = %v, want a NoQuorumError", err)
 	}

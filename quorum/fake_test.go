@@ -241,75 +241,6 @@ func (f *fakeNode) run(ctx context.Context, op, key, token string, do func() boo
 
 func (f *fakeNode) Name() string { return f.name }
 
-func (f *fakeNode) SetNX(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return f.run(ctx, opSetNX, key, token, func() bool {
-		if _, held := f.data[key]; held {
-			return false
-		}
-		f.data[key] = entry{token, ttl}
-		return true
-	})
-}
-
-func (f *fakeNode) Set(ctx context.Context, key, token string, ttl time.Duration) error {
-	_, err := f.run(ctx, opSet, key, token, func() bool {
-		f.data[key] = entry{token, ttl}
-		return true
-	})
-	return err
-}
-
-func (f *fakeNode) CompareAndDelete(ctx context.Context, key, token string) (bool, error) {
-	return f.run(ctx, opCAD, key, token, func() bool {
-		if e, ok := f.data[key]; ok && e.token == token {
-			delete(f.data, key)
-			return true
-		}
-		return false
-	})
-}
-
-func (f *fakeNode) CompareAndExtend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	return f.run(ctx, opCAE, key, token, func() bool {
-		if e, ok := f.data[key]; ok && e.token == token {
-			f.data[key] = entry{token, ttl}
-			return true
-		}
-		return false
-	})
-}
-
-func (f *fakeNode) Get(ctx context.Context, key string) (string, time.Duration, bool, error) {
-	var e entry
-	ok, err := f.run(ctx, opGet, key, "", func() bool {
-		var found bool
-		e, found = f.data[key]
-		return found
-	})
-	if err != nil || !ok {
-		return "", 0, false, err
-	}
-	return e.token, e.ttl, true, nil
-}
-
-func (f *fakeNode) Delete(ctx context.Context, key string) (bool, error) {
-	return f.run(ctx, opDelete, key, "", func() bool {
-		_, ok := f.data[key]
-		delete(f.data, key)
-		return ok
-	})
-}
-
-func (f *fakeNode) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	return f.run(ctx, opExpire, key, "", func() bool {
-		e, ok := f.data[key]
-		if ok {
-			f.data[key] = entry{e.token, ttl}
-		}
-		return ok
-	})
-}
-
 func (f *fakeNode) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -319,10 +250,76 @@ func (f *fakeNode) Close() error {
 
 var _ Node = (*fakeNode)(nil)
 
-// kindOps names each command the fake runs by its operation name.
-var kindOps = map[CmdKind]string{
-	SetNX: opSetNX, Set: opSet, CompareAndDelete: opCAD, CompareAndExtend: opCAE,
-	Get: opGet, Delete: opDelete, Expire: opExpire, RestoreHeld: opSetNX,
+// fakeOp is one command the fake models: the operation name that hooks,
+// per-op behaviours and call counts know it by, and what it does to the
+// map (f.mu held), reporting yes and filling the rest of the reply.
+type fakeOp struct {
+	name  string
+	apply func(f *fakeNode, cmd Cmd, rep *Reply) bool
+	// ok: the reply is OK whenever no error came (a Set dropped by
+	// behaveNo still reports success).
+	ok bool
+}
+
+// fakeOps is every command the fake runs, by kind (see also do).
+var fakeOps = map[CmdKind]fakeOp{
+	SetNX:            {name: opSetNX, apply: setNX},
+	RestoreHeld:      {name: opSetNX, apply: setNX},
+	Set:              {name: opSet, apply: set, ok: true},
+	CompareAndDelete: {name: opCAD, apply: compareAndDelete},
+	CompareAndExtend: {name: opCAE, apply: compareAndExtend},
+	Get:              {name: opGet, apply: get},
+	Delete:           {name: opDelete, apply: del},
+	Expire:           {name: opExpire, apply: expire},
+}
+
+func setNX(f *fakeNode, cmd Cmd, _ *Reply) bool {
+	if _, held := f.data[cmd.Key]; held {
+		return false
+	}
+	f.data[cmd.Key] = entry{cmd.Token, cmd.TTL}
+	return true
+}
+
+func set(f *fakeNode, cmd Cmd, _ *Reply) bool {
+	f.data[cmd.Key] = entry{cmd.Token, cmd.TTL}
+	return true
+}
+
+func compareAndDelete(f *fakeNode, cmd Cmd, _ *Reply) bool {
+	if e, ok := f.data[cmd.Key]; ok && e.token == cmd.Token {
+		delete(f.data, cmd.Key)
+		return true
+	}
+	return false
+}
+
+func compareAndExtend(f *fakeNode, cmd Cmd, _ *Reply) bool {
+	if e, ok := f.data[cmd.Key]; ok && e.token == cmd.Token {
+		f.data[cmd.Key] = entry{cmd.Token, cmd.TTL}
+		return true
+	}
+	return false
+}
+
+func get(f *fakeNode, cmd Cmd, rep *Reply) bool {
+	e, ok := f.data[cmd.Key]
+	rep.Token, rep.TTL = e.token, e.ttl
+	return ok
+}
+
+func del(f *fakeNode, cmd Cmd, _ *Reply) bool {
+	_, ok := f.data[cmd.Key]
+	delete(f.data, cmd.Key)
+	return ok
+}
+
+func expire(f *fakeNode, cmd Cmd, _ *Reply) bool {
+	e, ok := f.data[cmd.Key]
+	if ok {
+		f.data[cmd.Key] = entry{e.token, cmd.TTL}
+	}
+	return ok
 }
 
 // Do implements Node. Calls whose behaviour answers at once answer before
@@ -334,7 +331,7 @@ func (f *fakeNode) Do(deadline time.Time, cmd Cmd, r Receiver) {
 		defer cancel()
 		r.Receive(f.do(ctx, cmd))
 	}
-	if f.blocks(kindOps[cmd.Kind]) {
+	if f.blocks(fakeOps[cmd.Kind].name) {
 		go run()
 		return
 	}
@@ -352,15 +349,35 @@ func (f *fakeNode) blocks(op string) bool {
 }
 
 func (f *fakeNode) do(ctx context.Context, cmd Cmd) Reply {
-	var rep Reply
 	switch cmd.Kind {
-	case SetNX:
-		rep.OK, rep.Err = f.SetNX(ctx, cmd.Key, cmd.Token, cmd.TTL)
-	case Set:
-		rep.Err = f.Set(ctx, cmd.Key, cmd.Token, cmd.TTL)
-		rep.OK = rep.Err == nil
-	case CompareAndDelete:
-		rep.OK, rep.Err = f.CompareAndDelete(ctx, cmd.Key, cmd.Token)
+	case RestoreHeld:
+		if cmd.N > 1 {
+			return Reply{Err: errUnsupported}
+		}
+	case ExtendOrSetNX:
+		// An extend, else a SET NX: two calls, each counted as its own.
+		c := Cmd{Kind: CompareAndExtend, Key: cmd.Key, Token: cmd.Token, TTL: cmd.TTL}
+		rep := f.do(ctx, c)
+		rep.N = 1
+		if !rep.OK && rep.Err == nil {
+			c.Kind = SetNX
+			rep = f.do(ctx, c)
+			rep.N = 2
+		}
+		return rep
+	}
+	op, ok := fakeOps[cmd.Kind]
+	if !ok {
+		return Reply{Err: errUnsupported}
+	}
+	var rep Reply
+	yes, err := f.run(ctx, op.name, cmd.Key, cmd.Token, func() bool { return op.apply(f, cmd, &rep) })
+	if !yes || err != nil {
+		rep = Reply{}
+	}
+	rep.OK, rep.Err = yes || (op.ok && err == nil), err
+	if cmd.Kind == CompareAndDelete {
+		// Redis's answer: 1 deleted, 0 held by another token, -1 absent.
 		rep.N = 1
 		if !rep.OK {
 			rep.N = -1
@@ -368,29 +385,6 @@ func (f *fakeNode) do(ctx context.Context, cmd Cmd) Reply {
 				rep.N = 0
 			}
 		}
-	case CompareAndExtend:
-		rep.OK, rep.Err = f.CompareAndExtend(ctx, cmd.Key, cmd.Token, cmd.TTL)
-	case Get:
-		rep.Token, rep.TTL, rep.OK, rep.Err = f.Get(ctx, cmd.Key)
-	case Delete:
-		rep.OK, rep.Err = f.Delete(ctx, cmd.Key)
-	case Expire:
-		rep.OK, rep.Err = f.Expire(ctx, cmd.Key, cmd.TTL)
-	case RestoreHeld:
-		if cmd.N > 1 {
-			rep.Err = errUnsupported
-			break
-		}
-		rep.OK, rep.Err = f.SetNX(ctx, cmd.Key, cmd.Token, cmd.TTL)
-	case ExtendOrSetNX:
-		rep.OK, rep.Err = f.CompareAndExtend(ctx, cmd.Key, cmd.Token, cmd.TTL)
-		rep.N = 1
-		if !rep.OK && rep.Err == nil {
-			rep.OK, rep.Err = f.SetNX(ctx, cmd.Key, cmd.Token, cmd.TTL)
-			rep.N = 2
-		}
-	default:
-		rep.Err = errUnsupported
 	}
 	return rep
 }

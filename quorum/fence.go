@@ -83,18 +83,18 @@ func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
 	if IsSharedToken(l.Token) {
 		return c.fenceShared(ctx, l)
 	}
-	return c.fenceOnce(l)
+	return c.fenceOnce(ctx, l)
 }
 
 // fenceOnce is one reading and raising of l's fencing counters.
-func (c *Cluster) fenceOnce(l *Lock) (int64, error) {
+func (c *Cluster) fenceOnce(ctx context.Context, l *Lock) (int64, error) {
 	t0 := c.cfg.Now()
 	fk := fenceKeyOf(l)
-	f, err := c.nextAbove(OpFence, Cmd{Kind: ReadFence, Key: fk})
+	f, err := c.nextAbove(ctx, OpFence, Cmd{Kind: ReadFence, Key: fk})
 	if err != nil {
 		return 0, err
 	}
-	if err := c.raiseFences(fk, f); err != nil {
+	if err := c.raiseFences(ctx, fk, f); err != nil {
 		return 0, err
 	}
 	l.Validity -= c.cfg.Now().Sub(t0)
@@ -110,8 +110,11 @@ func (c *Cluster) fenceOnce(l *Lock) (int64, error) {
 // majority that misses every node holding the latest value, still gives a
 // later one while the proxies' clocks agree. Fences and fair tickets both
 // are such counters.
-func (c *Cluster) nextAbove(op string, cmd Cmd) (int64, error) {
-	r, t := c.collect(op, same(cmd), anyVote)
+func (c *Cluster) nextAbove(ctx context.Context, op string, cmd Cmd) (int64, error) {
+	r, t, err := c.collectCtx(ctx, op, same(cmd), anyVote)
+	if err != nil {
+		return 0, err
+	}
 	if err := c.heard(&t); err != nil {
 		return 0, err
 	}
@@ -124,8 +127,11 @@ func (c *Cluster) nextAbove(op string, cmd Cmd) (int64, error) {
 	return max(top+1, c.cfg.Now().UnixMicro()), nil
 }
 
-func (c *Cluster) raiseFences(fk string, f int64) error {
-	r, t := c.collect(OpFence, same(Cmd{Kind: RaiseFence, Key: fk, N: f, TTL: FenceTTL}), func(rep Reply) bool { return rep.N == f })
+func (c *Cluster) raiseFences(ctx context.Context, fk string, f int64) error {
+	r, t, err := c.collectCtx(ctx, OpFence, same(Cmd{Kind: RaiseFence, Key: fk, N: f, TTL: FenceTTL}), func(rep Reply) bool { return rep.N == f })
+	if err != nil {
+		return err
+	}
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && rep.N > f {
 			return ErrFenceOvertaken

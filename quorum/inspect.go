@@ -38,10 +38,13 @@ func (in Inspection) HasQuorum() bool { return in.Answered >= in.Quorum }
 func (c *Cluster) Inspect(ctx context.Context, key string) Inspection {
 	done := c.begin(OpInspect)
 	t0 := c.cfg.Now()
-	r, _ := c.collect(OpInspect, same(Cmd{Kind: Get, Key: key}), okVote)
+	r, _, err := c.collectCtx(ctx, OpInspect, same(Cmd{Kind: Get, Key: key}), okVote)
 	in := Inspection{Nodes: make([]NodeView, len(c.nodes)), Quorum: c.Quorum()}
-	for i := range r.calls {
-		rep := r.reply(i)
+	for i := range in.Nodes {
+		rep := Reply{Err: err} // a caller gone before the replies: none counts
+		if err == nil {
+			rep = r.reply(i)
+		}
 		in.Nodes[i] = NodeView{Node: c.nodes[i].Name(), Present: rep.OK, Token: rep.Token, PTTL: rep.TTL, Err: rep.Err}
 		if rep.Err == nil {
 			in.Answered++
@@ -50,8 +53,7 @@ func (c *Cluster) Inspect(ctx context.Context, key string) Inspection {
 	if in.HasQuorum() {
 		in.Holder = majorityHolder(r.views(), in.Quorum, c.cfg.Now().Sub(t0))
 	}
-	var err error
-	if !in.HasQuorum() {
+	if !in.HasQuorum() && err == nil {
 		err = ErrNoQuorum
 	}
 	done(err, 0, 0)

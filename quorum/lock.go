@@ -20,8 +20,29 @@ type Lock struct {
 // Otherwise it releases the token wherever the round may have stored it
 // (a caller's cancellation cannot cut that short) and returns
 // ErrNotAcquired (contention) or a *NoQuorumError (too few nodes answered).
-func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
+// With Wait, it is a blocking acquire (see acquireWait).
+func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration, opts ...Option) (Lock, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.acquireWait(ctx, key, token, ttl, wait)
+	}
 	return c.acquire(ctx, key, token, ttl, 0)
+}
+
+// Option changes how an acquire of any kind runs.
+type Option struct{ wait time.Duration }
+
+// Wait makes an acquire blocking: its rounds are retried until one is
+// granted, wait has passed, or ctx is done, and the last round's result is
+// returned. Without it (or with wait <= 0) an acquire is one round.
+func Wait(wait time.Duration) Option { return Option{wait: wait} }
+
+// waitOf is the wait that opts ask for (the last one given); 0: none.
+func waitOf(opts []Option) time.Duration {
+	var wait time.Duration
+	for _, o := range opts {
+		wait = o.wait
+	}
+	return wait
 }
 
 // acquire is Acquire that, with mark > 0, marks key as waited for where it
@@ -65,9 +86,9 @@ func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (Lock, error) {
 		l   Lock
 		err error
 	}
-	ch := make(chan out, 1)
-	c.acquireThen(cmd, func(l Lock, err error) { ch <- out{l, err} })
-	o := <-ch
+	o, _ := await(context.Background(), func(ch chan out) {
+		c.acquireThen(cmd, func(l Lock, err error) { give(ch, out{l, err}, nil) })
+	})
 	return o.l, o.err
 }
 
@@ -125,9 +146,9 @@ func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify 
 		r *round
 		t tally
 	}
-	ch := make(chan out, 1)
-	c.releaseThen(op, key, token, ttl, notify, nil, func(r *round, t tally) { ch <- out{r, t} })
-	o := <-ch
+	o, _ := await(context.Background(), func(ch chan out) {
+		c.releaseThen(op, key, token, ttl, notify, nil, func(r *round, t tally) { give(ch, out{r, t}, nil) })
+	})
 	return o.r, o.t
 }
 
@@ -140,11 +161,7 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 	cmd := Cmd{Kind: releaseKind(token), Key: key, Token: token, Notify: notify}
 	ask := func(i int) (Cmd, bool) { return cmd, leave == nil || !leave(i) }
 	c.collectThen(op, ask, okVote, func(r *round, t tally) {
-		for i := range r.calls {
-			if r.calls[i].asked && unanswered(r.reply(i)) {
-				c.pending.add(i, c.db, key, token, ttl, false)
-			}
-		}
+		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, false) })
 		if notify && t.yes > 0 {
 			c.wake.notify(c.db, key)
 		}
@@ -152,7 +169,7 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 	})
 }
 
-// AcquireWait retries Acquire until it succeeds, wait has passed, or ctx is
+// acquireWait retries Acquire until it succeeds, wait has passed, or ctx is
 // done, pausing a random delay between rounds so that competing clients do
 // not split the votes forever. A release of key (through this Cluster, or
 // announced by a node) cuts the pause short for the oldest waiter of the
@@ -167,66 +184,87 @@ func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify b
 //
 // A round refused because fair waiters are queued for key (LOCK … FAIR)
 // makes this waiter join their queue, at its end, for the rest of its wait.
-func (c *Cluster) AcquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
-	return c.waitFor(ctx, key, wait, blocking{
-		try: func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },
-		queued: func(w *waiter, deadline time.Time) (Lock, error) {
-			return c.waitFair(ctx, w, key, token, ttl, deadline)
+func (c *Cluster) acquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
+	deadline := c.cfg.Now().Add(wait)
+	return waitRounds(c, ctx, key, deadline, blocking[Lock]{
+		try:   func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },
+		marks: true,
+		queued: func() blocking[Lock] {
+			return c.fairWait(ctx, key, token, ttl, deadline)
 		},
 		// A writer's rounds marked the key to keep new readers out: its
 		// client is gone, so the readers need not wait for the mark.
-		gone: func() { c.dropWriterMark(key) },
+		gaveUp: func(marked bool) {
+			if marked && ctx.Err() != nil {
+				c.dropWriterMark(key)
+			}
+		},
 	})
 }
 
-// blocking is one kind of blocking acquire, as waitFor runs it.
-type blocking struct {
+// blocking is one kind of blocking acquire (a plain lock, a permit, a
+// reader, an owner's hold, a fair waiter's turn), as waitRounds runs it.
+type blocking[T any] struct {
 	// try is one round; mark > 0 also marks the key as waited for that
 	// long (its release is then announced).
-	try func(mark time.Duration) (Lock, error)
+	try func(mark time.Duration) (T, error)
+	// marks: the rounds after the first mark the key, and the first of
+	// them runs at once; without it every round gets mark 0.
+	marks bool
 	// final reports a refusal no later round can change (besides
 	// ErrInvalidTTL); nil: none.
 	final func(error) bool
-	// queued takes over a round refused with ErrQueued (fair waiters are
-	// queued for the key), with the waiter and the wait's deadline; nil:
-	// such a round is contention.
-	queued func(w *waiter, deadline time.Time) (Lock, error)
-	// gone runs when the client hung up after its rounds had marked the
-	// key; nil: nothing to do.
-	gone func()
+	// queued is the wait that takes over, for the same waiter and
+	// deadline, after a round refused with ErrQueued (fair waiters are
+	// queued for the key); nil: such a round is contention.
+	queued func() blocking[T]
+	// handOn: a wake this waiter's round could not use goes on to the
+	// key's next local waiter (see wakeRegistry.handOn).
+	handOn bool
+	// gaveUp runs when the wait ends without a lock (its deadline passed
+	// or ctx ended); marked reports that a round marked the key. nil:
+	// nothing to do.
+	gaveUp func(marked bool)
 }
 
-// waitFor is the wait of every blocking acquire: it runs b's rounds until
-// one is granted or refused for good, wait has passed, or ctx is done,
-// and returns the last round's result. The waiter joins the key's wake
-// registry before the first round, so that a release during it is not
-// missed. The first round marks nothing, so an uncontended lock costs
-// nothing more; the second runs at once and marks the key (a release that
-// landed between the two announced nothing, but the marked round finds the
-// key free); after that each pause is cut short by a release of the key.
-func (c *Cluster) waitFor(ctx context.Context, key string, wait time.Duration, b blocking) (Lock, error) {
-	deadline := c.cfg.Now().Add(wait)
+// waitRounds is the wait of every blocking acquire: it runs b's rounds
+// until one is granted or refused for good, deadline has passed, or ctx is
+// done, and returns the last round's result. The waiter joins the key's
+// wake registry before the first round, so that a release during it is
+// not missed. With b.marks, the first round marks nothing, so an
+// uncontended lock costs nothing more; the second runs at once and marks
+// the key (a release that landed between the two announced nothing, but
+// the marked round finds the key free). Each pause is cut short by a
+// release of the key.
+func waitRounds[T any](c *Cluster, ctx context.Context, key string, deadline time.Time, b blocking[T]) (T, error) {
 	w := c.wake.join(c.db, key)
 	var mark time.Duration
 	for {
-		l, err := b.try(mark)
+		v, err := b.try(mark)
 		if err == nil || errors.Is(err, ErrInvalidTTL) || (b.final != nil && b.final(err)) {
 			c.wake.leave(w, err == nil)
-			return l, err
+			return v, err
 		}
 		if err == ErrQueued && b.queued != nil && ctx.Err() == nil {
-			return b.queued(w, deadline)
-		}
-		first := mark == 0
-		if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
+			b, mark = b.queued(), 0
 			continue
+		}
+		if b.marks {
+			first := mark == 0
+			if mark = c.markTTL(deadline); first && mark > 0 && ctx.Err() == nil {
+				continue
+			}
+		}
+		if b.handOn && w.woken {
+			c.wake.handOn(w)
 		}
 		if !c.pauseForRetry(ctx, w, deadline) {
 			c.wake.leave(w, false)
-			if mark > 0 && ctx.Err() != nil && b.gone != nil {
-				b.gone()
+			if b.gaveUp != nil {
+				b.gaveUp(mark > 0)
 			}
-			return Lock{}, err
+			var zero T
+			return zero, err
 		}
 	}
 }
@@ -239,21 +277,23 @@ func (c *Cluster) waitFor(ctx context.Context, key string, wait time.Duration, b
 func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
-	v, _, err = c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
+	v, _, err = c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
 		ask: same(Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl})})
 	return v, err
 }
 
 // Release deletes key on every node where it still holds token. It reports
 // true when a majority held it; a *NoQuorumError when too few answered.
+// Like every release it runs to its end whatever ctx says: an unlock sent
+// just before its client hangs up still lands.
 func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
 	type out struct {
 		ok  bool
 		err error
 	}
-	ch := make(chan out, 1)
-	c.ReleaseAsync(key, token, func(ok bool, err error) { ch <- out{ok, err} })
-	o := <-ch
+	o, _ := await(context.Background(), func(ch chan out) {
+		c.ReleaseAsync(key, token, func(ok bool, err error) { give(ch, out{ok, err}, nil) })
+	})
 	return o.ok, o.err
 }
 

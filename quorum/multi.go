@@ -24,7 +24,7 @@ func (c *Cluster) AcquireAll(ctx context.Context, keys []string, token string, t
 	if err := ctx.Err(); err != nil {
 		return Lock{}, err
 	}
-	v, _, err := c.grantRound(grant{
+	v, _, err := c.grantRound(context.Background(), grant{
 		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: SetNXAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl}),
 		undo: func(g *round, done func()) { c.releaseEach(OpAcquire, keys, token, ttl, g, done) },
@@ -46,7 +46,7 @@ func (c *Cluster) ExtendAll(ctx context.Context, keys []string, token string, tt
 	if len(keys) == 0 {
 		return 0, errNoKeys
 	}
-	v, _, err = c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
+	v, _, err = c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
 		ask: same(Cmd{Kind: ExtendAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl})})
 	return v, err
 }

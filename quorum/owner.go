@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,8 +107,17 @@ const ownerRounds = 8
 // owner is not refused for a lock the owner is taking. It returns
 // ErrNotAcquired when another owner holds the lock, a *NoQuorumError when
 // too few nodes answered, and ctx's error, with the round undone, when ctx
-// is done before a round's grant could be handed over.
-func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
+// is done before a round's grant could be handed over. With Wait, it is
+// retried as a blocking Acquire is.
+func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration, opts ...Option) (Reentered, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.lockOwnerWait(ctx, key, id, ttl, wait)
+	}
+	return c.lockOwner(ctx, key, id, ttl)
+}
+
+// lockOwner is one LockOwner, its rounds bounded by ownerRounds.
+func (c *Cluster) lockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
 	done := c.begin(OpReenter)
 	defer func() { done(err, r.Validity, ttl) }()
 	if ttl <= 0 {
@@ -126,40 +134,31 @@ func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Durati
 	}
 }
 
-// LockOwnerWait is LockOwner retried as AcquireWait retries Acquire, until
-// it succeeds, wait has passed, or ctx is done.
-func (c *Cluster) LockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
-	deadline := c.cfg.Now().Add(wait)
-	w := c.wake.join(c.db, key)
-	for {
-		r, err := c.LockOwner(ctx, key, id, ttl)
-		if err == nil || errors.Is(err, ErrInvalidTTL) {
-			c.wake.leave(w, err == nil)
-			return r, err
-		}
-		if !c.pauseForRetry(ctx, w, deadline) {
-			c.wake.leave(w, false)
-			return Reentered{}, err
-		}
-	}
+// lockOwnerWait is LockOwner retried as a blocking Acquire is, until it
+// succeeds, wait has passed, or ctx is done.
+func (c *Cluster) lockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
+	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Reentered]{
+		try: func(time.Duration) (Reentered, error) { return c.lockOwner(ctx, key, id, ttl) },
+	})
 }
 
-// ownerRound is one round of LockOwner. split reports a round lost to a
-// split among the owner's own tokens: worth another round.
+// ownerRound is one round of LockOwner: a grant where a majority answered
+// with one token of id. split reports a round lost to a split among the
+// owner's own tokens: worth another round.
 func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, split bool, err error) {
 	token := NewOwnerToken(id)
 	mark := holdMarkKey(key, token)
-	t0 := c.cfg.Now()
-	rd, t := c.collect(OpReenter, same(Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl}), okVote)
-	var hs []held
-	for i := range rd.calls {
-		if rep := rd.reply(i); rep.Err == nil && rep.OK {
-			hs = append(hs, held{rep.Token, rep.N})
-		}
-	}
-	validity := Validity(ttl, c.cfg.Now().Sub(t0), c.cfg.DriftFactor)
-	tok, holds := majorityHeld(hs, c.Quorum())
-	if validity <= 0 || ctx.Err() != nil {
+	q := c.Quorum()
+	v, rd, err := c.grantRound(context.Background(), grant{
+		op: OpReenter, ttl: ttl, failed: ErrNotAcquired,
+		cmd:   Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl},
+		agree: func(r *round) bool { tok, _ := majorityHeld(r.holds(), q); return tok != "" },
+	})
+	hs := rd.holds()
+	tok, holds := majorityHeld(hs, q)
+	// A majority of yes replies without one token among them.
+	split = err == ErrNotAcquired && len(hs) >= q && tok == ""
+	if err != nil || ctx.Err() != nil {
 		// Too late to use, or its caller is gone (a client that hung up
 		// while the round was in flight): the round's holds are undone
 		// like those of a round that lost, so none is left with no holder.
@@ -168,14 +167,23 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 	c.undoHolds(key, mark, tok, ttl, rd)
 	switch {
 	case tok != "":
-		return Reentered{Lock{Key: key, Token: tok, Validity: validity}, holds}, false, nil
+		return Reentered{Lock{Key: key, Token: tok, Validity: v}, holds}, false, nil
 	case ctx.Err() != nil:
 		return Reentered{}, false, ctx.Err()
 	}
-	if err := c.heard(&t); err != nil {
-		return Reentered{}, false, err
+	return Reentered{}, split, err
+}
+
+// holds are the tokens and hold counts of an owner round's yes replies;
+// every reply is in.
+func (r *round) holds() []held {
+	var hs []held
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil && rep.OK {
+			hs = append(hs, held{rep.Token, rep.N})
+		}
 	}
-	return Reentered{}, len(hs) >= c.Quorum() && validity > 0, ErrNotAcquired
+	return hs
 }
 
 // undoHolds takes back what round g added outside the granted lock (keep;
@@ -192,11 +200,7 @@ func (c *Cluster) undoHolds(key, mark, keep string, ttl time.Duration, g *round)
 	}
 	cmd := Cmd{Kind: UndoHold, Key: key, Mark: mark, Token: keep, TTL: ttl}
 	r, _ := c.collect(OpReenter, func(i int) (Cmd, bool) { return cmd, undo(i) }, okVote)
-	for i := range r.calls {
-		if r.calls[i].asked && unanswered(r.reply(i)) {
-			c.pending.addUndo(i, c.db, key, mark, keep, ttl)
-		}
-	}
+	r.eachUnanswered(func(i int) { c.pending.addUndo(i, c.db, key, mark, keep, ttl) })
 }
 
 // majorityHeld finds the token held on at least q nodes and the hold count
@@ -209,9 +213,8 @@ func majorityHeld(hs []held, q int) (string, int64) {
 				counts = append(counts, o.holds)
 			}
 		}
-		if len(counts) >= q {
-			slices.Sort(counts)
-			return h.token, counts[len(counts)-q]
+		if n, ok := qthLargest(counts, q); ok {
+			return h.token, n
 		}
 	}
 	return "", 0
@@ -220,7 +223,8 @@ func majorityHeld(hs []held, q int) (string, int64) {
 // Unhold drops one hold of token's lock on every node. released reports
 // whether a majority held the token; remaining is the holds a majority still
 // keeps (0: the lock is free; any node's leftover copy is then released).
-// For a token without holds this is Release.
+// For a token without holds this is Release, and like it runs to its end
+// whatever ctx says.
 func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool, remaining int64, err error) {
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
@@ -238,11 +242,7 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 	if remaining == 0 {
 		// The lock is free: a node that missed the last hold's drop keeps
 		// its copy until it is released there too.
-		for i := range r.calls {
-			if unanswered(r.reply(i)) {
-				c.pending.add(i, c.db, key, token, 0, false)
-			}
-		}
+		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, 0, false) })
 		if t.yes > 0 {
 			c.wake.notify(c.db, key)
 		}
@@ -257,12 +257,12 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 // hold count along with it, so that the count never expires before the lock,
 // and never shortens either (the lock's other holds keep their validity).
 func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	v, _, err := c.renew(key, token, ttl)
+	v, _, err := c.renew(ctx, key, token, ttl)
 	return v, err
 }
 
 // renew is Renew that also reports which nodes answered "not held".
-func (c *Cluster) renew(key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
+func (c *Cluster) renew(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
 	cmd := Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl}
@@ -275,7 +275,7 @@ func (c *Cluster) renew(key, token string, ttl time.Duration) (v time.Duration, 
 	if IsSharedToken(token) {
 		cmd.Kind = ExtendShared
 	}
-	v, r, err := c.grantRound(grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
+	v, r, err := c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
 	if err != nil {
 		return 0, nil, err
 	}

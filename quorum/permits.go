@@ -136,17 +136,22 @@ func releaseKind(token string) CmdKind {
 // permitTries of them is tried by a grant round until one wins. It returns
 // the permit (its token names its slot), ErrNotAcquired when all permits
 // are held (or the key is held exclusively), a *PermitsMismatchError when
-// a majority holds the key for another n, or a *NoQuorumError.
-func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time.Duration) (Lock, error) {
+// a majority holds the key for another n, or a *NoQuorumError. With Wait
+// it is retried as a blocking Acquire is.
+func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time.Duration, opts ...Option) (Lock, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.acquirePermitWait(ctx, key, n, ttl, wait)
+	}
 	return c.acquirePermit(ctx, key, n, ttl, 0)
 }
 
-// AcquirePermitWait retries AcquirePermit as AcquireWait retries Acquire:
-// a release of any permit of key (through any proxy) wakes the oldest
-// waiter.
-func (c *Cluster) AcquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
-	return c.waitFor(ctx, key, wait, blocking{
+// acquirePermitWait retries AcquirePermit as a blocking Acquire is
+// retried: a release of any permit of key (through any proxy) wakes the
+// oldest waiter.
+func (c *Cluster) acquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
+	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
 		try:   func(mark time.Duration) (Lock, error) { return c.acquirePermit(ctx, key, n, ttl, mark) },
+		marks: true,
 		final: func(err error) bool { return !permitRetryable(err) },
 	})
 }
@@ -167,7 +172,7 @@ func (c *Cluster) acquirePermit(ctx context.Context, key string, n int, ttl, mar
 	if ttl <= 0 || n < 1 || n > MaxPermits {
 		return Lock{}, ErrInvalidTTL
 	}
-	slots, err := c.freeSlots(key, n, mark)
+	slots, err := c.freeSlots(ctx, key, n, mark)
 	if err != nil {
 		return Lock{}, err
 	}
@@ -187,7 +192,7 @@ func (c *Cluster) acquirePermit(ctx context.Context, key string, n int, ttl, mar
 // permitRound is one grant round for the slot token names; a failed round
 // releases the slot wherever it may have landed.
 func (c *Cluster) permitRound(key, token string, n int, ttl, mark time.Duration) (Lock, error) {
-	v, r, err := c.grantRound(c.acquireGrant(Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl, Add: mark}))
+	v, r, err := c.grantRound(context.Background(), c.acquireGrant(Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl, Add: mark}))
 	if err == nil {
 		return Lock{Key: key, Token: token, Validity: v}, nil
 	}
@@ -236,8 +241,11 @@ func countHeld(xs []int, x int) int {
 // absent or marked for n), most widely free first, at most permitTries of
 // them, in a random order among equals so that proxies racing for the
 // same slots spread out.
-func (c *Cluster) freeSlots(key string, n int, mark time.Duration) ([]int, error) {
-	r, t := c.collect(OpAcquire, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n), Add: mark}), anyVote)
+func (c *Cluster) freeSlots(ctx context.Context, key string, n int, mark time.Duration) ([]int, error) {
+	r, t, err := c.collectCtx(ctx, OpAcquire, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n), Add: mark}), anyVote)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.heard(&t); err != nil {
 		return nil, err
 	}
@@ -303,8 +311,15 @@ type PermitsView struct {
 // it changes nothing.
 func (c *Cluster) InspectPermits(ctx context.Context, key string, n int) PermitsView {
 	done := c.begin(OpInspect)
-	r, t := c.collect(OpInspect, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n)}), anyVote)
 	v := PermitsView{Nodes: make([]int, len(c.nodes))}
+	r, t, err := c.collectCtx(ctx, OpInspect, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n)}), anyVote)
+	if err != nil {
+		for i := range v.Nodes {
+			v.Nodes[i] = -1
+		}
+		done(err, 0, 0)
+		return v
+	}
 	votes := make([]map[string]int, n)
 	for i := range r.calls {
 		rep := r.reply(i)

@@ -335,7 +335,7 @@ func TestPermitWaitMismatchAtOnce(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, err := c.AcquirePermitWait(wctx, "k", 3, permitTTL, time.Hour)
+	_, err := c.AcquirePermit(wctx, "k", 3, permitTTL, quorum.Wait(time.Hour))
 	var mm *quorum.PermitsMismatchError
 	if !errors.As(err, &mm) {
 		t.Fatalf("AcquirePermitWait of another n = %v, want a mismatch", err)

@@ -2,7 +2,7 @@ package quorum
 
 import (
 	"context"
-	"slices"
+	"math"
 	"time"
 )
 
@@ -28,7 +28,10 @@ func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 	done := c.begin(OpGet)
 	defer func() { done(err, 0, 0) }()
 	t0 := c.cfg.Now()
-	r, t := c.collect(OpGet, same(Cmd{Kind: Get, Key: key}), okVote)
+	r, t, err := c.collectCtx(ctx, OpGet, same(Cmd{Kind: Get, Key: key}), okVote)
+	if err != nil {
+		return Holder{}, err
+	}
 	if err := c.heard(&t); err != nil {
 		return Holder{}, err
 	}
@@ -69,13 +72,16 @@ func majorityHolder(views []view, q int, elapsed time.Duration) Holder {
 }
 
 // agreedTTL is the q-th largest remaining ttl: q nodes hold the key at least
-// that long. A negative ttl (no expiry) sorts as the largest.
+// that long. A negative ttl (no expiry) counts as the largest.
 func agreedTTL(pttls []time.Duration, q int, elapsed time.Duration) time.Duration {
-	slices.SortFunc(pttls, func(a, b time.Duration) int {
-		return cmpTTL(b, a)
-	})
-	d := pttls[q-1]
-	if d < 0 {
+	const forever = time.Duration(math.MaxInt64)
+	for i, d := range pttls {
+		if d < 0 {
+			pttls[i] = forever
+		}
+	}
+	d, _ := qthLargest(pttls, q)
+	if d == forever {
 		return -1
 	}
 	if d -= elapsed; d < time.Millisecond {
@@ -84,22 +90,9 @@ func agreedTTL(pttls []time.Duration, q int, elapsed time.Duration) time.Duratio
 	return d
 }
 
-func cmpTTL(a, b time.Duration) int {
-	switch {
-	case a == b:
-		return 0
-	case a < 0:
-		return 1
-	case b < 0:
-		return -1
-	case a < b:
-		return -1
-	}
-	return 1
-}
-
 // Delete removes key on every node unconditionally (a forced release). It
-// reports whether a majority held the key.
+// reports whether a majority held the key. Like Release it runs to its
+// end whatever ctx says.
 func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error) {
 	done := c.begin(OpDelete)
 	defer func() { done(err, 0, 0) }()
@@ -121,7 +114,10 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 	if ttl <= 0 {
 		return false, ErrInvalidTTL
 	}
-	_, t := c.collect(OpExpire, same(Cmd{Kind: Expire, Key: key, TTL: ttl}), okVote)
+	_, t, err := c.collectCtx(ctx, OpExpire, same(Cmd{Kind: Expire, Key: key, TTL: ttl}), okVote)
+	if err != nil {
+		return false, err
+	}
 	if err := c.heard(&t); err != nil {
 		return false, err
 	}
@@ -134,7 +130,7 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
 	done := c.begin(OpForceSet)
 	defer func() { done(err, l.Validity, ttl) }()
-	v, _, err := c.grantRound(grant{
+	v, _, err := c.grantRound(ctx, grant{
 		op: OpForceSet, ttl: ttl, failed: ErrNotAcquired,
 		ask: same(Cmd{Kind: Set, Key: key, Token: token, TTL: ttl}),
 		undo: func(_ *round, done func()) {

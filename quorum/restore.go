@@ -17,7 +17,7 @@ import (
 // the backends, one at a time: each recovered node gets the lock back
 // before the next one goes down.
 func (c *Cluster) RenewKept(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
-	v, missing, err := c.renew(key, token, ttl)
+	v, missing, err := c.renew(ctx, key, token, ttl)
 	if err != nil || !slices.Contains(missing, true) {
 		return v, err
 	}

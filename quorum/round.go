@@ -1,6 +1,8 @@
 package quorum
 
 import (
+	"cmp"
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -214,11 +216,66 @@ func (r *round) all(f voter) bool {
 	return true
 }
 
-// collect runs one round and waits for every reply.
+// collect runs one round and waits for every reply, whatever a caller's
+// ctx says: for the rounds that must end what they started (a release,
+// an undo).
 func (c *Cluster) collect(op string, ask asker, vote voter) (*round, tally) {
-	ch := make(chan tally, 1)
-	r := c.collectThen(op, ask, vote, func(_ *round, t tally) { ch <- t })
-	return r, <-ch
+	r, t, _ := c.collectCtx(context.Background(), op, ask, vote)
+	return r, t
+}
+
+// collectCtx is collect that stops waiting when ctx is done (see await):
+// the round then runs to its end without the caller.
+func (c *Cluster) collectCtx(ctx context.Context, op string, ask asker, vote voter) (*round, tally, error) {
+	type out struct {
+		r *round
+		t tally
+	}
+	o, err := await(ctx, func(ch chan out) {
+		c.collectThen(op, ask, vote, func(r *round, t tally) { give(ch, out{r, t}, nil) })
+	})
+	return o.r, o.t, err
+}
+
+// await waits for the outcome that start hands to give on ch, or for ctx
+// to end, whichever comes first; an outcome given before ctx ended wins.
+// A caller already gone starts nothing. When ctx ends first, await
+// returns ctx's error at once and the outcome, when it comes, goes to
+// give's abandon. The round itself always runs to its end, so its replies
+// are still reported.
+func await[T any](ctx context.Context, start func(ch chan T)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	ch := make(chan T, 1)
+	start(ch)
+	select {
+	case o := <-ch:
+		return o, nil
+	case <-ctx.Done():
+	}
+	// The one slot of ch decides: filled by the outcome (taken here), or
+	// by the caller leaving (the outcome then goes to abandon).
+	select {
+	case o := <-ch:
+		return o, nil
+	case ch <- zero:
+		return zero, ctx.Err()
+	}
+}
+
+// give hands outcome o to await, or, when its caller has left, to
+// abandon (nil: dropped), which must not block: it takes back what
+// nobody will use.
+func give[T any](ch chan T, o T, abandon func(T)) {
+	select {
+	case ch <- o:
+	default:
+		if abandon != nil {
+			abandon(o)
+		}
+	}
 }
 
 // collectThen runs one round and calls then with every reply in.
@@ -287,6 +344,10 @@ type grant struct {
 	// agreed computes the validity from the ttl that a majority of the
 	// yes replies report (Reply.TTL: a relative extend) instead of ttl.
 	agreed bool
+	// agree, with every reply in, says whether the yes replies agree on
+	// one grant (an owner's hold: one token); nil: any majority of yes
+	// replies does. Only without early.
+	agree func(r *round) bool
 	// failed is the error of a round that enough nodes answered but that
 	// did not win.
 	failed error
@@ -303,17 +364,59 @@ type grant struct {
 }
 
 // grantRound runs g and returns the validity of the grant, the round (its
-// replies are complete unless g.early won), or the failure.
-func (c *Cluster) grantRound(g grant) (time.Duration, *round, error) {
-	type out struct {
-		v   time.Duration
-		r   *round
-		err error
+// replies are complete unless g.early won), or the failure. It stops
+// waiting when ctx is done (see await); a grant that lands after that is
+// undone as a failed round's would be.
+func (c *Cluster) grantRound(ctx context.Context, g grant) (time.Duration, *round, error) {
+	var abandon func(granted)
+	if ctx.Done() != nil {
+		abandon = c.undoLate(g)
 	}
-	ch := make(chan out, 1)
-	c.grantThen(g, func(v time.Duration, r *round, err error) { ch <- out{v, r, err} })
-	o := <-ch
+	o, err := await(ctx, func(ch chan granted) {
+		c.grantThen(g, func(v time.Duration, r *round, err error) { give(ch, granted{v, r, err}, abandon) })
+	})
+	if err != nil {
+		return 0, nil, err
+	}
 	return o.v, o.r, o.err
+}
+
+// granted is a grant round's outcome.
+type granted struct {
+	v   time.Duration
+	r   *round
+	err error
+}
+
+// undoLate takes back the grant of g that came after its caller was gone,
+// once every reply is in, as a failed round's grants are (grant.undo).
+func (c *Cluster) undoLate(g grant) func(granted) {
+	return func(o granted) {
+		if o.err != nil {
+			return // a failed round undid itself
+		}
+		o.r.afterAll(func(tally) {
+			if undo := c.undoOf(&g, o.r); undo != nil {
+				undo(o.r, func() {})
+			}
+		})
+	}
+}
+
+// undoOf is what takes back the grants of g's round r, every reply in:
+// g.undo, or, with kept, a release of g's token wherever kept does not
+// hold (nil where every node kept its state).
+func (c *Cluster) undoOf(g *grant, r *round) func(*round, func()) {
+	if g.kept == nil {
+		return g.undo
+	}
+	if r.all(g.kept) {
+		return nil // every node refused: nothing was granted anywhere
+	}
+	if g.undo != nil {
+		return g.undo
+	}
+	return c.undoGrant(g.op, g.cmd.Key, g.cmd.Token, g.ttl, g.kept)
 }
 
 // grantThen runs g and calls then with its outcome, as grantRound returns
@@ -353,7 +456,7 @@ type grantRun struct {
 // granted while validity is left, else failed once every reply is in.
 func (gr *grantRun) ready(t tally) {
 	r, c, g := &gr.round, gr.c, &gr.g
-	if t.yes >= c.Quorum() {
+	if t.yes >= c.Quorum() && (g.agree == nil || g.agree(r)) {
 		ttl := g.ttl
 		if g.agreed {
 			ttl = r.agreedTTL(c.Quorum())
@@ -385,14 +488,7 @@ func (gr *grantRun) ready(t tally) {
 func (gr *grantRun) failed(t tally) {
 	r, g := &gr.round, &gr.g
 	err := gr.c.failRound(&t, g.failed)
-	undo := g.undo
-	if g.kept != nil {
-		if r.all(g.kept) {
-			undo = nil // every node refused: nothing was granted anywhere
-		} else if undo == nil {
-			undo = gr.c.undoGrant(g.op, g.cmd.Key, g.cmd.Token, g.ttl, g.kept)
-		}
-	}
+	undo := gr.c.undoOf(g, r)
 	if undo == nil {
 		gr.then(0, r, err)
 		return
@@ -409,11 +505,30 @@ func (r *round) agreedTTL(q int) time.Duration {
 			ttls = append(ttls, rep.TTL)
 		}
 	}
-	if len(ttls) < q {
-		return 0
+	ttl, _ := qthLargest(ttls, q)
+	return ttl
+}
+
+// qthLargest is the q-th largest of xs (sorted in place): the most that q
+// of them reach. false, and the zero value, when xs has fewer than q.
+func qthLargest[T cmp.Ordered](xs []T, q int) (T, bool) {
+	if q < 1 || len(xs) < q {
+		var zero T
+		return zero, false
 	}
-	slices.Sort(ttls)
-	return ttls[len(ttls)-q]
+	slices.Sort(xs)
+	return xs[len(xs)-q], true
+}
+
+// eachUnanswered calls f with every node that r asked and whose reply
+// never came (see unanswered): the nodes that must be asked again later.
+// Every reply is in.
+func (r *round) eachUnanswered(f func(i int)) {
+	for i := range r.calls {
+		if r.calls[i].asked && unanswered(r.calls[i].rep) {
+			f(i)
+		}
+	}
 }
 
 // Broadcast asks every node cmd in one round (the fan-out, deadline, veto

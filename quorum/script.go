@@ -96,7 +96,10 @@ func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writ
 	maxTTL := c.pending.horizon
 	cmd := Cmd{Kind: Eval, Script: s, DB: c.db, Keys: keys, Args: args, Limit: min(c.cfg.SessionTTL, maxTTL)}
 	if !writes || len(keys) == 0 {
-		r, t := c.collect(OpScript, same(cmd), anyVote)
+		r, t, err := c.collectCtx(ctx, OpScript, same(cmd), anyVote)
+		if err != nil {
+			return res, err
+		}
 		res.Value, err = c.pickReply(r, &t)
 		return res, err
 	}
@@ -318,11 +321,7 @@ func (c *Cluster) settleEval(r *round, cmd Cmd, stands string) {
 	ucmd := Cmd{Kind: UndoEval, Keys: cmd.Keys, Mark: cmd.Mark, DB: cmd.DB, TTL: cmd.TTL}
 	ask := func(i int) (Cmd, bool) { return ucmd, undo[i] }
 	u, _ := c.collect(OpScript, ask, okVote)
-	for i := range u.calls {
-		if u.calls[i].asked && unanswered(u.reply(i)) {
-			c.pending.addUndoEval(i, cmd.Keys, cmd.Mark, cmd.DB, cmd.TTL)
-		}
-	}
+	u.eachUnanswered(func(i int) { c.pending.addUndoEval(i, cmd.Keys, cmd.Mark, cmd.DB, cmd.TTL) })
 }
 
 // forgetEval drops the record at cmd's mark on the nodes of which, as a

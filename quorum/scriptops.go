@@ -19,7 +19,7 @@ func (c *Cluster) ExtendAdd(ctx context.Context, key, token string, add, limit t
 	if add <= 0 {
 		return 0, ErrInvalidTTL
 	}
-	v, _, err = c.grantRound(grant{op: OpExtend, ttl: limit, agreed: true, failed: ErrNotHeld,
+	v, _, err = c.grantRound(ctx, grant{op: OpExtend, ttl: limit, agreed: true, failed: ErrNotHeld,
 		ask: same(Cmd{Kind: AddTTL, Key: key, Token: token, Add: add, Limit: limit})})
 	return v, err
 }
@@ -73,7 +73,7 @@ func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (res Rel
 func (c *Cluster) ExtendOrAcquire(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, err error) {
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
-	v, _, err = c.grantRound(grant{
+	v, _, err = c.grantRound(ctx, grant{
 		op: OpExtend, ttl: ttl, failed: ErrNotAcquired,
 		cmd:  Cmd{Kind: ExtendOrSetNX, Key: key, Token: token, TTL: ttl},
 		kept: notStored,

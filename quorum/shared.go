@@ -68,8 +68,12 @@ func IsSharedToken(token string) bool {
 // fresh reader token. It is granted as Acquire is (a majority within the
 // validity); a failed round removes its reader wherever it may have landed,
 // and nothing else. It returns ErrNotAcquired when a writer holds the key
-// or waits for it, a *NoQuorumError when too few nodes answered.
-func (c *Cluster) AcquireShared(ctx context.Context, key string, ttl time.Duration) (Lock, error) {
+// or waits for it, a *NoQuorumError when too few nodes answered. With
+// Wait it is retried as a blocking Acquire is.
+func (c *Cluster) AcquireShared(ctx context.Context, key string, ttl time.Duration, opts ...Option) (Lock, error) {
+	if wait := waitOf(opts); wait > 0 {
+		return c.acquireSharedWait(ctx, key, ttl, wait)
+	}
 	return c.acquireShared(ctx, key, NewSharedToken(), ttl, 0)
 }
 
@@ -77,14 +81,15 @@ func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mar
 	return c.acquireCmd(ctx, Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl, Add: mark})
 }
 
-// AcquireSharedWait retries AcquireShared as AcquireWait retries Acquire:
+// acquireSharedWait retries AcquireShared as a blocking Acquire is retried:
 // woken by a release of key, marking the key as waited for from the second
 // round on so that a writer's release on any proxy is announced. Readers
 // share: a waiting reader that gets in wakes the next waiter of the key at
 // once, so that the readers queued behind a writer follow each other in
 // without waiting for their jitter.
-func (c *Cluster) AcquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
-	l, err := c.waitFor(ctx, key, wait, blocking{
+func (c *Cluster) acquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
+	l, err := waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
+		marks: true,
 		// A fresh token per round: a late retry of one round's undo can
 		// then never remove the reader a later round granted.
 		try: func(mark time.Duration) (Lock, error) {
@@ -109,10 +114,13 @@ func (c *Cluster) dropWriterMark(key string) {
 // readers hold key there: -1 where the key is not held by readers or the
 // node did not answer. It is for LOCKINFO and changes nothing.
 func (c *Cluster) SharedReaders(ctx context.Context, key string) []int64 {
-	r, _ := c.collect(OpInspect, same(Cmd{Kind: ReadShared, Key: key}), okVote)
-	out := make([]int64, len(r.calls))
-	for i := range r.calls {
+	r, _, err := c.collectCtx(ctx, OpInspect, same(Cmd{Kind: ReadShared, Key: key}), okVote)
+	out := make([]int64, len(c.nodes))
+	for i := range out {
 		out[i] = -1
+		if err != nil {
+			continue
+		}
 		if rep := r.reply(i); rep.Err == nil && rep.OK {
 			out[i] = rep.N
 		}
@@ -130,7 +138,7 @@ const sharedFenceTries = 4
 // majority), so the fence is taken again above it.
 func (c *Cluster) fenceShared(ctx context.Context, l *Lock) (f int64, err error) {
 	for range sharedFenceTries {
-		if f, err = c.fenceOnce(l); !errors.Is(err, ErrFenceOvertaken) {
+		if f, err = c.fenceOnce(ctx, l); !errors.Is(err, ErrFenceOvertaken) {
 			return f, err
 		}
 	}

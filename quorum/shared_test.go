@@ -156,7 +156,7 @@ func TestSharedWriterWaitingKeepsReadersOut(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	gone := make(chan error, 1)
-	go func() { _, err := c.AcquireWait(wctx, "k", "w1", ownerTTL, 10*time.Second); gone <- err }()
+	go func() { _, err := c.Acquire(wctx, "k", "w1", ownerTTL, quorum.Wait(10*time.Second)); gone <- err }()
 	waitMarked(t, m)
 	if _, err := c.AcquireShared(ctx, "k", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("a new reader while a writer waits: %v, want ErrNotAcquired", err)
@@ -176,7 +176,7 @@ func TestSharedWriterWaitingKeepsReadersOut(t *testing.T) {
 		t.Fatalf("a reader after the writer gave up: %v", err)
 	}
 	got := make(chan error, 1)
-	go func() { _, err := c.AcquireWait(ctx, "k", "w2", ownerTTL, 10*time.Second); got <- err }()
+	go func() { _, err := c.Acquire(ctx, "k", "w2", ownerTTL, quorum.Wait(10*time.Second)); got <- err }()
 	waitMarked(t, m)
 	ok, err := c.Release(ctx, "k", r.Token)
 	if !ok || err != nil {

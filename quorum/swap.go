@@ -26,7 +26,7 @@ func (c *Cluster) HandOver(ctx context.Context, key, old, next string, ttl time.
 	if err := ctx.Err(); err != nil {
 		return Lock{}, err
 	}
-	v, _, err := c.grantRound(grant{
+	v, _, err := c.grantRound(context.Background(), grant{
 		op: OpHandOver, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: CompareAndSwap, Key: key, Old: old, Token: next, TTL: ttl}),
 		undo: c.swapBack(key, old, next, ttl),

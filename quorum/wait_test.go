@@ -31,7 +31,7 @@ type waitResult struct {
 func acquireWaitAsync(c *Cluster, ctx context.Context, wait time.Duration) <-chan waitResult {
 	ch := make(chan waitResult, 1)
 	go func() {
-		l, err := c.AcquireWait(ctx, key, mine, ttl, wait)
+		l, err := c.Acquire(ctx, key, mine, ttl, Wait(wait))
 		ch <- waitResult{l, err}
 	}()
 	return ch
@@ -74,7 +74,7 @@ func TestAcquireWaitSucceedsAfterRelease(t *testing.T) {
 func TestAcquireWaitFreeFirstRound(t *testing.T) {
 	fs, nodes := newFakes(3)
 	c := newCluster(t, nodes, testConfig())
-	l, err := c.AcquireWait(context.Background(), key, mine, ttl, time.Minute)
+	l, err := c.Acquire(context.Background(), key, mine, ttl, Wait(time.Minute))
 	if err != nil || l.Token != mine {
 		t.Fatalf("AcquireWait = %+v, %v", l, err)
 	}
@@ -155,7 +155,7 @@ func TestAcquireWaitCancelledBefore(t *testing.T) {
 	c := newCluster(t, nodes, testConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := c.AcquireWait(ctx, key, mine, ttl, time.Hour)
+	_, err := c.Acquire(ctx, key, mine, ttl, Wait(time.Hour))
 	if err == nil {
 		t.Fatal("AcquireWait with a cancelled ctx succeeded")
 	}
@@ -167,7 +167,7 @@ func TestAcquireWaitCancelledBefore(t *testing.T) {
 func TestAcquireWaitInvalidTTL(t *testing.T) {
 	fs, nodes := newFakes(3)
 	c := newCluster(t, nodes, testConfig())
-	if _, err := c.AcquireWait(context.Background(), key, mine, 0, time.Hour); !errors.Is(err, ErrInvalidTTL) {
+	if _, err := c.Acquire(context.Background(), key, mine, 0, Wait(time.Hour)); !errors.Is(err, ErrInvalidTTL) {
 		t.Fatalf("AcquireWait(ttl 0) = %v, want ErrInvalidTTL", err)
 	}
 	if n := fs[0].callCount(opSetNX); n != 0 {
@@ -194,7 +194,7 @@ func TestAcquireWaitPausesBetweenRounds(t *testing.T) {
 	cfg.RetryDelayMin, cfg.RetryDelayMax = pause, pause
 	cfg.Now = newFakeClock(time.Millisecond).Now
 	c := newCluster(t, nodes, cfg)
-	if _, err := c.AcquireWait(context.Background(), key, mine, ttl, 40*time.Millisecond); !errors.Is(err, ErrNotAcquired) {
+	if _, err := c.Acquire(context.Background(), key, mine, ttl, Wait(40*time.Millisecond)); !errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("AcquireWait = %v, want ErrNotAcquired", err)
 	}
 	mu.Lock()

@@ -56,7 +56,7 @@ func waitAsync(t *testing.T, c *quorum.Cluster, token string, wait time.Duration
 	before := c.Waiters(wkey)
 	ch := make(chan acquired, 1)
 	go func() {
-		l, err := c.AcquireWait(context.Background(), wkey, token, time.Minute, wait)
+		l, err := c.Acquire(context.Background(), wkey, token, time.Minute, quorum.Wait(wait))
 		ch <- acquired{l, err}
 	}()
 	pollUntil(t, "waiter registered", func() bool { return c.Waiters(wkey) > before })

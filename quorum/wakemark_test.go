@@ -65,7 +65,7 @@ func TestAcquireWaitMarksOnlyWhenRefused(t *testing.T) {
 	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour
 
 	free := markingCluster(t, "")
-	if _, err := clusterOfMarking(t, free, cfg).AcquireWait(context.Background(), key, mine, ttl, time.Minute); err != nil {
+	if _, err := clusterOfMarking(t, free, cfg).Acquire(context.Background(), key, mine, ttl, Wait(time.Minute)); err != nil {
 		t.Fatalf("uncontended AcquireWait: %v", err)
 	}
 	for _, m := range free {
@@ -76,7 +76,7 @@ func TestAcquireWaitMarksOnlyWhenRefused(t *testing.T) {
 
 	held := markingCluster(t, other)
 	const wait = 300 * time.Millisecond
-	_, err := clusterOfMarking(t, held, cfg).AcquireWait(context.Background(), key, mine, ttl, wait)
+	_, err := clusterOfMarking(t, held, cfg).Acquire(context.Background(), key, mine, ttl, Wait(wait))
 	if !errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("AcquireWait behind a holder = %v, want ErrNotAcquired", err)
 	}

@@ -103,7 +103,7 @@ func (m *Memory) SetDelay(d time.Duration) {
 // that failed. op is the name of the command kind as the quorum's tests
 // have always counted it: the quorum.Node method of the same name
 // ("SetNX", "CompareAndDelete", "HoldOwner"…), with quorum.AddTTL counted
-// as "CompareAndAddTTL"; see memKinds.
+// as "CompareAndAddTTL"; see kinds.
 func (m *Memory) Calls(op string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -146,7 +146,7 @@ func (m *Memory) Close() error {
 // none.
 func (m *Memory) start(deadline time.Time, c memCmd, r quorum.Receiver) {
 	m.mu.Lock()
-	m.calls[memKindName(c.Kind)]++
+	m.calls[kindName(c.Kind)]++
 	delay, fault := m.delay, m.fault
 	m.mu.Unlock()
 	left := time.Duration(math.MaxInt64)

@@ -220,6 +220,10 @@ func (r *luaRun) typeOf(args []string) quorum.Value {
 // publish delivers to the node's subscribers once the node's lock is let
 // go, as a native Publish does; the reply counts them.
 func (r *luaRun) publish(args []string) quorum.Value {
+	if r.kind && args[0] == memReleaseChannel {
+		r.s.announce = append(r.s.announce, memRelease{r.db, args[1]})
+		return intValue(1)
+	}
 	msgs, n := r.s.m.pubsub.matches(args[0], args[1])
 	r.s.published = append(r.s.published, msgs...)
 	return intValue(n)

@@ -78,7 +78,8 @@ func (s *memOp) acquireShared() quorum.Reply {
 func (s *memOp) extendShared() quorum.Reply {
 	k := s.c.Key
 	if s.c.Token != quorum.SharedMarker && s.holds(k, s.c.Token) {
-		return s.compareAndExtend()
+		s.put(k, s.c.Token, s.c.TTL)
+		return quorum.Reply{OK: true}
 	}
 	rs := s.liveReaders(k)
 	if _, ok := rs[s.c.Token]; !ok {

@@ -110,7 +110,23 @@ func (c *call) build(cmd quorum.Cmd, channel string) error {
 	if !ok || row.build == nil {
 		return fmt.Errorf("%w %d", errUnknownKind, cmd.Kind)
 	}
+	if err := row.checkArgs(&cmd); err != nil {
+		return err
+	}
 	return row.build(c, cmd, channel)
+}
+
+// checkArgs refuses durations no node should store: a ttl <= 0 (a key
+// without expiry, or PEXPIRE's delete) where the kind needs one, and a
+// negative wait mark.
+func (row kind) checkArgs(cmd *quorum.Cmd) error {
+	switch {
+	case row.need&memNeedTTL != 0 && cmd.TTL <= 0,
+		row.need&memNeedAddLimit != 0 && (cmd.Add <= 0 || cmd.Limit <= 0),
+		cmd.Kind == quorum.SetNX && cmd.Add < 0:
+		return ErrInvalidTTL
+	}
+	return nil
 }
 
 // noChannel adapts a build that publishes nothing.

@@ -24,14 +24,7 @@ func (c memCmd) check() error {
 	if c.DB < 0 || c.DB >= quorum.DBs {
 		return fmt.Errorf("backend: %w: %d", errBadDB, c.DB)
 	}
-	need := row.need
-	switch {
-	case need&memNeedTTL != 0 && c.TTL <= 0,
-		need&memNeedAddLimit != 0 && (c.Add <= 0 || c.Limit <= 0),
-		c.Kind == quorum.SetNX && c.Add < 0:
-		return ErrInvalidTTL
-	}
-	return nil
+	return row.checkArgs(&c.Cmd)
 }
 
 // memOp is one command running under the node's lock. Its steps name
@@ -147,6 +140,7 @@ func (s *memOp) setNX() quorum.Reply {
 	s.put(s.c.Key, s.c.Token, s.c.TTL)
 	if s.c.Add > 0 {
 		s.del(quorum.WriterKey(s.c.Key))
+		return quorum.Reply{OK: true, N: 1} // as a waiter's SET NX script answers
 	}
 	return quorum.Reply{OK: true}
 }

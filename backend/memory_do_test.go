@@ -52,7 +52,7 @@ var memDoCases = []memDoCase{
 		cmd:  quorum.Cmd{Kind: quorum.SetNX, Key: memK, Token: "c", TTL: time.Minute, Add: time.Second},
 		ttls: map[string]time.Duration{waitKey(memK): 9 * time.Second}},
 	{name: "SetNX absent leaves no mark", cmd: quorum.Cmd{Kind: quorum.SetNX, Key: memK, Token: "a", TTL: time.Minute, Add: time.Second},
-		want: quorum.Reply{OK: true}, after: map[string]string{memK: "a", waitKey(memK): ""}},
+		want: quorum.Reply{OK: true, N: 1}, after: map[string]string{memK: "a", waitKey(memK): ""}},
 	{name: "SetNX zero ttl", cmd: memSetNX(memK, "a", 0), want: quorum.Reply{Err: ErrInvalidTTL}, after: map[string]string{memK: ""}},
 	{name: "SetNX negative mark", cmd: quorum.Cmd{Kind: quorum.SetNX, Key: memK, Token: "a", TTL: time.Second, Add: -1},
 		want: quorum.Reply{Err: ErrInvalidTTL}},

@@ -54,11 +54,6 @@ type Memory struct {
 	delayed  delayQueue
 	releases releaseWatchers
 	pubsub   memPubSub
-
-	// readers are the readers of keys held shared, under mu (see
-	// memory_shared.go).
-	readers map[string]memReaders
-	fair    memFair // the keys' fair queues, under mu
 }
 
 type entry struct {
@@ -137,8 +132,6 @@ func (m *Memory) Close() error {
 	m.closed = true
 	m.keys = make(map[string]entry)
 	m.scripts = memScripts{}
-	m.readers = nil
-	m.fair = memFair{}
 	return nil
 }
 
@@ -229,7 +222,7 @@ func (m *Memory) store(key, token string, expires time.Time) {
 // wrote counts a write and sweeps once enough have accumulated.
 func (m *Memory) wrote() {
 	m.writes++
-	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records)+len(m.fair))/2 {
+	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records))/2 {
 		return
 	}
 	m.writes = 0
@@ -240,6 +233,4 @@ func (m *Memory) wrote() {
 		}
 	}
 	m.sweepScripts(now)
-	m.sweepReaders(now)
-	m.sweepFair(now)
 }

@@ -49,8 +49,8 @@ func BenchmarkMemoryEval(b *testing.B) {
 
 // TestMemoryNativeCost: a key stays a token and an expiry, and a lock,
 // a miss and a release stay within a small, fixed number of allocations:
-// the lock and the release are the node's own steps, the miss runs the
-// Get script on a pooled interpreter.
+// each runs through the node's engine as on a Redis node (SET NX PX, the
+// Get and the compare-and-delete scripts, on a pooled interpreter).
 func TestMemoryNativeCost(t *testing.T) {
 	if size := unsafe.Sizeof(entry{}); size != unsafe.Sizeof("")+unsafe.Sizeof(time.Time{}) {
 		t.Errorf("entry is %d bytes: more than a token and an expiry", size)
@@ -65,11 +65,10 @@ func TestMemoryNativeCost(t *testing.T) {
 		m.Do(time.Time{}, miss, memNoReply)
 		m.Do(time.Time{}, release, memNoReply)
 	})
-	// Three each for the lock and the release (the deferred run's
-	// closure, the step, the reply's journey); the script's run, its
-	// KEYS and ARGV, its call and its reply for the miss. A fresh
-	// interpreter per script took hundreds.
-	if allocs > 40 {
-		t.Errorf("native lock, miss and release: %v allocations, want at most 40", allocs)
+	// About twenty each: the call, its words, the run, a script's KEYS
+	// and ARGV and its redis.call, the replies. A fresh interpreter per
+	// script took hundreds.
+	if allocs > 80 {
+		t.Errorf("lock, miss and release: %v allocations, want at most 80", allocs)
 	}
 }

@@ -10,10 +10,6 @@ import (
 // memCmd is a quorum.Cmd as the in-memory node runs it.
 type memCmd struct{ quorum.Cmd }
 
-// holdsKey is where the hold count of Key lives. Only the owner commands
-// need it, so it is not made for every command.
-func (c memCmd) holdsKey() string { return quorum.HoldsKey(c.Key) }
-
 // check refuses what no node should store: a command of no known kind or
 // of a database outside 0 to quorum.DBs-1, a ttl <= 0 (a key without expiry, or PEXPIRE's delete), a negative mark.
 func (c memCmd) check() error {
@@ -52,27 +48,11 @@ func (s *memOp) exec() quorum.Reply {
 // lookup returns key's live entry.
 func (s *memOp) lookup(key string) (entry, bool) { return s.m.lookup(memKey(s.c.DB, key), s.now) }
 
-// store writes key's entry.
-func (s *memOp) store(key, token string, expires time.Time) {
-	s.m.store(memKey(s.c.DB, key), token, expires)
-}
-
 // del deletes key, announcing nothing.
 func (s *memOp) del(key string) {
 	k := memKey(s.c.DB, key)
 	delete(s.m.keys, k)
 	s.m.dropHash(k)
-}
-
-// holds reports whether key is live and holds token.
-func (s *memOp) holds(key, token string) bool {
-	e, ok := s.lookup(key)
-	return ok && e.token == token
-}
-
-// put stores key=token for ttl from now.
-func (s *memOp) put(key, token string, ttl time.Duration) {
-	s.store(key, token, s.now.Add(ttl))
 }
 
 // memRelease is a released key of database db.
@@ -106,58 +86,7 @@ func (s *memOp) announceMarked(key string) {
 	}
 }
 
-// mark marks key as waited for until d from now, never shortening an
-// earlier mark. Marks live at the Redis node's wait key.
-func (s *memOp) mark(key string, d time.Duration) { s.markAt(waitKey(key), d) }
-
-// markAt sets the mark k until d from now, never shortening an earlier one.
-func (s *memOp) markAt(k string, d time.Duration) {
-	until := s.now.Add(d)
-	if e, ok := s.lookup(k); ok && !e.expires.Before(until) {
-		return
-	}
-	s.store(k, "1", until)
-}
-
 func (s *memOp) marked(key string) bool {
 	_, ok := s.lookup(waitKey(key))
 	return ok
 }
-
-func (s *memOp) setNX() quorum.Reply {
-	// Only a waiter's SET NX asks about the queue, as on a Redis node.
-	queued := s.c.Add > 0 && s.fairQueued(s.c.Key)
-	if _, held := s.lookup(s.c.Key); held || queued {
-		if s.c.Add > 0 {
-			s.mark(s.c.Key, s.c.Add)
-			s.markWriter(s.c.Key, s.c.Add)
-		}
-		if queued {
-			return quorum.Reply{N: quorum.FairQueued}
-		}
-		return quorum.Reply{}
-	}
-	s.put(s.c.Key, s.c.Token, s.c.TTL)
-	if s.c.Add > 0 {
-		s.del(quorum.WriterKey(s.c.Key))
-		return quorum.Reply{OK: true, N: 1} // as a waiter's SET NX script answers
-	}
-	return quorum.Reply{OK: true}
-}
-
-func (s *memOp) compareAndDelete() quorum.Reply {
-	e, ok := s.lookup(s.c.Key)
-	switch {
-	case !ok:
-		return quorum.Reply{N: -1}
-	case e.token != s.c.Token:
-		return quorum.Reply{N: 0}
-	case s.c.Notify && s.fairQueued(s.c.Key):
-		s.fairReserve(s.c.Key, s.c.Token)
-		s.announceMarked(s.c.Key)
-		return quorum.Reply{OK: true, N: 1}
-	}
-	s.drop(s.c.Key, s.c.Notify)
-	return quorum.Reply{OK: true, N: 1}
-}
-

@@ -29,8 +29,10 @@ var _ quorum.Node = (*Memory)(nil)
 // Memory is an in-process node: a map of key to token and expiry, that
 // runs every quorum.Cmd as one step under its lock. Expired keys behave as
 // absent; they are dropped when touched and by a sweep that runs every so
-// many writes, so no goroutine is needed. Replicated scripts (Eval) run
-// in a Lua interpreter over the same keys, and may also store hashes.
+// many writes, so no goroutine is needed. Each kind runs as on a Redis
+// node, its command or script (kinds) run by the node's Lua engine over
+// the same keys, which may also hold hashes and sorted sets; replicated
+// client scripts (Eval) run on that engine too.
 //
 // SetFault, SetDelay and Calls are hooks for the quorum's unit tests.
 type Memory struct {

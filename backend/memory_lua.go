@@ -724,5 +724,12 @@ func compileLua(src string) (proto *lua.FunctionProto, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return lua.Compile(chunk, luaChunkName)
+	proto, err = lua.Compile(chunk, luaChunkName)
+	if err == nil {
+		// A chunk is a vararg function, for which Lua 5.1 builds an "arg"
+		// table on every call; no name of the chunk reaches it (arg is a
+		// local of nested functions only), so none is built.
+		proto.IsVarArg &^= lua.VarArgNeedsArg
+	}
+	return proto, err
 }

@@ -771,3 +771,16 @@ func TestMemoryEvalStatesShareNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryEvalKindOnlyCommands: the commands the node's engine has for
+// the kinds' own scripts (sorted sets, TIME) are not a client script's.
+func TestMemoryEvalKindOnlyCommands(t *testing.T) {
+	m := NewMemory("kind-only")
+	defer m.Close()
+	for _, call := range []string{`'zadd', KEYS[1], 1, 'a'`, `'zcard', KEYS[1]`, `'time'`} {
+		rep := evalOn(t, m, memEvalCmd(`return redis.pcall(`+call+`)`, k1))
+		if rep.Value.Kind != quorum.ErrorValue || rep.Value.Str != errNotAllowed {
+			t.Errorf("redis.pcall(%s) = %s, want %q", call, showValue(*rep.Value), errNotAllowed)
+		}
+	}
+}

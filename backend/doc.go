@@ -26,4 +26,11 @@
 // database whose connections SELECT it once, when they connect
 // (redis_db.go); in memory, the key of another database is its own map key
 // (memKey).
+//
+// Each command kind is one row of kinds (kinds.go): its names, what its
+// durations must hold, and the command or script that runs it with how
+// its reply reads. Both nodes run that row: a Redis node sends it, Memory
+// runs it through its script engine (memory_kinds.go, memory_lua*.go) over
+// its own keyspace of strings, hashes and sorted sets, so a kind's node
+// semantics are written once, in its script.
 package backend

@@ -29,8 +29,10 @@ var _ quorum.Node = (*Memory)(nil)
 // Memory is an in-process node: a map of key to token and expiry, that
 // runs every quorum.Cmd as one step under its lock. Expired keys behave as
 // absent; they are dropped when touched and by a sweep that runs every so
-// many writes, so no goroutine is needed. Replicated scripts (Eval) run
-// in a Lua interpreter over the same keys, and may also store hashes.
+// many writes, so no goroutine is needed. Each kind runs as on a Redis
+// node, its command or script (kinds) run by the node's Lua engine over
+// the same keys, which may also hold hashes and sorted sets; replicated
+// client scripts (Eval) run on that engine too.
 //
 // SetFault, SetDelay and Calls are hooks for the quorum's unit tests.
 type Memory struct {
@@ -55,11 +57,6 @@ type Memory struct {
 	releases releaseWatchers
 	pubsub   memPubSub
 	tracking memTracking
-
-	// readers are the readers of keys held shared, under mu (see
-	// memory_shared.go).
-	readers map[string]memReaders
-	fair    memFair // the keys' fair queues, under mu
 }
 
 type entry struct {
@@ -104,7 +101,7 @@ func (m *Memory) SetDelay(d time.Duration) {
 // that failed. op is the name of the command kind as the quorum's tests
 // have always counted it: the quorum.Node method of the same name
 // ("SetNX", "CompareAndDelete", "HoldOwner"…), with quorum.AddTTL counted
-// as "CompareAndAddTTL"; see memKinds.
+// as "CompareAndAddTTL"; see kinds.
 func (m *Memory) Calls(op string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -142,8 +139,6 @@ func (m *Memory) Close() error {
 	m.closed = true
 	m.keys = make(map[string]entry)
 	m.scripts = memScripts{}
-	m.readers = nil
-	m.fair = memFair{}
 	return nil
 }
 
@@ -151,7 +146,7 @@ func (m *Memory) Close() error {
 // none.
 func (m *Memory) start(deadline time.Time, c memCmd, r quorum.Receiver) {
 	m.mu.Lock()
-	m.calls[memKindName(c.Kind)]++
+	m.calls[kindName(c.Kind)]++
 	delay, fault := m.delay, m.fault
 	m.mu.Unlock()
 	left := time.Duration(math.MaxInt64)
@@ -237,7 +232,7 @@ func (m *Memory) store(key, token string, expires time.Time) {
 // wrote counts a write and sweeps once enough have accumulated.
 func (m *Memory) wrote() {
 	m.writes++
-	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records)+len(m.fair))/2 {
+	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records))/2 {
 		return
 	}
 	m.writes = 0
@@ -248,6 +243,4 @@ func (m *Memory) wrote() {
 		}
 	}
 	m.sweepScripts(now)
-	m.sweepReaders(now)
-	m.sweepFair(now)
 }

@@ -47,8 +47,10 @@ func BenchmarkMemoryEval(b *testing.B) {
 	}
 }
 
-// TestMemoryNativeCost: a key stays a token and an expiry, and the native
-// commands allocate no more than they did before hashes existed.
+// TestMemoryNativeCost: a key stays a token and an expiry, and a lock,
+// a miss and a release stay within a small, fixed number of allocations:
+// each runs through the node's engine as on a Redis node (SET NX PX, the
+// Get and the compare-and-delete scripts, on a pooled interpreter).
 func TestMemoryNativeCost(t *testing.T) {
 	if size := unsafe.Sizeof(entry{}); size != unsafe.Sizeof("")+unsafe.Sizeof(time.Time{}) {
 		t.Errorf("entry is %d bytes: more than a token and an expiry", size)
@@ -63,9 +65,10 @@ func TestMemoryNativeCost(t *testing.T) {
 		m.Do(time.Time{}, miss, memNoReply)
 		m.Do(time.Time{}, release, memNoReply)
 	})
-	// Three each (the deferred run's closure, the step, the reply's
-	// journey) is what they cost before the node ran scripts.
-	if allocs > 9 {
-		t.Errorf("native lock, miss and release: %v allocations, want at most 9", allocs)
+	// About twenty each: the call, its words, the run, a script's KEYS
+	// and ARGV and its redis.call, the replies. A fresh interpreter per
+	// script took hundreds.
+	if allocs > 80 {
+		t.Errorf("lock, miss and release: %v allocations, want at most 80", allocs)
 	}
 }

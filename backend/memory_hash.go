@@ -19,9 +19,15 @@ type memHash struct {
 	fields  []memField
 	index   map[string]int // field → position, once the hash is large
 	expires time.Time
+	// zset: the value is a sorted set (memory_lua_zset.go), its members
+	// the fields' names, their scores the fields' scores.
+	zset bool
 }
 
-type memField struct{ name, val string }
+type memField struct {
+	name, val string
+	score     float64 // a sorted set's
+}
 
 // memHashIndexAt is the size from which a hash indexes its fields: below
 // it a linear scan is cheaper than a map.
@@ -59,7 +65,7 @@ func (h *memHash) set(name, val string) bool {
 		h.fields[i].val = val
 		return false
 	}
-	h.fields = append(h.fields, memField{name, val})
+	h.fields = append(h.fields, memField{name: name, val: val})
 	if h.index != nil {
 		h.index[name] = len(h.fields) - 1
 	} else if len(h.fields) >= memHashIndexAt {
@@ -90,7 +96,7 @@ func (h *memHash) reindex() {
 
 // clone is a copy that later writes to h do not change.
 func (h *memHash) clone() *memHash {
-	c := &memHash{fields: append([]memField(nil), h.fields...), expires: h.expires}
+	c := &memHash{fields: append([]memField(nil), h.fields...), expires: h.expires, zset: h.zset}
 	if h.index != nil {
 		c.reindex()
 	}
@@ -98,7 +104,7 @@ func (h *memHash) clone() *memHash {
 }
 
 func (h *memHash) equal(o *memHash) bool {
-	if len(h.fields) != len(o.fields) || !h.expires.Equal(o.expires) {
+	if len(h.fields) != len(o.fields) || !h.expires.Equal(o.expires) || h.zset != o.zset {
 		return false
 	}
 	for i, f := range h.fields {

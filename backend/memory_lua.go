@@ -49,7 +49,7 @@ func (s *memOp) eval() quorum.Reply {
 		return quorum.Reply{OK: true, Value: &v}
 	}
 	r := &luaRun{s: s, db: s.c.DB}
-	v, late := r.run(proto)
+	v, late := r.run(proto, s.c.Keys, s.c.Args)
 	if late {
 		r.rollback()
 		return quorum.Reply{Err: errScriptLate}
@@ -100,6 +100,10 @@ type luaRun struct {
 	callErr string
 	// resp3: the script called redis.setresp(3).
 	resp3 bool
+	// kind: the script is a command kind's (kinds), not a client's: its
+	// writes need no undo, its deletes announce nothing, and its PUBLISH
+	// on memReleaseChannel announces a release (see byBuild).
+	kind bool
 }
 
 type touchedKey struct {
@@ -107,26 +111,159 @@ type touchedKey struct {
 	before memState
 }
 
-// run executes proto until it returns, fails, or meets the deadline.
-func (r *luaRun) run(proto *lua.FunctionProto) (v quorum.Value, late bool) {
-	dl := r.s.m.deadline
-	if dl.IsZero() {
-		dl = time.Now().Add(memScriptBudget)
+// run executes proto over keys and args until it returns, fails, or
+// meets the deadline, on an interpreter from the pool. A kind's own
+// script (r.kind) is the node's code, not a client's: it runs without a
+// deadline, as a native command would.
+func (r *luaRun) run(proto *lua.FunctionProto, keys, args []string) (v quorum.Value, late bool) {
+	vm := getLuaVM()
+	vm.run = r
+	L := vm.L
+	L.G.Global.RawSetString("KEYS", stringsTable(L, keys))
+	L.G.Global.RawSetString("ARGV", stringsTable(L, args))
+	ctx := context.Background()
+	if !r.kind {
+		dl := r.s.m.deadline
+		if dl.IsZero() {
+			dl = time.Now().Add(memScriptBudget)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl)
+		defer cancel()
+		L.SetContext(ctx)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), dl)
-	defer cancel()
-	L := r.newState()
-	defer L.Close()
-	L.SetContext(ctx)
 	L.Push(L.NewFunctionFromProto(proto))
 	err := L.PCall(0, 1, nil)
 	if ctx.Err() != nil {
+		vm.discard()
 		return quorum.Value{}, true
 	}
 	if err != nil {
-		return r.scriptError(err), false
+		v = r.scriptError(err)
+	} else {
+		v = r.toValue(L.Get(-1), 0)
 	}
-	return r.toValue(L.Get(-1), 0), false
+	vm.put()
+	return v, false
+}
+
+// luaVM is a pooled interpreter: the safe libraries and redis, kept
+// from one script to the next. No script hands a change to the next: the
+// shared tables (the globals, the libraries, the string metatable) refuse
+// new fields, as Redis 7's do, and one whose fields or metatable a script
+// changed drops the interpreter instead of returning it to the pool.
+type luaVM struct {
+	L    *lua.LState
+	run  *luaRun // the script running on it
+	seen []luaSeen
+	// readonly are the shared tables, which rawset refuses too.
+	readonly map[*lua.LTable]bool
+}
+
+// luaSeen is one shared table and the fields it held.
+type luaSeen struct {
+	t    *lua.LTable
+	keys []string
+	vals []lua.LValue
+	meta lua.LValue
+}
+
+// luaVMs are the idle interpreters of every node of the process, at
+// most luaVMsMax: enough for the scripts that run at once.
+var luaVMs struct {
+	sync.Mutex
+	free []*luaVM
+}
+
+const luaVMsMax = 64
+
+func getLuaVM() *luaVM {
+	luaVMs.Lock()
+	if n := len(luaVMs.free); n > 0 {
+		vm := luaVMs.free[n-1]
+		luaVMs.free = luaVMs.free[:n-1]
+		luaVMs.Unlock()
+		return vm
+	}
+	luaVMs.Unlock()
+	return newLuaVM()
+}
+
+// put returns vm to the pool when the script left its shared tables as
+// they were.
+func (vm *luaVM) put() {
+	vm.run = nil
+	L := vm.L
+	L.RemoveContext()
+	L.SetTop(0)
+	L.Env = L.G.Global
+	L.G.Global.RawSetString("KEYS", lua.LNil)
+	L.G.Global.RawSetString("ARGV", lua.LNil)
+	for i := range vm.seen {
+		if !vm.seen[i].same(L) {
+			L.Close()
+			return
+		}
+	}
+	luaVMs.Lock()
+	defer luaVMs.Unlock()
+	if len(luaVMs.free) < luaVMsMax {
+		luaVMs.free = append(luaVMs.free, vm)
+	} else {
+		L.Close()
+	}
+}
+
+// discard drops vm: a stopped script may leave it mid-call.
+func (vm *luaVM) discard() {
+	vm.run = nil
+	vm.L.RemoveContext()
+	vm.L.Close()
+}
+
+func (s *luaSeen) same(L *lua.LState) bool {
+	if L.GetMetatable(s.t) != s.meta {
+		return false
+	}
+	for i, k := range s.keys {
+		if s.t.RawGetString(k) != s.vals[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// see makes t one of the shared tables: read-only to new fields, and
+// remembered as it is now.
+func (vm *luaVM) see(L *lua.LState, t *lua.LTable, readonly *lua.LTable) {
+	if L.GetMetatable(t) == lua.LNil {
+		L.SetMetatable(t, readonly)
+	}
+	s := luaSeen{t: t, meta: L.GetMetatable(t)}
+	t.ForEach(func(k, v lua.LValue) {
+		if ks, ok := k.(lua.LString); ok {
+			s.keys = append(s.keys, string(ks))
+			s.vals = append(s.vals, v)
+		}
+	})
+	vm.seen = append(vm.seen, s)
+	vm.readonly[t] = true
+}
+
+// rawset is the base library's, refusing the shared tables.
+func (vm *luaVM) rawset(L *lua.LState) int {
+	t := L.CheckTable(1)
+	if vm.readonly[t] {
+		L.RaiseError("Attempt to modify a readonly table")
+	}
+	t.RawSet(L.CheckAny(2), L.CheckAny(3))
+	L.Push(t)
+	return 1
+}
+
+func luaReadonly(L *lua.LState) int {
+	L.RaiseError("Attempt to modify a readonly table")
+	return 0
 }
 
 // scriptError is the reply of a script that raised err: redis.call's
@@ -163,11 +300,13 @@ const (
 	luaRegistryMax = 1 << 20
 )
 
-// newState is a fresh interpreter with the safe libraries, KEYS, ARGV
-// and redis. A fresh one per run means no script sees another's globals.
-func (r *luaRun) newState() *lua.LState {
+// newLuaVM is an interpreter with the safe libraries and redis; KEYS and
+// ARGV are set for each run. No script sees another's globals: creating
+// one is an error, and a changed one drops the interpreter (put).
+func newLuaVM() *luaVM {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, RegistrySize: 256, RegistryMaxSize: luaRegistryMax,
 		CallStackSize: luaCallDepth, MinimizeStackMemory: true})
+	vm := &luaVM{L: L}
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -191,11 +330,23 @@ func (r *luaRun) newState() *lua.LState {
 	if tn, ok := L.GetGlobal("tonumber").(*lua.LFunction); ok && tn.GFunction != nil {
 		L.SetGlobal("tonumber", L.NewFunction(luaToNumber(tn.GFunction)))
 	}
-	L.SetGlobal("KEYS", stringsTable(L, r.s.c.Keys))
-	L.SetGlobal("ARGV", stringsTable(L, r.s.c.Args))
-	L.SetGlobal("redis", r.redisTable(L))
+	L.SetGlobal("redis", vm.redisTable(L))
+	L.SetGlobal("rawset", L.NewFunction(vm.rawset))
 	protectGlobals(L)
-	return L
+	vm.readonly = make(map[*lua.LTable]bool)
+	readonly := L.NewTable()
+	readonly.RawSetString("__newindex", L.NewFunction(luaReadonly))
+	vm.see(L, readonly, readonly)
+	vm.see(L, L.G.Global, readonly)
+	L.G.Global.ForEach(func(_, v lua.LValue) {
+		if t, ok := v.(*lua.LTable); ok && t != L.G.Global {
+			vm.see(L, t, readonly)
+		}
+	})
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		vm.see(L, mt, readonly)
+	}
+	return vm
 }
 
 // protectGlobals makes reading or creating an undefined global an error,
@@ -286,17 +437,17 @@ func stringsTable(L *lua.LState, ss []string) *lua.LTable {
 	return t
 }
 
-// redisTable is the script's redis library.
-func (r *luaRun) redisTable(L *lua.LState) *lua.LTable {
+// redisTable is the script's redis library, for the script running on vm.
+func (vm *luaVM) redisTable(L *lua.LState) *lua.LTable {
 	t := L.NewTable()
 	L.SetFuncs(t, map[string]lua.LGFunction{
-		"call":               func(L *lua.LState) int { return r.call(L, true) },
-		"pcall":              func(L *lua.LState) int { return r.call(L, false) },
+		"call":               func(L *lua.LState) int { return vm.run.call(L, true) },
+		"pcall":              func(L *lua.LState) int { return vm.run.call(L, false) },
 		"error_reply":        func(L *lua.LState) int { return replyTable(L, "err") },
 		"status_reply":       func(L *lua.LState) int { return replyTable(L, "ok") },
 		"sha1hex":            luaSHA1Hex,
 		"log":                luaLog,
-		"setresp":            r.setResp,
+		"setresp":            func(L *lua.LState) int { return vm.run.setResp(L) },
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
 		// The node replicates nothing: a script's effects are its own.
 		"set_repl": func(L *lua.LState) int { L.CheckInt(1); return 0 },
@@ -573,5 +724,12 @@ func compileLua(src string) (proto *lua.FunctionProto, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return lua.Compile(chunk, luaChunkName)
+	proto, err = lua.Compile(chunk, luaChunkName)
+	if err == nil {
+		// A chunk is a vararg function, for which Lua 5.1 builds an "arg"
+		// table on every call; no name of the chunk reaches it (arg is a
+		// local of nested functions only), so none is built.
+		proto.IsVarArg &^= lua.VarArgNeedsArg
+	}
+	return proto, err
 }

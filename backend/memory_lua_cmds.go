@@ -51,7 +51,11 @@ const (
 
 // command runs one redis.call: args[0] is the command's name.
 func (r *luaRun) command(args []string) quorum.Value {
-	c, ok := luaCmds[strings.ToLower(args[0])]
+	name := strings.ToLower(args[0])
+	c, ok := luaCmds[name]
+	if !ok && r.kind {
+		c, ok = luaKindCmds[name]
+	}
 	switch {
 	case !ok:
 		return errorValue(errNotAllowed)
@@ -100,7 +104,7 @@ func (r *luaRun) str(key string) (string, bool, *quorum.Value) {
 // holds a string.
 func (r *luaRun) hash(key string) (*memHash, *quorum.Value) {
 	_, h, ok := r.look(key)
-	if ok && h == nil {
+	if ok && (h == nil || h.zset) {
 		v := errorValue(errWrongType)
 		return nil, &v
 	}
@@ -209,7 +213,9 @@ func (r *luaRun) strlen(args []string) quorum.Value {
 
 func (r *luaRun) typeOf(args []string) quorum.Value {
 	t := "none"
-	if _, h, ok := r.look(args[0]); h != nil {
+	if _, h, ok := r.look(args[0]); h != nil && h.zset {
+		t = "zset"
+	} else if h != nil {
 		t = "hash"
 	} else if ok {
 		t = "string"
@@ -220,6 +226,10 @@ func (r *luaRun) typeOf(args []string) quorum.Value {
 // publish delivers to the node's subscribers once the node's lock is let
 // go, as a native Publish does; the reply counts them.
 func (r *luaRun) publish(args []string) quorum.Value {
+	if r.kind && args[0] == memReleaseChannel {
+		r.s.announce = append(r.s.announce, memRelease{r.db, args[1]})
+		return intValue(1)
+	}
 	msgs, n := r.s.m.pubsub.matches(args[0], args[1])
 	r.s.published = append(r.s.published, msgs...)
 	return intValue(n)

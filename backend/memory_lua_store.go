@@ -27,6 +27,9 @@ func (r *luaRun) look(key string) (e entry, h *memHash, ok bool) {
 // touch records the node's key k as it is before the script's first write
 // to it.
 func (r *luaRun) touch(k string) {
+	if r.kind {
+		return
+	}
 	for _, t := range r.touched {
 		if t.key == k {
 			return
@@ -46,7 +49,7 @@ func (r *luaRun) putString(key, val string, expires time.Time) {
 func (r *luaRun) del(key string) {
 	k := r.phys(key)
 	r.touch(k)
-	r.s.dropPhys(k, true)
+	r.s.dropPhys(k, !r.kind)
 }
 
 // hashToWrite returns key's hash for a change, recorded first; a new,

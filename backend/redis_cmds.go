@@ -8,74 +8,87 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// build fills in the command (or script) that runs cmd, and how its reply
-// reads. channel is the node's release channel. The multi-key and owner
-// operations are in buildMulti and buildHeld.
-func (c *call) build(cmd *quorum.Cmd, channel string) error {
-	k := cmd.Key
-	switch cmd.Kind {
-	case quorum.SetNX:
-		if cmd.Add > 0 {
-			return c.buildSetNXMarked(cmd)
-		}
-		c.setNXPX(k, cmd.Token, cmd.TTL)
-	case quorum.Set:
-		c.command(readDone, "set", k, cmd.Token, "px", c.ms(cmd.TTL))
-	case quorum.CompareAndDelete:
-		if cmd.Notify {
-			c.scriptTagged(compareAndDeleteNotifyScript, readYes, k, fairReleasePrefixes, cmd.Token, channel)
-		} else {
-			c.script(compareAndDeleteScript, readYes, []string{k}, cmd.Token)
-		}
-	case quorum.CompareAndExtend:
-		c.script(compareAndExtendScript, readYes, []string{k}, cmd.Token, c.ms(cmd.TTL))
-	case quorum.Get:
-		c.script(getScript, readGet, []string{k})
-	case quorum.Delete:
-		if cmd.Notify {
-			c.script(deleteNotifyScript, readYes, []string{k, waitKey(k)}, channel)
-		} else {
-			c.command(readYes, "del", k)
-		}
-	case quorum.Expire:
-		c.command(readYes, "pexpire", k, c.ms(cmd.TTL))
-	case quorum.AddTTL:
-		c.script(addTTLScript, readAddedTTL, []string{k}, cmd.Token, c.ms(cmd.Add), c.ms(cmd.Limit))
-	case quorum.ExtendOrSetNX:
-		c.script(extendOrSetNXScript, readYes, []string{k}, cmd.Token, c.ms(cmd.TTL))
-	case quorum.ReadFence:
-		c.command(readFence, "get", k)
-	case quorum.RaiseFence:
-		c.script(raiseFenceScript, readN, []string{k}, strconv.FormatInt(cmd.N, 10), c.ms(cmd.TTL))
-	case quorum.CompareAndSwap:
-		return c.buildSwap(cmd)
-	default:
-		return c.buildMore(cmd, channel)
+func buildSetNX(c *call, cmd quorum.Cmd, _ string) error {
+	if cmd.Add > 0 {
+		return c.buildSetNXMarked(cmd)
+	}
+	c.setNXPX(cmd.Key, cmd.Token, cmd.TTL)
+	return c.err
+}
+
+func buildSet(c *call, cmd quorum.Cmd, _ string) error {
+	c.command(readDone, "set", cmd.Key, cmd.Token, "px", c.ms(cmd.TTL))
+	return c.err
+}
+
+func buildCompareAndDelete(c *call, cmd quorum.Cmd, channel string) error {
+	if cmd.Notify {
+		c.scriptTagged(compareAndDeleteNotifyScript, readYes, cmd.Key, fairReleasePrefixes, cmd.Token, channel)
+	} else {
+		c.script(compareAndDeleteScript, readYes, []string{cmd.Key}, cmd.Token)
 	}
 	return c.err
 }
 
-func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
+func buildCompareAndExtend(c *call, cmd quorum.Cmd, _ string) error {
+	c.script(compareAndExtendScript, readYes, []string{cmd.Key}, cmd.Token, c.ms(cmd.TTL))
+	return c.err
+}
+
+func buildGet(c *call, cmd quorum.Cmd, _ string) error {
+	c.script(getScript, readGet, []string{cmd.Key})
+	return c.err
+}
+
+func buildDelete(c *call, cmd quorum.Cmd, channel string) error {
+	if cmd.Notify {
+		c.script(deleteNotifyScript, readYes, []string{cmd.Key, waitKey(cmd.Key)}, channel)
+	} else {
+		c.command(readYes, "del", cmd.Key)
+	}
+	return c.err
+}
+
+func buildExpire(c *call, cmd quorum.Cmd, _ string) error {
+	c.command(readYes, "pexpire", cmd.Key, c.ms(cmd.TTL))
+	return c.err
+}
+
+func buildAddTTL(c *call, cmd quorum.Cmd, _ string) error {
+	c.script(addTTLScript, readAddedTTL, []string{cmd.Key}, cmd.Token, c.ms(cmd.Add), c.ms(cmd.Limit))
+	return c.err
+}
+
+func buildExtendOrSetNX(c *call, cmd quorum.Cmd, _ string) error {
+	c.script(extendOrSetNXScript, readYes, []string{cmd.Key}, cmd.Token, c.ms(cmd.TTL))
+	return c.err
+}
+
+func buildReadFence(c *call, cmd quorum.Cmd, _ string) error {
+	c.command(readFence, "get", cmd.Key)
+	return c.err
+}
+
+func buildRaiseFence(c *call, cmd quorum.Cmd, _ string) error {
+	c.script(raiseFenceScript, readN, []string{cmd.Key}, strconv.FormatInt(cmd.N, 10), c.ms(cmd.TTL))
+	return c.err
+}
+
+func buildPublish(c *call, cmd quorum.Cmd, _ string) error {
+	c.command(readN, "publish", cmd.Key, cmd.Token)
+	return c.err
+}
+
+// buildHeld builds the owner-lock scripts.
+func (c *call) buildHeld(cmd quorum.Cmd, channel string) error {
 	k, hk := cmd.Key, quorum.HoldsKey(cmd.Key)
 	switch cmd.Kind {
-	case quorum.SetNXAll, quorum.ExtendAll, quorum.ReleaseEach:
-		return c.buildMulti(cmd, channel)
-	case quorum.RaiseHorizon, quorum.ReadHorizon:
-		return c.buildHorizon(cmd)
-	case quorum.Eval:
-		return c.buildEval(cmd, channel)
-	case quorum.UndoEval:
-		return c.buildUndoEval(cmd)
-	case quorum.ForgetEval:
-		return c.buildForgetEval(cmd)
 	case quorum.HoldOwner:
 		c.script(holdOwnerScript, readHold, []string{k, hk, cmd.Mark}, cmd.Prefix, cmd.Token, c.ms(cmd.TTL))
 	case quorum.UndoHold:
 		c.script(undoHoldScript, readYes, []string{k, hk, cmd.Mark, waitKey(k)}, cmd.Token, c.ms(cmd.TTL), channel)
 	case quorum.Unhold:
 		c.script(unholdScript, readUnhold, []string{k, hk, waitKey(k)}, cmd.Token, channel)
-	case quorum.Publish:
-		c.command(readN, "publish", k, cmd.Token)
 	case quorum.ExtendHeld:
 		c.script(extendHeldScript, readYes, []string{k, hk}, cmd.Token, c.ms(cmd.TTL))
 	case quorum.RestoreHeld:
@@ -84,21 +97,13 @@ func (c *call) buildMore(cmd *quorum.Cmd, channel string) error {
 		} else {
 			c.script(restoreHeldScript, readYes, []string{k, hk}, cmd.Token, quorum.FormatHolds(cmd.Token, cmd.N), c.ms(cmd.TTL))
 		}
-	case quorum.ReadPermits, quorum.AcquirePermit, quorum.ExtendPermit, quorum.ReleasePermit:
-		return c.buildPermits(cmd, channel)
-	case quorum.AcquireShared, quorum.ExtendShared, quorum.ReleaseShared, quorum.ReadShared:
-		return c.buildShared(cmd, channel)
-	case quorum.FairTail, quorum.FairAcquire, quorum.FairUndo, quorum.FairLeave:
-		return c.buildFair(cmd, channel)
-	default:
-		return fmt.Errorf("%w %d", errUnknownKind, cmd.Kind)
 	}
 	return c.err
 }
 
 // buildMulti builds the multi-key scripts; the keys' line is their first
 // key's.
-func (c *call) buildMulti(cmd *quorum.Cmd, channel string) error {
+func (c *call) buildMulti(cmd quorum.Cmd, channel string) error {
 	if len(cmd.Keys) == 0 {
 		return errNoKeys
 	}

@@ -40,7 +40,7 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 	}
 	if err == nil {
 		c.ln = m.lineFor(lineKey(&cmd))
-		err = c.build(&cmd, r.watch.channels[cmd.DB])
+		err = c.build(cmd, r.watch.channels[cmd.DB])
 	}
 	if err != nil {
 		rcv.Receive(quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)})
@@ -226,30 +226,3 @@ var (
 	errUnknownKind = errors.New("unknown command kind")
 	errBadDB       = errors.New("database index out of range")
 )
-
-// opNames name each kind in errors.
-var opNames = [...]string{
-	quorum.SetNX: "SET NX", quorum.Set: "SET", quorum.CompareAndDelete: "compare-and-delete",
-	quorum.CompareAndExtend: "compare-and-extend", quorum.Get: "GET", quorum.Delete: "DEL",
-	quorum.Expire: "PEXPIRE", quorum.AddTTL: "compare-and-add-ttl", quorum.ExtendOrSetNX: "extend-or-set",
-	quorum.SetNXAll: "multi-key SET NX", quorum.ExtendAll: "multi-key extend", quorum.ReleaseEach: "multi-key release",
-	quorum.HoldOwner: "hold", quorum.UndoHold: "undo hold", quorum.Unhold: "unhold",
-	quorum.ExtendHeld: "extend-held", quorum.RestoreHeld: "restore-held",
-	quorum.ReadFence: "read fence", quorum.RaiseFence: "raise fence",
-	quorum.Eval: "EVALSHA", quorum.UndoEval: "undo script", quorum.RaiseHorizon: "raise horizon",
-	quorum.ReadHorizon: "read horizon", quorum.Subscribe: "SUBSCRIBE", quorum.Unsubscribe: "UNSUBSCRIBE",
-	quorum.Publish: "PUBLISH", quorum.CompareAndSwap: "compare-and-swap",
-	quorum.ReadPermits: "read permits", quorum.AcquirePermit: "acquire permit",
-	quorum.ExtendPermit: "extend permit", quorum.ReleasePermit: "release permit",
-	quorum.AcquireShared: "acquire shared", quorum.ExtendShared: "extend shared",
-	quorum.ReleaseShared: "release shared", quorum.ReadShared: "read shared",
-	quorum.FairTail: "fair tail", quorum.FairAcquire: "fair acquire", quorum.FairUndo: "fair undo",
-	quorum.FairLeave: "fair leave", quorum.ForgetEval: "forget script",
-}
-
-func (c *call) op() string {
-	if int(c.kind) < len(opNames) && opNames[c.kind] != "" {
-		return opNames[c.kind]
-	}
-	return "command " + strconv.Itoa(int(c.kind))
-}

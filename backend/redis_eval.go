@@ -220,7 +220,7 @@ func isNodeFailure(err error) bool {
 
 // buildEval builds a client's script: plain, or marked (see above), on
 // the line of cmd.DB; channel is that database's release channel.
-func (c *call) buildEval(cmd *quorum.Cmd, channel string) error {
+func (c *call) buildEval(cmd quorum.Cmd, channel string) error {
 	if cmd.Script == nil {
 		return errors.New("no script")
 	}
@@ -241,7 +241,7 @@ func (c *call) buildEval(cmd *quorum.Cmd, channel string) error {
 }
 
 // buildUndoEval builds UndoEval.
-func (c *call) buildUndoEval(cmd *quorum.Cmd) error {
+func (c *call) buildUndoEval(cmd quorum.Cmd) error {
 	if len(cmd.Keys) == 0 {
 		return errNoKeys
 	}
@@ -250,7 +250,7 @@ func (c *call) buildUndoEval(cmd *quorum.Cmd) error {
 }
 
 // buildForgetEval builds ForgetEval: the mark goes.
-func (c *call) buildForgetEval(cmd *quorum.Cmd) error {
+func (c *call) buildForgetEval(cmd quorum.Cmd) error {
 	if cmd.Mark == "" {
 		return errNoKeys
 	}

@@ -170,7 +170,7 @@ return n`)
 
 // buildSetNXMarked builds a waiter's SetNX (Add > 0): refused, and
 // reported, where fair waiters are queued for the key.
-func (c *call) buildSetNXMarked(cmd *quorum.Cmd) error {
+func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
 	c.scriptTagged(setNXMarkedScript, readSetNXMarked, cmd.Key, []string{waitPrefix, quorum.FairQueuePrefix, quorum.WriterPrefix}, cmd.Token, c.ms(cmd.TTL), c.ms(cmd.Add))
 	return c.err
 }
@@ -211,7 +211,7 @@ func appendBulk(b []byte, s string) []byte {
 }
 
 // buildFair builds the fair queue's commands.
-func (c *call) buildFair(cmd *quorum.Cmd, channel string) error {
+func (c *call) buildFair(cmd quorum.Cmd, channel string) error {
 	k, q, e, res := cmd.Key, quorum.FairQueueKey(cmd.Key), fairExpiryKey(cmd.Key), fairResKey(cmd.Key)
 	ticket := strconv.FormatInt(cmd.N, 10)
 	switch cmd.Kind {

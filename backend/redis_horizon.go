@@ -27,7 +27,7 @@ return px`)
 // buildHorizon builds RaiseHorizon (TTL: the ttl to raise it to; reply TTL:
 // its ttl afterwards, OK) and ReadHorizon (reply TTL: its remaining ttl, 0
 // when absent, negative when it has no expiry; OK when present).
-func (c *call) buildHorizon(cmd *quorum.Cmd) error {
+func (c *call) buildHorizon(cmd quorum.Cmd) error {
 	if cmd.Kind == quorum.RaiseHorizon {
 		if cmd.TTL <= 0 {
 			return ErrInvalidTTL

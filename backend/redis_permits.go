@@ -82,7 +82,7 @@ return released()`)
 var errBadPermit = errors.New("not a permit's token, or n out of range")
 
 // buildPermits builds the semaphore commands.
-func (c *call) buildPermits(cmd *quorum.Cmd, channel string) error {
+func (c *call) buildPermits(cmd quorum.Cmd, channel string) error {
 	k := cmd.Key
 	if cmd.Kind == quorum.ReadPermits {
 		if cmd.N < 1 || cmd.N > quorum.MaxPermits {

@@ -11,6 +11,7 @@ import (
 type script struct {
 	src string
 	sha string
+	scriptOnce
 }
 
 // allScripts lists every script, for the lines to load.

@@ -89,7 +89,7 @@ return redis.call("zcount", KEYS[2], "(" .. now(), "+inf")`)
 )
 
 // buildShared builds the read-write lock's commands.
-func (c *call) buildShared(cmd *quorum.Cmd, channel string) error {
+func (c *call) buildShared(cmd quorum.Cmd, channel string) error {
 	k, rk := cmd.Key, quorum.SharedKey(cmd.Key)
 	switch cmd.Kind {
 	case quorum.AcquireShared:

@@ -1,0 +1,135 @@
+package backend
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// kind is everything the nodes know of one quorum.CmdKind: the name
+// Memory.Calls counts it under, the name errors give it, what its
+// arguments must hold, the command or script that runs it and how its
+// reply reads (build), and, for the kinds the in-memory node does not
+// run through build, its own step (mem).
+type kind struct {
+	name  string
+	op    string
+	need  memNeed
+	build func(c *call, cmd quorum.Cmd, channel string) error
+	mem   func(*memOp) quorum.Reply
+}
+
+// memNeed says which of a command's durations must be positive.
+type memNeed uint8
+
+const (
+	memNeedTTL memNeed = 1 << iota
+	memNeedAddLimit
+)
+
+// kinds is the one table of command kinds. Every quorum.CmdKind has a
+// row (TestMemoryKindTableComplete). A row with a build and no mem runs on
+// the in-memory node as on a Redis node: the same command or script,
+// through the node's script engine.
+var kinds = [...]kind{
+	quorum.SetNX:            {name: "SetNX", op: "SET NX", need: memNeedTTL, build: buildSetNX},
+	quorum.Set:              {name: "Set", op: "SET", need: memNeedTTL, build: buildSet},
+	quorum.CompareAndDelete: {name: "CompareAndDelete", op: "compare-and-delete", build: buildCompareAndDelete},
+	quorum.CompareAndExtend: {name: "CompareAndExtend", op: "compare-and-extend", need: memNeedTTL, build: buildCompareAndExtend},
+	quorum.Get:              {name: "Get", op: "GET", build: buildGet},
+	quorum.Delete:           {name: "Delete", op: "DEL", build: buildDelete},
+	quorum.Expire:           {name: "Expire", op: "PEXPIRE", need: memNeedTTL, build: buildExpire},
+	quorum.AddTTL:           {name: "CompareAndAddTTL", op: "compare-and-add-ttl", need: memNeedAddLimit, build: buildAddTTL},
+	quorum.ExtendOrSetNX:    {name: "ExtendOrSetNX", op: "extend-or-set", need: memNeedTTL, build: buildExtendOrSetNX},
+	quorum.SetNXAll:         {name: "SetNXAll", op: "multi-key SET NX", need: memNeedTTL, build: (*call).buildMulti},
+	quorum.ExtendAll:        {name: "ExtendAll", op: "multi-key extend", need: memNeedTTL, build: (*call).buildMulti},
+	quorum.ReleaseEach:      {name: "ReleaseEach", op: "multi-key release", build: (*call).buildMulti},
+	quorum.HoldOwner:        {name: "HoldOwner", op: "hold", need: memNeedTTL, build: (*call).buildHeld},
+	quorum.UndoHold:         {name: "UndoHold", op: "undo hold", need: memNeedTTL, build: (*call).buildHeld},
+	quorum.Unhold:           {name: "Unhold", op: "unhold", build: (*call).buildHeld},
+	quorum.ExtendHeld:       {name: "ExtendHeld", op: "extend-held", need: memNeedTTL, build: (*call).buildHeld},
+	quorum.RestoreHeld:      {name: "RestoreHeld", op: "restore-held", need: memNeedTTL, build: (*call).buildHeld},
+	quorum.ReadFence:        {name: "ReadFence", op: "read fence", build: buildReadFence},
+	quorum.RaiseFence:       {name: "RaiseFence", op: "raise fence", need: memNeedTTL, build: buildRaiseFence},
+	quorum.Eval:             {name: "Eval", op: "EVALSHA", build: (*call).buildEval, mem: (*memOp).eval},
+	quorum.UndoEval:         {name: "UndoEval", op: "undo script", build: noChannel((*call).buildUndoEval), mem: (*memOp).undoEval},
+	quorum.RaiseHorizon:     {name: "RaiseHorizon", op: "raise horizon", need: memNeedTTL, build: noChannel((*call).buildHorizon)},
+	quorum.ReadHorizon:      {name: "ReadHorizon", op: "read horizon", build: noChannel((*call).buildHorizon)},
+	quorum.Subscribe:        {name: "Subscribe", op: "SUBSCRIBE", mem: (*memOp).subscribe},
+	quorum.Unsubscribe:      {name: "Unsubscribe", op: "UNSUBSCRIBE", mem: (*memOp).unsubscribe},
+	quorum.Publish:          {name: "Publish", op: "PUBLISH", build: buildPublish, mem: (*memOp).publish},
+	quorum.CompareAndSwap:   {name: "CompareAndSwap", op: "compare-and-swap", need: memNeedTTL, build: noChannel((*call).buildSwap)},
+	quorum.ReadPermits:      {name: "ReadPermits", op: "read permits", build: (*call).buildPermits},
+	quorum.AcquirePermit:    {name: "AcquirePermit", op: "acquire permit", need: memNeedTTL, build: (*call).buildPermits},
+	quorum.ExtendPermit:     {name: "ExtendPermit", op: "extend permit", need: memNeedTTL, build: (*call).buildPermits},
+	quorum.ReleasePermit:    {name: "ReleasePermit", op: "release permit", build: (*call).buildPermits},
+	quorum.AcquireShared:    {name: "AcquireShared", op: "acquire shared", need: memNeedTTL, build: (*call).buildShared},
+	quorum.ExtendShared:     {name: "ExtendShared", op: "extend shared", need: memNeedTTL, build: (*call).buildShared},
+	quorum.ReleaseShared:    {name: "ReleaseShared", op: "release shared", build: (*call).buildShared},
+	quorum.ReadShared:       {name: "ReadShared", op: "read shared", build: (*call).buildShared},
+	quorum.FairTail:         {name: "FairTail", op: "fair tail", build: (*call).buildFair},
+	quorum.FairAcquire:      {name: "FairAcquire", op: "fair acquire", need: memNeedTTL, build: (*call).buildFair},
+	quorum.FairUndo:         {name: "FairUndo", op: "fair undo", build: (*call).buildFair},
+	quorum.FairLeave:        {name: "FairLeave", op: "fair leave", build: (*call).buildFair},
+	quorum.ForgetEval:       {name: "ForgetEval", op: "forget script", build: noChannel((*call).buildForgetEval), mem: (*memOp).forgetEval},
+}
+
+// kindOf returns k's row; ok is false for a kind without one.
+func kindOf(k quorum.CmdKind) (kind, bool) {
+	if int(k) < len(kinds) && kinds[k].name != "" {
+		return kinds[k], true
+	}
+	return kind{}, false
+}
+
+// kindName is the name Memory.Calls counts k under.
+func kindName(k quorum.CmdKind) string {
+	if row, ok := kindOf(k); ok {
+		return row.name
+	}
+	return "kind " + strconv.Itoa(int(k))
+}
+
+// opName is the name errors give k.
+func opName(k quorum.CmdKind) string {
+	if row, ok := kindOf(k); ok {
+		return row.op
+	}
+	return "command " + strconv.Itoa(int(k))
+}
+
+// op names the call's kind in errors.
+func (c *call) op() string { return opName(c.kind) }
+
+// build fills in the command (or script) that runs cmd, and how its reply
+// reads. channel is the node's release channel. cmd is passed by value
+// through the table, so that the caller's copy stays on its stack.
+func (c *call) build(cmd quorum.Cmd, channel string) error {
+	row, ok := kindOf(cmd.Kind)
+	if !ok || row.build == nil {
+		return fmt.Errorf("%w %d", errUnknownKind, cmd.Kind)
+	}
+	if err := row.checkArgs(&cmd); err != nil {
+		return err
+	}
+	return row.build(c, cmd, channel)
+}
+
+// checkArgs refuses durations no node should store: a ttl <= 0 (a key
+// without expiry, or PEXPIRE's delete) where the kind needs one, and a
+// negative wait mark.
+func (row kind) checkArgs(cmd *quorum.Cmd) error {
+	switch {
+	case row.need&memNeedTTL != 0 && cmd.TTL <= 0,
+		row.need&memNeedAddLimit != 0 && (cmd.Add <= 0 || cmd.Limit <= 0),
+		cmd.Kind == quorum.SetNX && cmd.Add < 0:
+		return ErrInvalidTTL
+	}
+	return nil
+}
+
+// noChannel adapts a build that publishes nothing.
+func noChannel(f func(*call, quorum.Cmd) error) func(*call, quorum.Cmd, string) error {
+	return func(c *call, cmd quorum.Cmd, _ string) error { return f(c, cmd) }
+}

@@ -76,6 +76,7 @@ func TestCheckAdmitsBounded(t *testing.T) {
 		{"unpack beside loops", `local n = #KEYS; for i = 1, #ARGV do end; redis.call('DEL', unpack(KEYS)); return table.getn(ARGV)`},
 		{"string.rep of a literal count", `return string.rep('-', 10) .. ARGV[1]:rep(2)`},
 		{"a short chain of calls", chain(10)},
+		{"a key built once from its parts", `local k = KEYS[1] .. ':' .. ARGV[1]; k = k .. ':lock'; local n = 0; for i = 1, #KEYS do local m = KEYS[i] .. ':' .. k; n = n + #m end; return {k, n}`},
 		{"trivially bounded loops", `while false do redis.call('GET', KEYS[1]) end; repeat local x = redis.call('GET', KEYS[1]); if x then break end until true; return 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +94,10 @@ const tripleLoop = `local n=0 for i=1,#ARGV do for j=1,#ARGV do for k=1,#ARGV do
 func TestCheckRefusesUnbounded(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"triple loop over ARGV", tripleLoop, "a loop over #ARGV nested in a loop over #ARGV"},
+		{"a string doubled in a literal loop", `local s = ARGV[1]; for i = 1, 40 do s = s .. s end; return #s`, "unbounded memory"},
+		{"a string doubled line by line", `local s = ARGV[1]; local t = s .. s; t = t .. '-' .. t; return t`, "a string concatenated with itself ('s' .. 's'"},
+		{"a string grown across a literal loop", `local s = ''; for i = 1, 100000 do s = s .. ARGV[1] end; return #s`, "a string built up across a loop's iterations ('s' = s .. …"},
+		{"a string grown across a loop over KEYS", `local s = ''; for _, k in ipairs(KEYS) do s = k .. s end; return s`, "a string built up across a loop's iterations ('s' = s .. …"},
 		{"while of a value", `local go = ARGV[1]; while go do go = false end`, "a while loop (unbounded running time)"},
 		{"repeat until a value", `repeat until ARGV[1]`, "a repeat loop (unbounded running time)"},
 		{"repeat until false", `repeat until false`, "a repeat loop (unbounded running time)"},

@@ -352,6 +352,7 @@ func (w *walker) assign(s *ast.AssignStmt) {
 			if l.fn {
 				fail("an assignment to the function '%s'", t.Value)
 			}
+			w.noGrowth(t.Value, valueAt(s.Rhs, i))
 			w.assigned(l, valueAt(s.Rhs, i))
 		case *ast.AttrGetExpr:
 			w.assignField(t)
@@ -608,4 +609,31 @@ func (w *walker) loopBody(names []string, values []ast.Expr, body []ast.Stmt, ke
 	}
 	w.pop()
 	w.cond--
+}
+
+// noGrowth refuses a string that grows without a bound the request sets:
+// name assigned a concatenation of itself inside a loop (its size grows
+// with the iterations, up to the step budget's millions), which a
+// literal loop does not bound by the request's size.
+func (w *walker) noGrowth(name string, v ast.Expr) {
+	if w.iterations <= 1 && len(w.deps) == 0 {
+		return
+	}
+	for _, n := range concatNames(v, nil) {
+		if n == name {
+			fail("a string built up across a loop's iterations ('%s' = %s .. …: unbounded memory; concatenate KEYS and ARGV directly)", name, name)
+		}
+	}
+}
+
+// concatNames lists the plain names among the operands of a chain of
+// concatenations (a .. b .. c), with repeats.
+func concatNames(e ast.Expr, out []string) []string {
+	switch e := e.(type) {
+	case *ast.StringConcatOpExpr:
+		return concatNames(e.Rhs, concatNames(e.Lhs, out))
+	case *ast.IdentExpr:
+		return append(out, e.Value)
+	}
+	return out
 }

@@ -369,7 +369,10 @@ type grant struct {
 // undone as a failed round's would be.
 func (c *Cluster) grantRound(ctx context.Context, g grant) (time.Duration, *round, error) {
 	var abandon func(granted)
-	if ctx.Done() != nil {
+	if ctx.Done() != nil && (g.undo != nil || g.kept != nil) {
+		// Only a grant that can be undone needs taking back (an extend's
+		// cannot): its closure, and g's copy on the heap, cost the others
+		// nothing.
 		abandon = c.undoLate(g)
 	}
 	o, err := await(ctx, func(ch chan granted) {

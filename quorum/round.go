@@ -250,10 +250,16 @@ func await[T any](ctx context.Context, start func(ch chan T)) (T, error) {
 	}
 	ch := make(chan T, 1)
 	start(ch)
+	done := ctx.Done()
+	if done == nil {
+		// A ctx that never ends (the releases', the undos'): a plain
+		// receive, no select.
+		return <-ch, nil
+	}
 	select {
 	case o := <-ch:
 		return o, nil
-	case <-ctx.Done():
+	case <-done:
 	}
 	// The one slot of ch decides: filled by the outcome (taken here), or
 	// by the caller leaving (the outcome then goes to abandon).

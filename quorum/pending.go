@@ -178,10 +178,14 @@ func (r *retrier) push(i int, e pendingRelease) {
 // database db, because cmd, about to be sent to it, stores that token
 // there (see storesToken): what an earlier round left of it is now the
 // later round's to keep or undo. Costs one atomic load while node i has
-// nothing queued.
+// nothing queued, and none for a command that stores no token (a
+// release, a read, an extend).
 func (r *retrier) supersede(i, db int, cmd *Cmd) {
+	if !storesToken(cmd.Kind) {
+		return
+	}
 	q := r.queues[i]
-	if q.size.Load() == 0 || !storesToken(cmd.Kind) {
+	if q.size.Load() == 0 {
 		return
 	}
 	q.mu.Lock()

@@ -34,11 +34,10 @@ func newStalledCluster(t *testing.T) *stalledCluster {
 	s := &stalledCluster{ctx: ctx, nodes: mem}
 	s.arm = func() { mu.Lock(); armed = true; mu.Unlock() }
 	s.open = func() { once.Do(func() { close(gate) }) }
-	hold := func(ctx context.Context, cmd quorum.Cmd) error {
+	hold := func(ctx context.Context, _ quorum.Cmd) error {
 		mu.Lock()
 		held := armed
 		mu.Unlock()
-		_ = cmd
 		if !held {
 			return nil
 		}
@@ -51,13 +50,7 @@ func newStalledCluster(t *testing.T) *stalledCluster {
 		}
 	}
 	nodes := []quorum.Node{mem[0], &nodetest.Hooked{Node: mem[1], Before: hold}, &nodetest.Hooked{Node: mem[2], Before: hold}}
-	cfg := quorum.DefaultConfig()
-	cfg.NodeTimeout = time.Minute
-	cfg.RetryDelayMin, cfg.RetryDelayMax = neverRetry, neverRetry
-	c, err := quorum.New(nodes, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := slowRetryClusterTimeout(t, nodes, time.Minute)
 	s.c = c
 	t.Cleanup(func() {
 		cancel()

@@ -34,8 +34,14 @@ func memNodes(n int) []quorum.Node {
 
 func slowRetryCluster(t *testing.T, nodes []quorum.Node) *quorum.Cluster {
 	t.Helper()
+	return slowRetryClusterTimeout(t, nodes, time.Second)
+}
+
+// slowRetryClusterTimeout is slowRetryCluster with a NodeTimeout of its own.
+func slowRetryClusterTimeout(t *testing.T, nodes []quorum.Node, timeout time.Duration) *quorum.Cluster {
+	t.Helper()
 	cfg := quorum.DefaultConfig()
-	cfg.NodeTimeout = time.Second
+	cfg.NodeTimeout = timeout
 	cfg.RetryDelayMin, cfg.RetryDelayMax = neverRetry, neverRetry
 	c, err := quorum.New(nodes, cfg)
 	if err != nil {

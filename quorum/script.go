@@ -122,26 +122,12 @@ func effectOf(r *round, i int) (string, bool) {
 // the result and the change that stands ("" : none, also when it failed).
 func (c *Cluster) decideEffect(r *round, t *tally) (ScriptResult, string, error) {
 	q := c.Quorum()
-	stands, found := "", false
-	for i := range r.calls {
-		e, ok := effectOf(r, i)
-		n := 0
-		for j := range r.calls {
-			if f, ok := effectOf(r, j); ok && f == e {
-				n++
-			}
-		}
-		if ok && n >= q {
-			stands, found = e, true
-			break
-		}
-	}
-	disagreed := &DisagreeError{Answered: t.answered(), Total: len(c.nodes), Effect: true}
+	stands, found := majorityEffect(r, q)
 	if !found {
 		if t.answered() < q {
 			return ScriptResult{}, "", c.noQuorum(t)
 		}
-		return ScriptResult{}, "", disagreed
+		return ScriptResult{}, "", &DisagreeError{Answered: t.answered(), Total: len(c.nodes), Effect: true}
 	}
 	vals := make([]*Value, len(r.calls))
 	var timed []bool
@@ -155,10 +141,30 @@ func (c *Cluster) decideEffect(r *round, t *tally) (ScriptResult, string, error)
 	}
 	v, rule := ReplyRule(vals, q)
 	if rule != RuleEqual && rule != RuleClass {
-		disagreed.Effect = false
-		return ScriptResult{}, "", disagreed
+		return ScriptResult{}, "", &DisagreeError{Answered: t.answered(), Total: len(c.nodes)}
 	}
 	return ScriptResult{Value: v, Timed: timed}, stands, nil
+}
+
+// majorityEffect is the Effect that at least q of round r's answers made,
+// if any; every reply is in.
+func majorityEffect(r *round, q int) (string, bool) {
+	for i := range r.calls {
+		e, ok := effectOf(r, i)
+		if !ok {
+			continue
+		}
+		n := 0
+		for j := range r.calls {
+			if f, ok := effectOf(r, j); ok && f == e {
+				n++
+			}
+		}
+		if n >= q {
+			return e, true
+		}
+	}
+	return "", false
 }
 
 // pickReply applies Eval's reply rule to round r, every reply in.

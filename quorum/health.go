@@ -182,13 +182,11 @@ func (h *health) observe(i int, in ServerInfo) {
 	restarted := !first && in.RunID != n.RunID
 	if first || restarted {
 		h.started[i] = h.restartTime(in.Uptime, h.looked[i])
+		h.runSeen[i] = h.now()
 	}
 	if restarted {
 		h.hz.reset(i)
 		logs = append(logs, h.startLocked(&h.quar[i], h.started[i], h.now(), h.looked[i], h.logRestart(*n, in.RunID))...)
-	}
-	if first || restarted {
-		h.runSeen[i] = h.now()
 	}
 	h.looked[i] = h.now()
 	if first {

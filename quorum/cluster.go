@@ -27,6 +27,9 @@ type Cluster struct {
 	// horizons keeps every node's lock horizon (see HorizonKey); shared
 	// by all views.
 	horizons *horizons
+	// holders are the nodes that can hold writes back (see HoldWrites),
+	// found once here rather than per batch.
+	holders []WriteHolder
 }
 
 // DBs is the number of databases a Cluster works in: SELECT 0 to 15, as
@@ -55,6 +58,7 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 	c.health.hz = c.horizons
 	c.health.readHorizons = c.readHorizons
 	c.pending = newRetrier(c.nodes, cfg)
+	c.holders = writeHolders(c.nodes)
 	c.views = make([]*Cluster, DBs)
 	for n := range c.views {
 		v := *c

@@ -15,19 +15,26 @@ type WriteHolder interface {
 // ReleaseWrites: the rounds started in between reach each server together.
 // A node that cannot hold writes as it always does.
 func (c *Cluster) HoldWrites() {
-	for _, n := range c.nodes {
-		if h, ok := n.(WriteHolder); ok {
-			h.Hold()
-		}
+	for _, h := range c.holders {
+		h.Hold()
 	}
 }
 
 // ReleaseWrites ends a HoldWrites: what the rounds started since asked
 // of the nodes is written.
 func (c *Cluster) ReleaseWrites() {
-	for _, n := range c.nodes {
+	for _, h := range c.holders {
+		h.Release()
+	}
+}
+
+// writeHolders are the nodes of nodes that can hold writes.
+func writeHolders(nodes []Node) []WriteHolder {
+	var hs []WriteHolder
+	for _, n := range nodes {
 		if h, ok := n.(WriteHolder); ok {
-			h.Release()
+			hs = append(hs, h)
 		}
 	}
+	return hs
 }

@@ -149,15 +149,22 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 	token := NewOwnerToken(id)
 	mark := holdMarkKey(key, token)
 	q := c.Quorum()
+	// agree runs once a majority said yes, every reply in (it is then
+	// seen here, the round's outcome handed over after it).
+	var agreed bool
+	var tok string
+	var holds int64
 	v, rd, err := c.grantRound(context.Background(), grant{
 		op: OpReenter, ttl: ttl, failed: ErrNotAcquired,
-		cmd:   Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl},
-		agree: func(r *round) bool { tok, _ := majorityHeld(r.holds(), q); return tok != "" },
+		cmd: Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl},
+		agree: func(r *round) bool {
+			agreed = true
+			tok, holds = majorityHeld(r.holds(), q)
+			return tok != ""
+		},
 	})
-	hs := rd.holds()
-	tok, holds := majorityHeld(hs, q)
 	// A majority of yes replies without one token among them.
-	split = err == ErrNotAcquired && len(hs) >= q && tok == ""
+	split = err == ErrNotAcquired && agreed && tok == ""
 	if err != nil || ctx.Err() != nil {
 		// Too late to use, or its caller is gone (a client that hung up
 		// while the round was in flight): the round's holds are undone

@@ -217,9 +217,20 @@ func (in *Instance) BackendValues(t testing.TB, key string) []string {
 // value, "<nil>" when absent, or "<err …>".
 func ValuesIn(t testing.TB, backends []*redistest.Server, db int, key string) []string {
 	t.Helper()
-	vals := make([]string, len(backends))
+	addrs := make([]string, len(backends))
 	for i, s := range backends {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db, DisableIdentity: true})
+		addrs[i] = s.Addr()
+	}
+	return ValuesAt(t, addrs, db, key)
+}
+
+// ValuesAt reads key in database db of the Redis at each of addrs
+// directly: its value, "<nil>" when absent, or "<err …>".
+func ValuesAt(t testing.TB, addrs []string, db int, key string) []string {
+	t.Helper()
+	vals := make([]string, len(addrs))
+	for i, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr, DB: db, DisableIdentity: true})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		v, err := c.Get(ctx, key).Result()
 		cancel()

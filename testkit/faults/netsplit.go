@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Split is a real network partition: redis-servers in a network namespace
@@ -112,7 +113,7 @@ func (s *Split) run(t testing.TB, srv *splitServer) error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	addr := net.JoinHostPort(s.sides[0].addr, strconv.Itoa(srv.port))
 	deadline := time.Now().Add(5 * time.Second)
-	for !pingAddr(addr) {
+	for !redistest.Ping(addr, nil) {
 		select {
 		case <-done:
 			return fmt.Errorf("redis-server in %s exited during start-up", s.ns)
@@ -124,20 +125,6 @@ func (s *Split) run(t testing.TB, srv *splitServer) error {
 		time.Sleep(20 * time.Millisecond) // an external process gives no readiness signal
 	}
 	return nil
-}
-
-func pingAddr(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
 }
 
 // Addrs are the servers' addresses as seen over side.

@@ -240,7 +240,7 @@ func (s *Server) waitReady(done chan struct{}) error {
 		// Our own process must say it is ready: another test's server may
 		// have taken a port this one just freed (a Restart), and would
 		// answer the PING in its place.
-		if strings.Count(s.out.String(), readyLine) > s.readyBefore && ping(s.Addr(), s.tls) {
+		if strings.Count(s.out.String(), readyLine) > s.readyBefore && Ping(s.Addr(), s.tls) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -249,9 +249,10 @@ func (s *Server) waitReady(done chan struct{}) error {
 	return fmt.Errorf("redis-server on port %d did not answer PING within %v", s.port, startTimeout)
 }
 
-// ping reports whether a server answers at addr. NOAUTH counts: the server
-// is up, it only wants the password; LOADING does not.
-func ping(addr string, tlsConf *tls.Config) bool {
+// Ping reports whether a Redis answers PING at addr (over TLS when tlsConf
+// is set). NOAUTH counts: the server is up, it only wants the password;
+// LOADING does not.
+func Ping(addr string, tlsConf *tls.Config) bool {
 	var conn net.Conn
 	var err error
 	d := &net.Dialer{Timeout: 500 * time.Millisecond}

@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -256,4 +259,22 @@ func Count(vals []string, want string) int {
 		}
 	}
 	return n
+}
+
+// Page gets path (e.g. "/metrics") from the instance's HTTP handler and
+// returns the status code and the body.
+func (in *Instance) Page(t testing.TB, path string) (int, string) {
+	t.Helper()
+	srv := httptest.NewServer(metrics.Handler(in.Metrics))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

@@ -126,10 +126,21 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := authErr(addr, "first"); err != nil {
 		t.Fatalf("AUTH first: %v", err)
 	}
+	// One connection, authenticated before the reload and never redialled
+	// (a redial would send the old password and fail).
+	kept := redis.NewClient(&redis.Options{Addr: addr, Password: "first", Protocol: 2, DisableIdentity: true,
+		PoolSize: 1, MaxRetries: -1, ConnMaxIdleTime: -1})
+	defer kept.Close()
+	if err := kept.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("PING before the reload: %v", err)
+	}
 
 	write("log-level: debug\nrequirepass: second\nmax-ttl: 1h\n")
 	c.hup(t)
 	e, next := c.wait(t, next, "SIGHUP: configuration reloaded")
+	if err := kept.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("a connection authenticated before the reload: PING = %v, want it to stay authenticated", err)
+	}
 	if got := strings.Join(strs(e["reloaded"]), ","); got != "log-level,requirepass" {
 		t.Errorf("reloaded %q, want log-level,requirepass", got)
 	}

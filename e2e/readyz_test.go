@@ -44,3 +44,32 @@ func TestBackendsReadyWhileQuarantined(t *testing.T) {
 		return code == http.StatusOK
 	})
 }
+
+// TestWaitersAndVotesServed: over real backends, /metrics and the status
+// page count a LOCK … WAIT while it waits and not after its grant, and
+// /metrics gives the quorum and the backends that vote.
+func TestWaitersAndVotesServed(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	c := in.Client(t, 2)
+	pollFor(t, "every backend votes", func() bool {
+		_, body := in.Page(t, "/metrics")
+		return strings.Contains(body, "\nredlockd_backends_voting 3\n") && strings.Contains(body, "\nredlockd_quorum 2\n")
+	})
+	tok, _ := lock(t, c, "waited", 60000)
+	waiter := lockWaiting(t, c, "waited")
+	if _, body := in.Page(t, "/metrics"); !strings.Contains(body, "\nredlockd_lock_waiters 1\n") {
+		t.Fatalf("/metrics while one LOCK … WAIT waits lacks redlockd_lock_waiters 1:\n%s", body)
+	}
+	if _, page := in.Page(t, "/"); !strings.Contains(page, "<th>waiting now (LOCK … WAIT)</th><td>1</td>") {
+		t.Errorf("status page while one LOCK … WAIT waits:\n%s", page)
+	}
+	if n, err := c.Do(ctxT(t), "UNLOCK", "waited", tok).Int(); n != 1 || err != nil {
+		t.Fatalf("UNLOCK = %d, %v", n, err)
+	}
+	if r := <-waiter; r.err != nil || len(r.res) != 2 {
+		t.Fatalf("the waiter's LOCK … WAIT = %v, %v; want a grant", r.res, r.err)
+	}
+	if _, body := in.Page(t, "/metrics"); !strings.Contains(body, "\nredlockd_lock_waiters 0\n") {
+		t.Errorf("/metrics after the grant lacks redlockd_lock_waiters 0:\n%s", body)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlockd/redlockd/testkit/childproc"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
@@ -90,7 +91,7 @@ func StartSplit(t testing.TB, n, sides int) *Split {
 }
 
 func ipCmd(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
+	out, err := childproc.CombinedOutput(childproc.Command("ip", args...))
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -100,10 +101,10 @@ func ipCmd(args ...string) error {
 // run starts srv inside the namespace and waits until it answers PING on
 // the first side.
 func (s *Split) run(t testing.TB, srv *splitServer) error {
-	cmd := exec.Command("ip", "netns", "exec", s.ns, "redis-server",
+	cmd := childproc.Command("ip", "netns", "exec", s.ns, "redis-server",
 		"--port", strconv.Itoa(srv.port), "--bind", "0.0.0.0", "--protected-mode", "no",
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return fmt.Errorf("start redis-server in %s: %w", s.ns, err)
 	}
 	done := make(chan struct{})

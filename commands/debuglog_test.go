@@ -1,29 +1,12 @@
 package commands
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/redlockd/redlockd/testkit/logbuf"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDebugScriptVerdicts: at debug level each EVAL logs how its script
 // was judged; at info level nothing.
@@ -35,7 +18,7 @@ func TestDebugScriptVerdicts(t *testing.T) {
 		{"EVAL", "return redis.call('keys', '*')", "0"},
 	}
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
-		var out syncBuf
+		var out logbuf.Buffer
 		f := newFixture(t, Options{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: level}))})
 		for _, c := range calls {
 			f.do(c...)

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // TestGoRedisTxPipelined runs go-redis's TxPipelined (MULTI … EXEC in one
@@ -14,17 +12,9 @@ import (
 // proxies: a transaction that only reads, and one that takes, reads and
 // releases locks, with each element of EXEC's reply as Redis gives it.
 func TestGoRedisTxPipelined(t *testing.T) {
-	t.Run("redis-server", func(t *testing.T) {
-		addr := redistest.Start(t).Addr()
+	eachTarget(t, func(t *testing.T, tg target) {
 		for _, proto := range []int{2, 3} {
-			txScenario(t, newGoRedis(t, addr, proto), newGoRedis(t, addr, proto))
-		}
-	})
-	t.Run("redlockd", func(t *testing.T) {
-		a := startRedlockd(t)
-		b := startSecond(t, a)
-		for _, proto := range []int{2, 3} {
-			txScenario(t, a.Client(t, proto), b.Client(t, proto))
+			txScenario(t, newGoRedis(t, tg.addr, proto), newGoRedis(t, tg.other, proto))
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/redlockd/redlockd/testkit/redistest"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
@@ -61,14 +60,8 @@ func newRueidis(t testing.TB, addr string, opt rueidis.ClientOption) rueidis.Cli
 // invalidated when the lock is released through the other proxy and
 // when its ttl runs out.
 func TestRueidis(t *testing.T) {
-	t.Run("redis-server", func(t *testing.T) {
-		addr := redistest.Start(t).Addr()
-		rueidisScenario(t, addr, addr, 1)
-	})
-	t.Run("redlockd", func(t *testing.T) {
-		a := startRedlockd(t)
-		b := startSecond(t, a)
-		rueidisScenario(t, a.Addr, b.Addr, 3)
+	eachTarget(t, func(t *testing.T, tg target) {
+		rueidisScenario(t, tg.addr, tg.other, len(tg.backends))
 	})
 }
 

@@ -11,8 +11,6 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidiscompat"
 	"github.com/redis/rueidis/rueidislock"
-
-	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // triesSpy is a rueidis client that reports each lock script that came
@@ -64,14 +62,8 @@ func newLocker(t testing.TB, addr string, validity, extend time.Duration, spy *t
 // and a holder whose keys expire loses the lock (its context is
 // cancelled) on the invalidation, long before its next extension.
 func TestRueidisLock(t *testing.T) {
-	t.Run("redis-server", func(t *testing.T) {
-		addr := redistest.Start(t).Addr()
-		rueidisLockScenario(t, addr, addr, 1)
-	})
-	t.Run("redlockd", func(t *testing.T) {
-		a := startRedlockd(t)
-		b := startSecond(t, a)
-		rueidisLockScenario(t, a.Addr, b.Addr, 3)
+	eachTarget(t, func(t *testing.T, tg target) {
+		rueidisLockScenario(t, tg.addr, tg.other, len(tg.backends))
 	})
 }
 

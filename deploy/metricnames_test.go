@@ -3,9 +3,6 @@ package deploy
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,19 +29,9 @@ func servedNames(t *testing.T) map[string]bool {
 	if err := c.Do(ctx, "UNLOCK", "names", res[0]).Err(); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(metrics.Handler(in.Metrics))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, body := in.Page(t, "/metrics")
 	names := map[string]bool{}
-	for _, l := range strings.Split(string(body), "\n") {
+	for _, l := range strings.Split(body, "\n") {
 		if f := strings.Fields(l); len(f) >= 4 && f[0] == "#" && f[1] == "TYPE" {
 			names[f[2]] = true
 			if f[3] == "histogram" || f[3] == "summary" {

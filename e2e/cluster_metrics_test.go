@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
@@ -18,12 +14,10 @@ import (
 func TestClusterShardMetricsLabels(t *testing.T) {
 	clusters := startClusters(t, 3, 0)
 	in := redlocktest.StartOverClusters(t, clusters, redlocktest.Options{})
-	srv := httptest.NewServer(metrics.Handler(in.Metrics))
-	defer srv.Close()
 	var nodes, shards map[string]string
 	var body string
 	for range 200 {
-		body = scrape(t, srv.URL)
+		_, body = in.Page(t, "/metrics")
 		nodes, shards = upSeries(body)
 		if len(shards) == 9 && allUp(shards) {
 			break
@@ -79,18 +73,4 @@ func allUp(series map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func scrape(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

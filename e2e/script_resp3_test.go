@@ -40,32 +40,29 @@ var respTypeScripts = []struct{ name, body string }{
 // RESP3 (after HELLO 3), read off raw sockets to both.
 func TestScriptRESPTypesAsRedis(t *testing.T) {
 	in := redlocktest.Start(t, redlocktest.Options{})
-	single := redistest.Start(t)
-	for _, proto := range []int{2, 3} {
-		for i, sc := range respTypeScripts {
-			t.Run(fmt.Sprintf("RESP%d %s", proto, sc.name), func(t *testing.T) {
-				key := fmt.Sprintf("rt%d-%d", proto, i)
-				want := rawEval(t, single.Addr(), proto, sc.body, key)
-				if got := rawEval(t, in.Addr, proto, sc.body, key); got != want {
-					t.Errorf("%s\nproxy %q\nredis %q", sc.body, got, want)
-				}
-			})
-		}
-	}
+	sameScriptBytes(t, in.Addr, "rt", "proxy")
 }
 
 // TestScriptRESPTypesEmbedded: the embedded nodes' scripts give the same
 // bytes.
 func TestScriptRESPTypesEmbedded(t *testing.T) {
 	in := redlocktest.StartMemory(t, redlocktest.Options{})
+	sameScriptBytes(t, in.Addr, "rm", "embedded")
+}
+
+// sameScriptBytes runs each of respTypeScripts at addr and on a fresh
+// redis-server, in RESP2 and RESP3, and fails where the bytes differ;
+// what names addr in the failure.
+func sameScriptBytes(t *testing.T, addr, keyPrefix, what string) {
+	t.Helper()
 	single := redistest.Start(t)
 	for _, proto := range []int{2, 3} {
 		for i, sc := range respTypeScripts {
 			t.Run(fmt.Sprintf("RESP%d %s", proto, sc.name), func(t *testing.T) {
-				key := fmt.Sprintf("rm%d-%d", proto, i)
+				key := fmt.Sprintf("%s%d-%d", keyPrefix, proto, i)
 				want := rawEval(t, single.Addr(), proto, sc.body, key)
-				if got := rawEval(t, in.Addr, proto, sc.body, key); got != want {
-					t.Errorf("%s\nembedded %q\nredis %q", sc.body, got, want)
+				if got := rawEval(t, addr, proto, sc.body, key); got != want {
+					t.Errorf("%s\n%s %q\nredis %q", sc.body, what, got, want)
 				}
 			})
 		}

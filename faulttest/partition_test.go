@@ -3,7 +3,6 @@ package faulttest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -102,7 +101,7 @@ func TestPartitionHealedGrantOutlivesEarlierTries(t *testing.T) {
 			})
 			if tc.holder > 0 {
 				waitUntil(t, 20*time.Second, "the holder's lock expired on every backend", func() bool {
-					return countIn(valuesOver(t, split.Addrs(1), key), "<nil>") == 3
+					return redlocktest.Count(redlocktest.ValuesAt(t, split.Addrs(1), 0, key), "<nil>") == 3
 				})
 			}
 			time.Sleep(time.Until(healAt)) // when the link heals is the behaviour under test
@@ -113,8 +112,8 @@ func TestPartitionHealedGrantOutlivesEarlierTries(t *testing.T) {
 			}
 			end := g.at.Add(g.v - 300*time.Millisecond)
 			for time.Now().Before(end) {
-				vals := valuesOver(t, split.Addrs(1), key)
-				if n := countIn(vals, g.tok); n < 2 {
+				vals := redlocktest.ValuesAt(t, split.Addrs(1), 0, key)
+				if n := redlocktest.Count(vals, g.tok); n < 2 {
 					t.Fatalf("%v into the grant's validity of %v the backends hold %q: the grant was undone",
 						time.Since(g.at).Round(time.Millisecond), g.v, vals)
 				}
@@ -141,39 +140,6 @@ func sum(xs []int) int {
 		n += x
 	}
 	return n
-}
-
-func countIn(vals []string, want string) int {
-	n := 0
-	for _, v := range vals {
-		if v == want {
-			n++
-		}
-	}
-	return n
-}
-
-// valuesOver reads key on each backend directly at addrs: its value,
-// "<nil>" when absent, or "<err …>".
-func valuesOver(t *testing.T, addrs []string, key string) []string {
-	t.Helper()
-	vals := make([]string, len(addrs))
-	for i, addr := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		v, err := c.Get(ctx, key).Result()
-		cancel()
-		c.Close()
-		switch {
-		case errors.Is(err, redis.Nil):
-			vals[i] = "<nil>"
-		case err != nil:
-			vals[i] = fmt.Sprintf("<err %v>", err)
-		default:
-			vals[i] = v
-		}
-	}
-	return vals
 }
 
 // waitUntil polls cond until it holds or within passes.

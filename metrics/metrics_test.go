@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,13 +9,13 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/logbuf"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
@@ -25,36 +24,18 @@ func TestMain(m *testing.M) {
 	leaktest.VerifyTestMain(m)
 }
 
-// syncWriter lets the test read log output written from other goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // rig is a cluster over real redis-servers, observed by a Metrics.
 type rig struct {
 	servers []*redistest.Server
 	cluster *quorum.Cluster
 	m       *Metrics
-	logs    *syncWriter
+	logs    *logbuf.Buffer
 	http    *httptest.Server
 }
 
 func newRig(t *testing.T, n int) *rig {
 	t.Helper()
-	r := &rig{servers: redistest.StartN(t, n), logs: &syncWriter{}}
+	r := &rig{servers: redistest.StartN(t, n), logs: &logbuf.Buffer{}}
 	var nodes []quorum.Node
 	var names []string
 	for _, s := range r.servers {

@@ -1,9 +1,6 @@
 package metrics
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,14 +19,7 @@ func TestShardGauges(t *testing.T) {
 	}}
 	m := New(Options{Backends: []string{st.Name}, Version: "test",
 		NodeStates: func() []quorum.NodeState { return []quorum.NodeState{st} }})
-	srv := httptest.NewServer(Handler(m))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	_, body := getPage(t, m, "/metrics")
 	for _, want := range []string{
 		`redlockd_backend_quarantined{backend="cluster://a:1",shard="a:2"} 1`,
 		`redlockd_backend_quarantined{backend="cluster://a:1",shard="a:1"} 0`,
@@ -38,18 +28,18 @@ func TestShardGauges(t *testing.T) {
 		`redlockd_backend_quarantine_seconds{backend="cluster://a:1"} 0`,
 		`redlockd_backend_quarantine_seconds{backend="cluster://a:1",shard="a:1"} 0`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Fatalf("/metrics lacks %s:\n%s", want, body)
 		}
 	}
 	// The quarantined shard's seconds left are those of its deadline.
-	left := gaugeValue(t, string(body), `redlockd_backend_quarantine_seconds{backend="cluster://a:1",shard="a:2"}`)
+	left := gaugeValue(t, body, `redlockd_backend_quarantine_seconds{backend="cluster://a:1",shard="a:2"}`)
 	if left <= 0 || left > time.Minute.Seconds() {
 		t.Fatalf("quarantined shard has %v seconds left, want in (0, 60]", left)
 	}
 	// A shard is never counted as a backend: the only series without a
 	// shard label are the backend's.
-	if strings.Contains(string(body), `backend="cluster://a:1/`) {
+	if strings.Contains(body, `backend="cluster://a:1/`) {
 		t.Fatalf("/metrics still names a shard as a backend:\n%s", body)
 	}
 }

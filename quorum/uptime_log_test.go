@@ -1,7 +1,6 @@
 package quorum_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
 	"sync"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/logbuf"
 )
 
 // lookNode is a node that only reports looks at its server: enough for
@@ -37,28 +37,11 @@ func (n *lookNode) look(info quorum.ServerInfo) {
 	w.Server(info)
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestYoungBackendLogsWholeSeconds: a backend's uptime comes from INFO in
 // whole seconds, and the start-up quarantine's log line says it so
 // ("uptime=0s" for a server that just started, not "uptime=501ns").
 func TestYoungBackendLogsWholeSeconds(t *testing.T) {
-	var out lockedBuffer
+	var out logbuf.Buffer
 	nodes := []*lookNode{{name: "A"}, {name: "B"}, {name: "C"}}
 	cfg := quorum.DefaultConfig()
 	cfg.RestartQuarantine = time.Minute

@@ -1,102 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/testkit/childproc"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 	"github.com/redlockd/redlockd/testkit/testcerts"
 )
-
-// child is the built binary running as a child process, its JSON log
-// lines collected, so that a test can send it signals.
-type child struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs []map[string]any
-	more chan struct{} // closed and replaced at each new line
-	done chan struct{}
-}
-
-func startChild(t *testing.T, bin string, args ...string) *child {
-	t.Helper()
-	c := &child{cmd: childproc.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...),
-		more: make(chan struct{}), done: make(chan struct{})}
-	stderr, err := c.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := childproc.Start(c.cmd); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(c.done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var e map[string]any
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				e = map[string]any{"msg": sc.Text()}
-			}
-			c.mu.Lock()
-			c.logs = append(c.logs, e)
-			close(c.more)
-			c.more = make(chan struct{})
-			c.mu.Unlock()
-		}
-		_ = c.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	})
-	return c
-}
-
-// wait returns the first log line from index from on whose msg contains
-// msg, waiting for it (up to 30s, the process must not exit meanwhile).
-func (c *child) wait(t *testing.T, from int, msg string) (map[string]any, int) {
-	t.Helper()
-	timeout := time.After(30 * time.Second)
-	for {
-		c.mu.Lock()
-		for i := from; i < len(c.logs); i++ {
-			if m, _ := c.logs[i]["msg"].(string); strings.Contains(m, msg) {
-				e := c.logs[i]
-				c.mu.Unlock()
-				return e, i + 1
-			}
-		}
-		more := c.more
-		c.mu.Unlock()
-		select {
-		case <-more:
-		case <-c.done:
-			t.Fatalf("process exited (%v) before logging %q", c.cmd.ProcessState, msg)
-		case <-timeout:
-			t.Fatalf("no log line %q within 30s", msg)
-		}
-	}
-}
-
-func (c *child) hup(t *testing.T) {
-	t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func authErr(addr, pass string) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, Password: pass, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
@@ -120,16 +38,27 @@ func TestSIGHUPReloads(t *testing.T) {
 		}
 	}
 	write("log-level: info\nrequirepass: first\n")
-	c := startChild(t, bin, "--config", file)
-	ready, next := c.wait(t, 0, "ready to accept connections")
+	c := redlocktest.StartBinary(t, bin, "--config", file)
+	ready, next := c.WaitLog(t, 0, "ready to accept connections")
 	addr := ready["addr"].(string)
 	if err := authErr(addr, "first"); err != nil {
 		t.Fatalf("AUTH first: %v", err)
 	}
+	// One connection, authenticated before the reload and never redialled
+	// (a redial would send the old password and fail).
+	kept := redis.NewClient(&redis.Options{Addr: addr, Password: "first", Protocol: 2, DisableIdentity: true,
+		PoolSize: 1, MaxRetries: -1, ConnMaxIdleTime: -1})
+	defer kept.Close()
+	if err := kept.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("PING before the reload: %v", err)
+	}
 
 	write("log-level: debug\nrequirepass: second\nmax-ttl: 1h\n")
-	c.hup(t)
-	e, next := c.wait(t, next, "SIGHUP: configuration reloaded")
+	c.Send(t, syscall.SIGHUP)
+	e, next := c.WaitLog(t, next, "SIGHUP: configuration reloaded")
+	if err := kept.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("a connection authenticated before the reload: PING = %v, want it to stay authenticated", err)
+	}
 	if got := strings.Join(strs(e["reloaded"]), ","); got != "log-level,requirepass" {
 		t.Errorf("reloaded %q, want log-level,requirepass", got)
 	}
@@ -148,14 +77,14 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := cl.Do(context.Background(), "LOCK", "hup", "1000").Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.wait(t, next, "backend answered")
+	c.WaitLog(t, next, "backend answered")
 
 	write("log-level: [\n")
-	c.hup(t)
-	_, next = c.wait(t, next, "SIGHUP: configuration not reloaded")
+	c.Send(t, syscall.SIGHUP)
+	_, next = c.WaitLog(t, next, "SIGHUP: configuration not reloaded")
 	write("log-level: debug\nrequirepass: second\nmax-ttl: 2h\n")
-	c.hup(t)
-	e, _ = c.wait(t, next, "take effect only at a restart")
+	c.Send(t, syscall.SIGHUP)
+	e, _ = c.WaitLog(t, next, "take effect only at a restart")
 	if got := strings.Join(strs(e["settings"]), ","); got != "max-ttl" {
 		t.Errorf("restart-only settings %q, want max-ttl", got)
 	}
@@ -194,15 +123,15 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 		}
 	}
 	install(oldCA)
-	c := startChild(t, bin, "--tls-cert-file", cert, "--tls-key-file", key)
-	ready, next := c.wait(t, 0, "ready to accept connections")
+	c := redlocktest.StartBinary(t, bin, "--tls-cert-file", cert, "--tls-key-file", key)
+	ready, next := c.WaitLog(t, 0, "ready to accept connections")
 	addr := ready["addr"].(string)
 	if err := pingErr(tlsClient(t, addr, oldCA.ClientTLSNoCert())); err != nil {
 		t.Fatalf("before the reload: %v", err)
 	}
 	install(newCA)
-	c.hup(t)
-	e, _ := c.wait(t, next, "SIGHUP: configuration reloaded")
+	c.Send(t, syscall.SIGHUP)
+	e, _ := c.WaitLog(t, next, "SIGHUP: configuration reloaded")
 	if got := strings.Join(strs(e["reloaded"]), ","); got != "tls-cert-file,tls-key-file" {
 		t.Errorf("reloaded %q", got)
 	}

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // Split is a real network partition: redis-servers in a network namespace
@@ -89,7 +91,7 @@ func StartSplit(t testing.TB, n, sides int) *Split {
 }
 
 func ipCmd(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
+	out, err := childproc.CombinedOutput(childproc.Command("ip", args...))
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -99,10 +101,10 @@ func ipCmd(args ...string) error {
 // run starts srv inside the namespace and waits until it answers PING on
 // the first side.
 func (s *Split) run(t testing.TB, srv *splitServer) error {
-	cmd := exec.Command("ip", "netns", "exec", s.ns, "redis-server",
+	cmd := childproc.Command("ip", "netns", "exec", s.ns, "redis-server",
 		"--port", strconv.Itoa(srv.port), "--bind", "0.0.0.0", "--protected-mode", "no",
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return fmt.Errorf("start redis-server in %s: %w", s.ns, err)
 	}
 	done := make(chan struct{})
@@ -112,7 +114,7 @@ func (s *Split) run(t testing.TB, srv *splitServer) error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	addr := net.JoinHostPort(s.sides[0].addr, strconv.Itoa(srv.port))
 	deadline := time.Now().Add(5 * time.Second)
-	for !pingAddr(addr) {
+	for !redistest.Ping(addr, nil) {
 		select {
 		case <-done:
 			return fmt.Errorf("redis-server in %s exited during start-up", s.ns)
@@ -124,20 +126,6 @@ func (s *Split) run(t testing.TB, srv *splitServer) error {
 		time.Sleep(20 * time.Millisecond) // an external process gives no readiness signal
 	}
 	return nil
-}
-
-func pingAddr(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
 }
 
 // Addrs are the servers' addresses as seen over side.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/testkit/logbuf"
 )
 
 // Slots is the number of hash slots of a Redis Cluster.
@@ -71,7 +73,7 @@ func startClusterServer(t testing.TB, args []string) *Server {
 	if err != nil {
 		t.Fatalf("redistest: redis-server not found on PATH: %v", err)
 	}
-	s := &Server{bin: bin, dir: t.TempDir(), out: &syncBuffer{}}
+	s := &Server{bin: bin, dir: t.TempDir(), out: &logbuf.Buffer{}}
 	t.Cleanup(s.cleanup)
 	for try := 1; ; try++ {
 		s.port = freePort(t)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/logbuf"
 )
 
 // orphanEnv tells a re-run of this test binary to act as the test process
@@ -31,7 +32,7 @@ func TestServersDieWithTheTestProcess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stderr syncBuffer
+			var stderr logbuf.Buffer
 			cmd.Stderr = &stderr
 			if err := childproc.Start(cmd); err != nil {
 				t.Fatal(err)

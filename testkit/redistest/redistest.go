@@ -5,7 +5,6 @@ package redistest
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/testkit/childproc"
+	"github.com/redlockd/redlockd/testkit/logbuf"
 )
 
 // errExited marks a server that died during start-up (a port taken
@@ -38,8 +38,8 @@ type Server struct {
 	port int
 	dir  string
 	args []string
-	out  *syncBuffer // stdout and stderr of every run
-	tls  *tls.Config // set: the port speaks only TLS, and this is how to reach it
+	out  *logbuf.Buffer // stdout and stderr of every run
+	tls  *tls.Config    // set: the port speaks only TLS, and this is how to reach it
 	// readyBefore counts readyLine in out before the current run started.
 	readyBefore int
 
@@ -74,7 +74,7 @@ func start(t testing.TB, client *tls.Config, args []string) *Server {
 	if err != nil {
 		t.Fatalf("redistest: redis-server not found on PATH (apt-get install redis-server): %v", err)
 	}
-	s := &Server{bin: bin, dir: t.TempDir(), args: args, out: &syncBuffer{}, tls: client}
+	s := &Server{bin: bin, dir: t.TempDir(), args: args, out: &logbuf.Buffer{}, tls: client}
 	t.Cleanup(s.cleanup)
 	for try := 1; ; try++ {
 		s.port = freePort(t)
@@ -240,7 +240,7 @@ func (s *Server) waitReady(done chan struct{}) error {
 		// Our own process must say it is ready: another test's server may
 		// have taken a port this one just freed (a Restart), and would
 		// answer the PING in its place.
-		if strings.Count(s.out.String(), readyLine) > s.readyBefore && ping(s.Addr(), s.tls) {
+		if strings.Count(s.out.String(), readyLine) > s.readyBefore && Ping(s.Addr(), s.tls) {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -249,9 +249,10 @@ func (s *Server) waitReady(done chan struct{}) error {
 	return fmt.Errorf("redis-server on port %d did not answer PING within %v", s.port, startTimeout)
 }
 
-// ping reports whether a server answers at addr. NOAUTH counts: the server
-// is up, it only wants the password; LOADING does not.
-func ping(addr string, tlsConf *tls.Config) bool {
+// Ping reports whether a Redis answers PING at addr (over TLS when tlsConf
+// is set). NOAUTH counts: the server is up, it only wants the password;
+// LOADING does not.
+func Ping(addr string, tlsConf *tls.Config) bool {
 	var conn net.Conn
 	var err error
 	d := &net.Dialer{Timeout: 500 * time.Millisecond}
@@ -281,23 +282,4 @@ func freePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer collects process output written from exec's copying
-// goroutines while a test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -20,10 +20,10 @@ func TestStartTLS(t *testing.T) {
 	if err := pingWithin(s, 2*time.Second); err != nil {
 		t.Fatalf("PING over TLS: %v\n%s", err, s.Output())
 	}
-	if ping(s.Addr(), nil) {
+	if Ping(s.Addr(), nil) {
 		t.Fatal("the TLS port answered a plain PING")
 	}
-	if ping(s.Addr(), certs.ClientTLSNoCert()) {
+	if Ping(s.Addr(), certs.ClientTLSNoCert()) {
 		t.Fatal("a client without a certificate was served")
 	}
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), TLSConfig: certs.ClientTLSNoCert(), DisableIdentity: true, MaxRetries: -1})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,27 +35,36 @@ func Build(t testing.TB, pkg string) string {
 	return bin
 }
 
-// Process is one redlockd binary running as a child process, so that a
-// test can kill it.
+// Process is one redlockd binary running as a child process, its JSON log
+// lines collected, so that a test can signal it, kill it and wait for
+// what it logs.
 type Process struct {
 	// Addr is the address it listens on, read from its "ready" log line.
 	Addr string
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has exited
+	mu   sync.Mutex
+	logs []map[string]any
+	more chan struct{} // closed and replaced at each new line
 }
 
-// StartProcess runs bin (built by Build) over servers with args, on a free
-// loopback port with JSON logs, and returns once it logged the address it
-// listens on. The test's cleanup kills it.
+// StartProcess runs bin (built by Build) over servers with args, as
+// StartBinary does.
 func StartProcess(t testing.TB, bin string, servers []*redistest.Server, args ...string) *Process {
 	t.Helper()
 	addrs := make([]string, len(servers))
 	for i, s := range servers {
 		addrs[i] = s.Addr()
 	}
-	args = append([]string{"--listen", "127.0.0.1:0", "--log-format", "json",
-		"--backends", strings.Join(addrs, ",")}, args...)
-	cmd := childproc.Command(bin, args...)
+	return StartBinary(t, bin, append([]string{"--backends", strings.Join(addrs, ",")}, args...)...)
+}
+
+// StartBinary runs bin (built by Build) with args, on a free loopback port
+// with JSON logs, and returns once it logged the address it listens on.
+// The test's cleanup kills it.
+func StartBinary(t testing.TB, bin string, args ...string) *Process {
+	t.Helper()
+	cmd := childproc.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,25 +72,63 @@ func StartProcess(t testing.TB, bin string, servers []*redistest.Server, args ..
 	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan string, 1)
+	p := &Process{cmd: cmd, done: make(chan struct{}), more: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		readyAddr(stderr, ready)
+		p.follow(stderr)
 		_ = cmd.Wait()
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.done
 	})
-	select {
-	case p.Addr = <-ready:
-	case <-p.done:
-		t.Fatal("redlockd exited before it was ready")
-	case <-time.After(30 * time.Second):
-		t.Fatal("redlockd not ready within 30s")
-	}
+	ready, _ := p.WaitLog(t, 0, "ready to accept connections")
+	p.Addr, _ = ready["addr"].(string)
 	return p
+}
+
+// follow collects each log line of rd (a line that is not JSON as its
+// msg) until the process closes it.
+func (p *Process) follow(rd io.Reader) {
+	sc := bufio.NewScanner(rd)
+	for sc.Scan() {
+		var e map[string]any
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			e = map[string]any{"msg": sc.Text()}
+		}
+		p.mu.Lock()
+		p.logs = append(p.logs, e)
+		close(p.more)
+		p.more = make(chan struct{})
+		p.mu.Unlock()
+	}
+}
+
+// WaitLog returns the first log line from index from on whose msg
+// contains msg, and the index after it, waiting for it (up to 30s; the
+// process must not exit meanwhile).
+func (p *Process) WaitLog(t testing.TB, from int, msg string) (map[string]any, int) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		p.mu.Lock()
+		for i := from; i < len(p.logs); i++ {
+			if m, _ := p.logs[i]["msg"].(string); strings.Contains(m, msg) {
+				e := p.logs[i]
+				p.mu.Unlock()
+				return e, i + 1
+			}
+		}
+		more := p.more
+		p.mu.Unlock()
+		select {
+		case <-more:
+		case <-p.done:
+			t.Fatalf("redlockd exited (%v) before logging %q", p.cmd.ProcessState, msg)
+		case <-timeout:
+			t.Fatalf("redlockd logged no %q within 30s", msg)
+		}
+	}
 }
 
 // Signal sends sig to the process and waits until it has exited.
@@ -94,30 +142,15 @@ func (p *Process) Signal(t testing.TB, sig os.Signal) {
 
 // Pause stops the process (SIGSTOP) without ending it: its sockets stay
 // open and unanswered until Resume.
-func (p *Process) Pause(t testing.TB) { p.signal(t, syscall.SIGSTOP) }
+func (p *Process) Pause(t testing.TB) { p.Send(t, syscall.SIGSTOP) }
 
 // Resume continues a paused process (SIGCONT).
-func (p *Process) Resume(t testing.TB) { p.signal(t, syscall.SIGCONT) }
+func (p *Process) Resume(t testing.TB) { p.Send(t, syscall.SIGCONT) }
 
-func (p *Process) signal(t testing.TB, sig os.Signal) {
+// Send sends sig to the process and returns at once.
+func (p *Process) Send(t testing.TB, sig os.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Errorf("redlocktest: signal %v: %v", sig, err)
-	}
-}
-
-// readyAddr sends the address of the "ready" log line, then drains rd
-// until the process closes it.
-func readyAddr(rd io.Reader, ready chan<- string) {
-	sc := bufio.NewScanner(rd)
-	for sc.Scan() {
-		var e map[string]any
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e["msg"] == "ready to accept connections" {
-			addr, _ := e["addr"].(string)
-			select {
-			case ready <- addr:
-			default:
-			}
-		}
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -217,9 +220,20 @@ func (in *Instance) BackendValues(t testing.TB, key string) []string {
 // value, "<nil>" when absent, or "<err …>".
 func ValuesIn(t testing.TB, backends []*redistest.Server, db int, key string) []string {
 	t.Helper()
-	vals := make([]string, len(backends))
+	addrs := make([]string, len(backends))
 	for i, s := range backends {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db, DisableIdentity: true})
+		addrs[i] = s.Addr()
+	}
+	return ValuesAt(t, addrs, db, key)
+}
+
+// ValuesAt reads key in database db of the Redis at each of addrs
+// directly: its value, "<nil>" when absent, or "<err …>".
+func ValuesAt(t testing.TB, addrs []string, db int, key string) []string {
+	t.Helper()
+	vals := make([]string, len(addrs))
+	for i, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr, DB: db, DisableIdentity: true})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		v, err := c.Get(ctx, key).Result()
 		cancel()
@@ -245,4 +259,22 @@ func Count(vals []string, want string) int {
 		}
 	}
 	return n
+}
+
+// Page gets path (e.g. "/metrics") from the instance's HTTP handler and
+// returns the status code and the body.
+func (in *Instance) Page(t testing.TB, path string) (int, string) {
+	t.Helper()
+	srv := httptest.NewServer(metrics.Handler(in.Metrics))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

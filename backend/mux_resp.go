@@ -141,16 +141,7 @@ func parseMap(b, line []byte, n int) (reply, int, error) {
 	if err != nil || count < 0 || count > math.MaxInt32 {
 		return reply{}, 0, errProtocol
 	}
-	r := reply{kind: '%', elems: make([]reply, 2*count)}
-	for i := range r.elems {
-		e, m, err := parseReply(b[n:])
-		if err != nil || m == 0 {
-			return reply{}, 0, err
-		}
-		r.elems[i] = e
-		n += m
-	}
-	return r, n, nil
+	return parseElems(b, reply{kind: '%'}, 2*count, n)
 }
 
 func parseBulk(b, line []byte, n int) (reply, int, error) {
@@ -181,6 +172,11 @@ func parseArray(b, line []byte, n int) (reply, int, error) {
 		r.null = true
 		return r, n, nil
 	}
+	return parseElems(b, r, count, n)
+}
+
+// parseElems parses the count replies of an aggregate r from b[n:].
+func parseElems(b []byte, r reply, count int64, n int) (reply, int, error) {
 	r.elems = make([]reply, count)
 	for i := range r.elems {
 		e, m, err := parseReply(b[n:])

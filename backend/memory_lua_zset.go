@@ -143,15 +143,7 @@ func (r *luaRun) zrem(args []string) quorum.Value {
 	if errv != nil || h == nil {
 		return orZero(errv)
 	}
-	h = r.hashToWrite(args[0], h)
-	var n int64
-	for _, m := range args[1:] {
-		if h.del(m) {
-			n++
-		}
-	}
-	r.saveHash(args[0], h)
-	return intValue(n)
+	return r.delFields(args[0], h, args[1:])
 }
 
 func (r *luaRun) zcard(args []string) quorum.Value {

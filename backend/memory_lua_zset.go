@@ -34,14 +34,7 @@ func (r *luaRun) time([]string) quorum.Value {
 
 // zset reads key as a sorted set (nil when absent): a WRONGTYPE error
 // when it holds another type.
-func (r *luaRun) zset(key string) (*memHash, *quorum.Value) {
-	_, h, ok := r.look(key)
-	if ok && (h == nil || !h.zset) {
-		v := errorValue(errWrongType)
-		return nil, &v
-	}
-	return h, nil
-}
+func (r *luaRun) zset(key string) (*memHash, *quorum.Value) { return r.fields(key, true) }
 
 // parseScore reads a score: a float, or inf, +inf or -inf in any case
 // (strconv reads those too); NaN is not one.

@@ -175,8 +175,14 @@ func parseArray(b, line []byte, n int) (reply, int, error) {
 	return parseElems(b, r, count, n)
 }
 
-// parseElems parses the count replies of an aggregate r from b[n:].
+// parseElems parses the count replies of an aggregate r from b[n:]. Each
+// takes 3 bytes at least: while fewer are here, the aggregate is not
+// whole yet, and nothing is allocated for it (a large reply is parsed
+// again as each read adds to it, and a bogus count never allocates).
 func parseElems(b []byte, r reply, count int64, n int) (reply, int, error) {
+	if count > int64(len(b)-n)/3 {
+		return reply{}, 0, nil
+	}
 	r.elems = make([]reply, count)
 	for i := range r.elems {
 		e, m, err := parseReply(b[n:])

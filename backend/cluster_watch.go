@@ -22,8 +22,8 @@ func (cl *Cluster) Watch(w quorum.Watcher) bool {
 	if w.Invalidated != nil {
 		// Each master knows the changes of its own slots' keys.
 		cl.invalids = append(cl.invalids, w.Invalidated)
-		for _, n := range cl.nodes {
-			if cl.watcher != nil { // else watchNodeLocked does it below
+		if cl.watcher != nil { // else watchNodeLocked does it below
+			for _, n := range cl.nodes {
 				n.Watch(quorum.Watcher{Invalidated: w.Invalidated})
 			}
 		}

@@ -11,13 +11,17 @@ import (
 // Memory.Calls counts it under, the name errors give it, what its
 // arguments must hold, the command or script that runs it and how its
 // reply reads (build), and, for the kinds the in-memory node does not
-// run through build, its own step (mem).
+// run through build, its own step (mem); read: it never changes a key;
+// server: it acts on the server's one lock horizon, in the server's db 0
+// whatever the command's database, on every shard of a cluster.
 type kind struct {
-	name  string
-	op    string
-	need  memNeed
-	build func(c *call, cmd quorum.Cmd, channel string) error
-	mem   func(*memOp) quorum.Reply
+	name   string
+	op     string
+	need   memNeed
+	read   bool
+	server bool
+	build  func(c *call, cmd quorum.Cmd, channel string) error
+	mem    func(*memOp) quorum.Reply
 }
 
 // memNeed says which of a command's durations must be positive.
@@ -37,7 +41,7 @@ var kinds = [...]kind{
 	quorum.Set:              {name: "Set", op: "SET", need: memNeedTTL, build: buildSet},
 	quorum.CompareAndDelete: {name: "CompareAndDelete", op: "compare-and-delete", build: buildCompareAndDelete},
 	quorum.CompareAndExtend: {name: "CompareAndExtend", op: "compare-and-extend", need: memNeedTTL, build: buildCompareAndExtend},
-	quorum.Get:              {name: "Get", op: "GET", build: buildGet},
+	quorum.Get:              {name: "Get", op: "GET", read: true, build: buildGet},
 	quorum.Delete:           {name: "Delete", op: "DEL", build: buildDelete},
 	quorum.Expire:           {name: "Expire", op: "PEXPIRE", need: memNeedTTL, build: buildExpire},
 	quorum.AddTTL:           {name: "CompareAndAddTTL", op: "compare-and-add-ttl", need: memNeedAddLimit, build: buildAddTTL},
@@ -50,25 +54,25 @@ var kinds = [...]kind{
 	quorum.Unhold:           {name: "Unhold", op: "unhold", build: (*call).buildHeld},
 	quorum.ExtendHeld:       {name: "ExtendHeld", op: "extend-held", need: memNeedTTL, build: (*call).buildHeld},
 	quorum.RestoreHeld:      {name: "RestoreHeld", op: "restore-held", need: memNeedTTL, build: (*call).buildHeld},
-	quorum.ReadFence:        {name: "ReadFence", op: "read fence", build: buildReadFence},
+	quorum.ReadFence:        {name: "ReadFence", op: "read fence", read: true, build: buildReadFence},
 	quorum.RaiseFence:       {name: "RaiseFence", op: "raise fence", need: memNeedTTL, build: buildRaiseFence},
 	quorum.Eval:             {name: "Eval", op: "EVALSHA", build: (*call).buildEval, mem: (*memOp).eval},
 	quorum.UndoEval:         {name: "UndoEval", op: "undo script", build: noChannel((*call).buildUndoEval), mem: (*memOp).undoEval},
-	quorum.RaiseHorizon:     {name: "RaiseHorizon", op: "raise horizon", need: memNeedTTL, build: noChannel((*call).buildHorizon)},
-	quorum.ReadHorizon:      {name: "ReadHorizon", op: "read horizon", build: noChannel((*call).buildHorizon)},
-	quorum.Subscribe:        {name: "Subscribe", op: "SUBSCRIBE", mem: (*memOp).subscribe},
-	quorum.Unsubscribe:      {name: "Unsubscribe", op: "UNSUBSCRIBE", mem: (*memOp).unsubscribe},
-	quorum.Publish:          {name: "Publish", op: "PUBLISH", build: buildPublish, mem: (*memOp).publish},
+	quorum.RaiseHorizon:     {name: "RaiseHorizon", op: "raise horizon", server: true, need: memNeedTTL, build: noChannel((*call).buildHorizon)},
+	quorum.ReadHorizon:      {name: "ReadHorizon", op: "read horizon", server: true, read: true, build: noChannel((*call).buildHorizon)},
+	quorum.Subscribe:        {name: "Subscribe", op: "SUBSCRIBE", read: true, mem: (*memOp).subscribe},
+	quorum.Unsubscribe:      {name: "Unsubscribe", op: "UNSUBSCRIBE", read: true, mem: (*memOp).unsubscribe},
+	quorum.Publish:          {name: "Publish", op: "PUBLISH", read: true, build: buildPublish, mem: (*memOp).publish},
 	quorum.CompareAndSwap:   {name: "CompareAndSwap", op: "compare-and-swap", need: memNeedTTL, build: noChannel((*call).buildSwap)},
-	quorum.ReadPermits:      {name: "ReadPermits", op: "read permits", build: (*call).buildPermits},
+	quorum.ReadPermits:      {name: "ReadPermits", op: "read permits", read: true, build: (*call).buildPermits},
 	quorum.AcquirePermit:    {name: "AcquirePermit", op: "acquire permit", need: memNeedTTL, build: (*call).buildPermits},
 	quorum.ExtendPermit:     {name: "ExtendPermit", op: "extend permit", need: memNeedTTL, build: (*call).buildPermits},
 	quorum.ReleasePermit:    {name: "ReleasePermit", op: "release permit", build: (*call).buildPermits},
 	quorum.AcquireShared:    {name: "AcquireShared", op: "acquire shared", need: memNeedTTL, build: (*call).buildShared},
 	quorum.ExtendShared:     {name: "ExtendShared", op: "extend shared", need: memNeedTTL, build: (*call).buildShared},
 	quorum.ReleaseShared:    {name: "ReleaseShared", op: "release shared", build: (*call).buildShared},
-	quorum.ReadShared:       {name: "ReadShared", op: "read shared", build: (*call).buildShared},
-	quorum.FairTail:         {name: "FairTail", op: "fair tail", build: (*call).buildFair},
+	quorum.ReadShared:       {name: "ReadShared", op: "read shared", read: true, build: (*call).buildShared},
+	quorum.FairTail:         {name: "FairTail", op: "fair tail", read: true, build: (*call).buildFair},
 	quorum.FairAcquire:      {name: "FairAcquire", op: "fair acquire", need: memNeedTTL, build: (*call).buildFair},
 	quorum.FairUndo:         {name: "FairUndo", op: "fair undo", build: (*call).buildFair},
 	quorum.FairLeave:        {name: "FairLeave", op: "fair leave", build: (*call).buildFair},
@@ -82,6 +86,12 @@ func kindOf(k quorum.CmdKind) (kind, bool) {
 	}
 	return kind{}, false
 }
+
+// isRead reports whether k never changes a key.
+func isRead(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.read }
+
+// isServerWide reports whether k acts on the server's lock horizon.
+func isServerWide(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.server }
 
 // kindName is the name Memory.Calls counts k under.
 func kindName(k quorum.CmdKind) string {

@@ -25,7 +25,7 @@ func (s *memOp) byBuild() quorum.Reply {
 		return quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)}
 	}
 	r := &luaRun{s: s, db: s.c.DB, kind: true}
-	if s.c.Kind == quorum.RaiseHorizon || s.c.Kind == quorum.ReadHorizon {
+	if isServerWide(s.c.Kind) {
 		r.db = 0 // the horizon lives in database 0, as on a redis-server
 	}
 	args, ok := splitCommand(c.req.buf)

@@ -143,7 +143,7 @@ func (r *luaRun) run(proto *lua.FunctionProto, keys, args []string) (v quorum.Va
 	} else {
 		v = r.toValue(L.Get(-1), 0)
 	}
-	vm.put()
+	vm.put(!r.kind)
 	return v, false
 }
 
@@ -190,8 +190,10 @@ func getLuaVM() *luaVM {
 }
 
 // put returns vm to the pool when the script left its shared tables as
-// they were.
-func (vm *luaVM) put() {
+// they were. check is false for a kind's own script, which never
+// changes them: comparing every field of every shared table would cost
+// the embedded node's every command.
+func (vm *luaVM) put(check bool) {
 	vm.run = nil
 	L := vm.L
 	L.RemoveContext()
@@ -199,11 +201,9 @@ func (vm *luaVM) put() {
 	L.Env = L.G.Global
 	L.G.Global.RawSetString("KEYS", lua.LNil)
 	L.G.Global.RawSetString("ARGV", lua.LNil)
-	for i := range vm.seen {
-		if !vm.seen[i].same(L) {
-			L.Close()
-			return
-		}
+	if check && !vm.unchanged() {
+		L.Close()
+		return
 	}
 	luaVMs.Lock()
 	defer luaVMs.Unlock()
@@ -212,6 +212,16 @@ func (vm *luaVM) put() {
 	} else {
 		L.Close()
 	}
+}
+
+// unchanged reports whether the shared tables are as newLuaVM left them.
+func (vm *luaVM) unchanged() bool {
+	for i := range vm.seen {
+		if !vm.seen[i].same(vm.L) {
+			return false
+		}
+	}
+	return true
 }
 
 // discard drops vm: a stopped script may leave it mid-call.

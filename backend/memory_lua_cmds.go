@@ -101,10 +101,14 @@ func (r *luaRun) str(key string) (string, bool, *quorum.Value) {
 }
 
 // hash reads key as a hash (nil when absent): a WRONGTYPE error when it
-// holds a string.
-func (r *luaRun) hash(key string) (*memHash, *quorum.Value) {
+// holds another type.
+func (r *luaRun) hash(key string) (*memHash, *quorum.Value) { return r.fields(key, false) }
+
+// fields reads key as a hash, or with zset as a sorted set (nil when
+// absent): a WRONGTYPE error when it holds another type.
+func (r *luaRun) fields(key string, zset bool) (*memHash, *quorum.Value) {
 	_, h, ok := r.look(key)
-	if ok && (h == nil || h.zset) {
+	if ok && (h == nil || h.zset != zset) {
 		v := errorValue(errWrongType)
 		return nil, &v
 	}

@@ -72,14 +72,20 @@ func (r *luaRun) hdel(args []string) quorum.Value {
 	if errv != nil || h == nil {
 		return orZero(errv)
 	}
-	h = r.hashToWrite(args[0], h)
+	return r.delFields(args[0], h, args[1:])
+}
+
+// delFields deletes the fields (a sorted set's members) names of key's
+// hash h, and answers how many there were: HDEL's and ZREM's step.
+func (r *luaRun) delFields(key string, h *memHash, names []string) quorum.Value {
+	h = r.hashToWrite(key, h)
 	var n int64
-	for _, f := range args[1:] {
-		if h.del(f) {
+	for _, name := range names {
+		if h.del(name) {
 			n++
 		}
 	}
-	r.saveHash(args[0], h)
+	r.saveHash(key, h)
 	return intValue(n)
 }
 

@@ -10,6 +10,7 @@ import (
 	"go/constant"
 	"go/parser"
 	"go/token"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -781,6 +782,25 @@ func TestMemoryEvalKindOnlyCommands(t *testing.T) {
 		rep := evalOn(t, m, memEvalCmd(`return redis.pcall(`+call+`)`, k1))
 		if rep.Value.Kind != quorum.ErrorValue || rep.Value.Str != errNotAllowed {
 			t.Errorf("redis.pcall(%s) = %s, want %q", call, showValue(*rep.Value), errNotAllowed)
+		}
+	}
+}
+
+// TestParseScore: a sorted set's score reads as Redis reads one, the
+// infinities in any case and sign included, NaN refused.
+func TestParseScore(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"1.5", 1.5, true}, {"inf", math.Inf(1), true}, {"+inf", math.Inf(1), true},
+		{"-inf", math.Inf(-1), true}, {"+INF", math.Inf(1), true}, {"-Inf", math.Inf(-1), true},
+		{"nan", 0, false}, {"x", 0, false}, {"", 0, false},
+	} {
+		got, ok := parseScore(tc.in)
+		if ok != tc.ok || ok && got != tc.want {
+			t.Errorf("parseScore(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

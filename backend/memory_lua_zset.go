@@ -34,22 +34,11 @@ func (r *luaRun) time([]string) quorum.Value {
 
 // zset reads key as a sorted set (nil when absent): a WRONGTYPE error
 // when it holds another type.
-func (r *luaRun) zset(key string) (*memHash, *quorum.Value) {
-	_, h, ok := r.look(key)
-	if ok && (h == nil || !h.zset) {
-		v := errorValue(errWrongType)
-		return nil, &v
-	}
-	return h, nil
-}
+func (r *luaRun) zset(key string) (*memHash, *quorum.Value) { return r.fields(key, true) }
 
+// parseScore reads a score: a float, or inf, +inf or -inf in any case
+// (strconv reads those too); NaN is not one.
 func parseScore(s string) (float64, bool) {
-	switch strings.ToLower(s) {
-	case "inf", "+inf":
-		return math.Inf(1), true
-	case "-inf":
-		return math.Inf(-1), true
-	}
 	f, err := strconv.ParseFloat(s, 64)
 	return f, err == nil && !math.IsNaN(f)
 }
@@ -72,16 +61,6 @@ func parseBound(s string) (scoreBound, bool) {
 
 func (b scoreBound) below(f float64) bool { return b.v < f || !b.excl && b.v == f } // b ≤ f
 func (b scoreBound) above(f float64) bool { return b.v > f || !b.excl && b.v == f } // b ≥ f
-
-func formatScore(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return luanum.Arg(f)
-}
 
 // sorted is h's members by score, then member, as Redis orders them.
 func sorted(h *memHash) []memField {
@@ -143,15 +122,7 @@ func (r *luaRun) zrem(args []string) quorum.Value {
 	if errv != nil || h == nil {
 		return orZero(errv)
 	}
-	h = r.hashToWrite(args[0], h)
-	var n int64
-	for _, m := range args[1:] {
-		if h.del(m) {
-			n++
-		}
-	}
-	r.saveHash(args[0], h)
-	return intValue(n)
+	return r.delFields(args[0], h, args[1:])
 }
 
 func (r *luaRun) zcard(args []string) quorum.Value {
@@ -171,7 +142,7 @@ func (r *luaRun) zscore(args []string) quorum.Value {
 		return valueNil
 	}
 	if i := h.find(args[1]); i >= 0 {
-		return bulkValue(formatScore(h.fields[i].score))
+		return bulkValue(luanum.Arg(h.fields[i].score))
 	}
 	return valueNil
 }
@@ -221,7 +192,7 @@ func rangeReply(fs []memField, scores bool) quorum.Value {
 	for _, f := range fs {
 		out.Elems = append(out.Elems, bulkValue(f.name))
 		if scores {
-			out.Elems = append(out.Elems, bulkValue(formatScore(f.score)))
+			out.Elems = append(out.Elems, bulkValue(luanum.Arg(f.score)))
 		}
 	}
 	return out

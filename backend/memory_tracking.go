@@ -107,7 +107,7 @@ type memBefore struct {
 // snapshot records the keys c names; nil when nobody watches changes.
 // The caller holds m.mu.
 func (m *Memory) snapshot(c memCmd) *memBefore {
-	if !m.tracking.on.Load() || isMemRead(c.Kind) {
+	if !m.tracking.on.Load() || isRead(c.Kind) {
 		return nil
 	}
 	b := &memBefore{}
@@ -141,14 +141,4 @@ func (m *Memory) changed(c memCmd, b *memBefore) []string {
 		}
 	}
 	return out
-}
-
-// isMemRead reports whether a command kind never changes a key.
-func isMemRead(k quorum.CmdKind) bool {
-	switch k {
-	case quorum.Get, quorum.ReadFence, quorum.ReadHorizon, quorum.ReadPermits,
-		quorum.ReadShared, quorum.FairTail, quorum.Subscribe, quorum.Unsubscribe, quorum.Publish:
-		return true
-	}
-	return false
 }

@@ -165,13 +165,9 @@ func (r *luaRun) pastMax(k evalKey) bool {
 	return r.s.c.Max > 0 && expiryChanged(k) && k.after.expires.Sub(r.s.now) > r.s.c.Max
 }
 
-// memMarkSlack is how much longer than the run's keys a record lives,
-// for an undo still on its way.
-const memMarkSlack = 2 * time.Second
-
 // recordTTL is how long the record of a run that changed keys lives: until
 // the last of them would expire by itself (a deleted key: when it would
-// have), plus memMarkSlack, within the command's TTL.
+// have), plus evalMarkSlack (as a Redis node's mark), within the command's TTL.
 func (r *luaRun) recordTTL(changed []evalKey) time.Duration {
 	var last time.Time
 	for _, k := range changed {
@@ -186,7 +182,7 @@ func (r *luaRun) recordTTL(changed []evalKey) time.Duration {
 			last = st.expires
 		}
 	}
-	return min(r.s.c.TTL, max(last.Sub(r.s.now), 0)+memMarkSlack)
+	return min(r.s.c.TTL, max(last.Sub(r.s.now), 0)+evalMarkSlack)
 }
 
 // effectOf is the digest of how a run left the keys it changed: equal for

@@ -141,16 +141,7 @@ func parseMap(b, line []byte, n int) (reply, int, error) {
 	if err != nil || count < 0 || count > math.MaxInt32 {
 		return reply{}, 0, errProtocol
 	}
-	r := reply{kind: '%', elems: make([]reply, 2*count)}
-	for i := range r.elems {
-		e, m, err := parseReply(b[n:])
-		if err != nil || m == 0 {
-			return reply{}, 0, err
-		}
-		r.elems[i] = e
-		n += m
-	}
-	return r, n, nil
+	return parseElems(b, reply{kind: '%'}, 2*count, n)
 }
 
 func parseBulk(b, line []byte, n int) (reply, int, error) {
@@ -180,6 +171,17 @@ func parseArray(b, line []byte, n int) (reply, int, error) {
 	if count < 0 {
 		r.null = true
 		return r, n, nil
+	}
+	return parseElems(b, r, count, n)
+}
+
+// parseElems parses the count replies of an aggregate r from b[n:]. Each
+// takes 3 bytes at least: while fewer are here, the aggregate is not
+// whole yet, and nothing is allocated for it (a large reply is parsed
+// again as each read adds to it, and a bogus count never allocates).
+func parseElems(b []byte, r reply, count int64, n int) (reply, int, error) {
+	if count > int64(len(b)-n)/3 {
+		return reply{}, 0, nil
 	}
 	r.elems = make([]reply, count)
 	for i := range r.elems {

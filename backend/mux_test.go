@@ -38,7 +38,10 @@ func TestParseReply(t *testing.T) {
 		{"!5\r\nERR x\r\n", reply{kind: '-', str: "ERR x"}, 11},
 		{"|1\r\n+a\r\n+b\r\n:7\r\n", reply{kind: ':', num: 7}, 16},
 		{"%1\r\n$1\r\na\r\n", reply{}, 0},
-		{"*2\r\n$1\r\na\r\n", reply{}, 0}, // incomplete
+		{"*2\r\n$1\r\na\r\n", reply{}, 0},        // incomplete
+		{"*1000000000000\r\n:1\r\n", reply{}, 0}, // incomplete, and not allocated for
+		{"%1000000000\r\n", reply{}, 0},
+		{"*0\r\n", reply{kind: '*', elems: []reply{}}, 4},
 		{"$3\r\nab", reply{}, 0},
 		{"+OK", reply{}, 0},
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
@@ -38,15 +36,7 @@ func TestKindParity(t *testing.T) {
 			}
 			got := quorum.Call(t.Context(), r, tc.cmd)
 			checkParityReply(t, got, tc.want)
-			for k, want := range tc.after {
-				v, err := c.Get(t.Context(), k).Result()
-				if errors.Is(err, redis.Nil) {
-					v, err = "", nil
-				}
-				if err != nil || v != want {
-					t.Errorf("%s = %q, %v; want %q", k, v, err, want)
-				}
-			}
+			checkStrings(t, c, tc.after)
 			for k, want := range tc.ttls {
 				if p := c.PTTL(t.Context(), k).Val(); !ttlClose(p, want) {
 					t.Errorf("pttl of %s = %v, want %v", k, p, want)

@@ -47,6 +47,15 @@ func (r *Redis) muxFor(db int) (*mux, error) {
 	return r.dbMux(db), nil
 }
 
+// muxOf is the multiplexer cmd runs on: its database's, or for the lock
+// horizon the server's db 0's.
+func (r *Redis) muxOf(cmd *quorum.Cmd) (*mux, error) {
+	if isServerWide(cmd.Kind) {
+		return r.horizonMux(), nil
+	}
+	return r.muxFor(cmd.DB)
+}
+
 // horizonMux is the multiplexer of the server's db 0, where the lock
 // horizon lives.
 func (r *Redis) horizonMux() *mux {

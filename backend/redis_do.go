@@ -34,10 +34,7 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 		return
 	}
 	c := &call{rcv: rcv, kind: cmd.Kind, asking: asking}
-	m, err := r.muxFor(cmd.DB)
-	if cmd.Kind == quorum.RaiseHorizon || cmd.Kind == quorum.ReadHorizon {
-		m, err = r.horizonMux(), nil
-	}
+	m, err := r.muxOf(&cmd)
 	if err == nil {
 		c.ln = m.lineFor(lineKey(&cmd))
 		err = c.build(cmd, r.watch.channels[cmd.DB])

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
@@ -115,5 +116,60 @@ func TestRedisUnreportedChangesFlush(t *testing.T) {
 	ch := reportsOf(r)
 	for range 4 {
 		awaitReport(t, ch, "*")
+	}
+}
+
+// TestClusterReportsChanges: a Cluster node watched for changes reports
+// the keys written on each master, each master reporting its own slots'.
+func TestClusterReportsChanges(t *testing.T) {
+	c := redistest.StartCluster(t, 2, 0)
+	cl, err := NewCluster("cluster://"+c.Masters[0].Addr(), RedisOptions{HealthInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	ch := reportsOf(cl)
+	for i, m := range c.Masters {
+		key := keyOnMaster(i, len(c.Masters))
+		awaitWritten(t, ch, key, func() {
+			if err := m.Client().Set(t.Context(), key, "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// awaitWritten writes key until its report arrives: a write before the
+// node's link for the reports is up goes unheard (the link reports "*"
+// when it comes up).
+func awaitWritten(t *testing.T, ch <-chan string, key string, write func()) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		write()
+		retry := time.After(100 * time.Millisecond)
+		for waiting := true; waiting; {
+			select {
+			case k := <-ch:
+				if k == key {
+					return
+				}
+			case <-retry:
+				waiting = false
+			case <-deadline:
+				t.Fatalf("no report of %q", key)
+			}
+		}
+	}
+}
+
+// keyOnMaster is a key of a slot that master i of n serves (each serves
+// an equal share of the slots, in order).
+func keyOnMaster(i, n int) string {
+	for j := 0; ; j++ {
+		k := fmt.Sprintf("track:%d", j)
+		if slot.Of(k)*n/slot.Count == i {
+			return k
+		}
 	}
 }

@@ -148,6 +148,7 @@ func TestAutoQuarantineShown(t *testing.T) {
 		}
 		return true
 	})
+	olderThanARestart(t, in)
 	lock(t, c, "shown", 30000)
 	old := in.Cluster.NodeStates()[0].RunID
 	in.Backends[0].Restart(t)

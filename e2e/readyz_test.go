@@ -23,6 +23,7 @@ func TestBackendsReadyWhileQuarantined(t *testing.T) {
 		code, _ := in.Page(t, "/readyz/backends")
 		return code == http.StatusOK
 	})
+	olderThanARestart(t, in)
 	lock(t, c, "drain", 1000)
 	old := in.Cluster.NodeStates()[0].RunID
 	in.Backends[0].Restart(t)

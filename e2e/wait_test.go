@@ -187,3 +187,28 @@ func TestInfoBackendsShowsQuarantine(t *testing.T) {
 		t.Fatalf("LOCK with one backend quarantined and one down = %v, want NOQUORUM naming the quarantine", err)
 	}
 }
+
+// olderThanARestart waits until every backend has been up long enough
+// that a backend restarted from now on started later than the others by
+// more than the auto quarantine's tolerance, as their uptimes tell (whole
+// seconds). Only then do the others count as witnesses of what the
+// restarted one granted, whatever order the proxy's first looks came in.
+func olderThanARestart(t *testing.T, in *redlocktest.Instance) {
+	t.Helper()
+	const upFor = 4 // youngTolerance (2s) plus a second of rounding each side
+	for _, s := range in.Backends {
+		rc := s.Client()
+		pollFor(t, "backend "+s.Addr()+" up for "+strconv.Itoa(upFor)+"s", func() bool {
+			text, err := rc.Info(ctxT(t), "server").Result()
+			if err != nil {
+				return false
+			}
+			_, after, ok := strings.Cut(text, "uptime_in_seconds:")
+			if !ok {
+				return false
+			}
+			up, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(after, "\r\n", 2)[0]))
+			return err == nil && up >= upFor
+		})
+	}
+}

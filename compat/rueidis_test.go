@@ -123,12 +123,23 @@ func rueidisScenario(t *testing.T, addrA, addrB string, nodes int) {
 	cached := newRueidis(t, addrA, rueidis.ClientOption{OnInvalidations: inv.on})
 	other := newRueidis(t, addrB, rueidis.ClientOption{DisableCache: true})
 	plain := newRueidis(t, addrA, rueidis.ClientOption{DisableCache: true})
+	// A broadcast client on A hears each node's report of a change, so
+	// the test knows when A has heard them all.
+	seen := make(invalidations, 64)
+	newRueidis(t, addrA, rueidis.ClientOption{OnInvalidations: seen.on,
+		ClientTrackingOptions: []string{"BCAST", "PREFIX", "rueidis:"}})
 
 	const key = "rueidis:orders"
 	// A long ttl and a long client-side ttl: only an invalidation can
 	// end the cached read within the test's time.
 	if err := other.Do(ctx, other.B().Set().Key(key).Value("tok-1").Nx().PxMilliseconds(60000).Build()).Error(); err != nil {
 		t.Fatalf("SET NX PX through the other proxy: %v", err)
+	}
+	// Each node reports the write after B's reply, in its own time: the
+	// reads below start once A has heard every copy, so that a late copy
+	// cannot end the cached read it is not about.
+	for range nodes {
+		seen.waitFor(t, ctx, key)
 	}
 	if err := cached.Do(ctx, cached.B().Set().Key(key).Value("tok-2").Nx().PxMilliseconds(60000).Build()).Error(); !rueidis.IsRedisNil(err) {
 		t.Fatalf("second SET NX PX: err = %v, want nil reply", err)

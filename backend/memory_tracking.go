@@ -39,17 +39,19 @@ func (t *memTracking) report(keys []string) {
 }
 
 // watchInvalidated adds fn and, with the first one, starts the expiry.
+// fn hears nil at once: its reports have begun (every change from now on
+// is reported, by the command that makes it).
 func (m *Memory) watchInvalidated(fn func([]string)) {
 	t := &m.tracking
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.fns = append(t.fns, fn)
 	t.on.Store(true)
-	if t.stop != nil {
-		return
+	if t.stop == nil {
+		t.stop, t.done = make(chan struct{}), make(chan struct{})
+		go m.expireLoop(t.stop, t.done)
 	}
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	go m.expireLoop(t.stop, t.done)
+	t.mu.Unlock()
+	fn(nil)
 }
 
 // stopTracking ends the expiry loop and waits for it. Safe to call twice.

@@ -76,7 +76,8 @@ func TestRedisReportsChanges(t *testing.T) {
 
 // TestMemoryReportsChanges: the in-memory node reports the keys its
 // commands changed (not those they only read or left as they were) and
-// the keys that expired, without a read touching them.
+// the keys that expired, without a read touching them, after a nil that
+// says its reports have begun.
 func TestMemoryReportsChanges(t *testing.T) {
 	m := NewMemory("m")
 	t.Cleanup(func() { m.Close() })
@@ -90,15 +91,15 @@ func TestMemoryReportsChanges(t *testing.T) {
 	call(quorum.Cmd{Kind: quorum.Get, Key: "a"})
 	call(quorum.Cmd{Kind: quorum.SetNX, Key: "b", Token: "t", TTL: 150 * time.Millisecond, DB: 2})
 	var got []string
-	for len(got) < 3 {
+	for len(got) < 4 {
 		select {
 		case k := <-ch:
 			got = append(got, k)
 		case <-time.After(20 * time.Second):
-			t.Fatalf("reports so far %q, want a, b and b's expiry", got)
+			t.Fatalf("reports so far %q, want the start, a, b and b's expiry", got)
 		}
 	}
-	if want := "[a b b]"; fmt.Sprint(got) != want {
+	if want := "[* a b b]"; fmt.Sprint(got) != want {
 		t.Fatalf("reports %q, want %s", got, want)
 	}
 }

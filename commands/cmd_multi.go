@@ -156,6 +156,8 @@ func (h *Handler) cmdWatch(c *call) {
 		return
 	}
 	keys := strs(c.args)
+	// The backends' first reports come before the keys are tracked.
+	h.tracking.Ready()
 	c.s.mu.Lock()
 	if c.s.watch == nil {
 		c.s.watch = &watchState{}

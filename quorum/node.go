@@ -62,8 +62,10 @@ type Watcher struct {
 	// database, as the server's client-side caching reports them; nil
 	// keys mean that anything may have changed (the server was flushed,
 	// or the node's link for these reports was lost or restored, and
-	// changes in between were not heard). A change may be reported more
-	// than once; none that the node heard of is left out.
+	// changes in between were not heard). A node reports nil when its
+	// reports begin, so the first nil marks from when no change is left
+	// out. A change may be reported more than once; none that the node
+	// heard of is left out.
 	Invalidated func(keys []string)
 }
 

@@ -3,6 +3,7 @@ package tracking
 import (
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -15,6 +16,11 @@ const ReservedPrefix = "redlockd:"
 // keys may have changed (nil: anything may have); it must not block nor
 // call the Table.
 type Client interface{ Invalidate(keys []string) }
+
+// StartWait bounds how long Ready waits for the nodes' reports to begin.
+// A node that is down meanwhile reports nil when its reports begin later,
+// which reaches every client then tracking.
+const StartWait = 2 * time.Second
 
 // DefaultMaxKeys is how many keys a Table tracks at most, as Redis's
 // tracking-table-max-keys (whose default is the same).
@@ -30,8 +36,11 @@ type Table struct {
 
 	nodes []quorum.Node
 	// watch asks the nodes for their reports, once, when the first client
-	// tracks something: until then the backends report nothing.
+	// tracks something: until then the backends report nothing. ready is
+	// closed once every node's reports have begun (its first nil), or
+	// StartWait after the ask (see Ready).
 	watch sync.Once
+	ready chan struct{}
 
 	mu sync.Mutex
 	// byKey: the clients that read a key, each with its reads in flight.
@@ -57,10 +66,55 @@ func New(c *quorum.Cluster) *Table {
 	}
 }
 
+// Ready asks the nodes for their reports if nobody did yet, and waits
+// until they have begun (at most StartWait). A client that tracks keys
+// only after it returns is not told of the nodes' first reports, which
+// only say that changes were not heard until then: WATCH needs that, as
+// a spare invalidation would abort its EXEC. A cached read does not wait:
+// a spare invalidation costs it one read again.
+func (t *Table) Ready() {
+	t.start()
+	<-t.ready
+}
+
+// start asks the nodes for their reports, the first time.
 func (t *Table) start() {
 	t.watch.Do(func() {
+		t.ready = make(chan struct{})
+		var mu sync.Mutex
+		left := len(t.nodes)
+		closeReady := func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if left >= 0 {
+				left = -1
+				close(t.ready)
+			}
+		}
+		if left == 0 {
+			closeReady()
+			return
+		}
+		timer := time.AfterFunc(StartWait, closeReady)
 		for _, n := range t.nodes {
-			n.Watch(quorum.Watcher{Invalidated: t.Invalidated})
+			var begun sync.Once
+			n.Watch(quorum.Watcher{Invalidated: func(keys []string) {
+				t.Invalidated(keys)
+				if keys == nil {
+					begun.Do(func() {
+						mu.Lock()
+						last := left == 1
+						if left > 0 {
+							left--
+						}
+						mu.Unlock()
+						if last {
+							timer.Stop()
+							closeReady()
+						}
+					})
+				}
+			}})
 		}
 	})
 }

@@ -2,6 +2,7 @@ package tracking_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/testkit/leaktest"
 	"github.com/redlockd/redlockd/testkit/redistest"
@@ -368,5 +371,44 @@ func TestBrokenRedirectMatchesRedis(t *testing.T) {
 	}
 	if got[0] != got[1] {
 		t.Fatalf("TRACKINGINFO after a broken redirect:\nredis: %q\nproxy: %q", got[0], got[1])
+	}
+}
+
+// TestFirstWatchOfAProxy: the first WATCH a proxy ever serves (which turns
+// the backends' reports on) guards its transaction as redis-server's does:
+// go-redis's optimistic transaction commits when nobody touched the key.
+// The nodes' first reports (which only say that changes were not heard
+// until then) come before the WATCH answers, so they do not abort it.
+func TestFirstWatchOfAProxy(t *testing.T) {
+	for _, side := range []struct {
+		name string
+		addr func() string
+	}{
+		{"redis-server", func() string { return redistest.Start(t).Addr() }},
+		{"proxy over redis-servers", func() string { return redlocktest.Start(t, redlocktest.Options{}).Addr }},
+		{"embedded", func() string { return redlocktest.StartMemory(t, redlocktest.Options{}).Addr }},
+	} {
+		t.Run(side.name, func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: side.addr(), MaxRetries: -1})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err := c.Watch(ctx, func(tx *redis.Tx) error {
+				if err := tx.Get(ctx, "first:k").Err(); err != redis.Nil {
+					return fmt.Errorf("GET before: %v", err)
+				}
+				_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.SetNX(ctx, "first:k", "tok", time.Minute)
+					return nil
+				})
+				return err
+			}, "first:k")
+			if err != nil {
+				t.Fatalf("the first WATCHed transaction: %v", err)
+			}
+			if v, err := c.Get(ctx, "first:k").Result(); err != nil || v != "tok" {
+				t.Fatalf("GET after the transaction = %q, %v", v, err)
+			}
+		})
 	}
 }

@@ -114,6 +114,18 @@ func (s *Session) tracksReads() bool {
 	return true
 }
 
+// CachingPending reports whether a CLIENT CACHING word waits for the next
+// command: the command after it must then run alone, as the word is its
+// own, and the one after that must not see it.
+func (s *Session) CachingPending() bool {
+	if !s.tracking.enabled.Load() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tracking.state.caching != 0
+}
+
 // commandDone clears CLIENT CACHING's word after a command, as Redis
 // does: unless the command was CLIENT itself, or the connection is in
 // MULTI (the word then covers the transaction).

@@ -79,8 +79,9 @@ func (s *Server) runBatch(st *connState, reqs []commands.Request) bool {
 // once: a barrier alone, else commands up to the next barrier or the next
 // key already used in the run.
 func segmentEnd(st *connState, reqs []commands.Request, i int) int {
-	if i+1 == len(reqs) || st.sess.InTransaction() {
-		// Between MULTI and EXEC every command is queued, in order.
+	if i+1 == len(reqs) || st.sess.InTransaction() || st.sess.CachingPending() {
+		// Between MULTI and EXEC every command is queued, in order; a
+		// CLIENT CACHING word is the next command's alone.
 		return i + 1
 	}
 	keys, ok := reqs[i].Keys()

@@ -412,3 +412,36 @@ func TestFirstWatchOfAProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestCachingWordInAPipeline: CLIENT CACHING NO (OPTOUT) covers the one
+// command after it even when the commands after it come in the same
+// write, which the proxy could otherwise run at once: the reads after
+// the first stay tracked, so their changes are reported, as by
+// redis-server.
+func TestCachingWordInAPipeline(t *testing.T) {
+	redis := redistest.Start(t).Addr()
+	proxy := redlocktest.Start(t, redlocktest.Options{}).Addr
+	warmUp(t, proxy, proxy, 3)
+	for _, addr := range []string{redis, proxy} {
+		reader, writer := dial(t, addr), dial(t, addr)
+		reader.hello3()
+		reader.do("CLIENT TRACKING ON OPTOUT")
+		got := reader.do("CLIENT CACHING NO", "GET pipe:a", "GET pipe:b", "GET pipe:c", "GET pipe:d",
+			"CLIENT TRACKINGINFO")
+		if !strings.HasPrefix(got, "+OK\r\n_\r\n_\r\n_\r\n_\r\n") || strings.Contains(got, "caching-no") {
+			t.Fatalf("%s: the pipeline = %q", addr, got)
+		}
+		writer.do("SET pipe:b v NX PX 60000", "SET pipe:c v NX PX 60000", "SET pipe:d v NX PX 60000")
+		want := map[string]bool{"pipe:b": true, "pipe:c": true, "pipe:d": true}
+		for len(want) > 0 {
+			keys, flush := reader.nextPush()
+			if flush {
+				t.Fatalf("%s: a flush before the reports of %v", addr, want)
+			}
+			for _, k := range keys {
+				delete(want, k)
+			}
+		}
+		writer.do("DEL pipe:b pipe:c pipe:d")
+	}
+}

@@ -87,11 +87,46 @@ func (h *Handler) clientSetInfo(c *call) {
 	c.w.WriteSimple("OK")
 }
 
+// clientLine is the session's line of CLIENT INFO and CLIENT LIST: the
+// fields of Redis 7.2's that describe what redlockd keeps of a
+// connection, in Redis's order and form.
 func (h *Handler) clientLine(s *Session) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("id=%d addr=%s name=%s db=%d resp=%d lib-name=%s lib-ver=%s",
-		s.ID, s.Addr, s.name, s.db.Load(), s.proto.Load(), s.libName, s.libVer)
+	multi, redir := -1, int64(-1)
+	if s.txn != nil {
+		multi = len(s.txn.queued)
+	}
+	st := s.tracking.state
+	if st.on {
+		redir = max(st.redirect, 0)
+	}
+	return fmt.Sprintf("id=%d addr=%s name=%s flags=%s db=%d sub=%d psub=%d multi=%d redir=%d resp=%d lib-name=%s lib-ver=%s",
+		s.ID, s.Addr, s.name, s.flagsLocked(), s.db.Load(), len(s.subs.channels), len(s.subs.patterns),
+		multi, redir, s.proto.Load(), s.libName, s.libVer)
+}
+
+// flagsLocked is CLIENT INFO's flags, as Redis writes them: P subscribed,
+// x in MULTI, t tracking, R its redirect broken, B broadcasting,
+// d a WATCHed key changed; N for none.
+func (s *Session) flagsLocked() string {
+	var f []byte
+	add := func(on bool, c byte) {
+		if on {
+			f = append(f, c)
+		}
+	}
+	st := s.tracking.state
+	add(len(s.subs.channels)+len(s.subs.patterns) > 0, 'P')
+	add(s.txn != nil, 'x')
+	add(st.on, 't')
+	add(st.on && st.broken, 'R')
+	add(st.on && st.bcast, 'B')
+	add(s.watch != nil && s.watch.dirty, 'd')
+	if len(f) == 0 {
+		return "N"
+	}
+	return string(f)
 }
 
 func (h *Handler) clientList() string {

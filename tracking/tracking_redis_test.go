@@ -445,3 +445,75 @@ func TestCachingWordInAPipeline(t *testing.T) {
 		writer.do("DEL pipe:b pipe:c pipe:d")
 	}
 }
+
+// TestClientInfoMatchesRedis: CLIENT LIST's flags, sub, psub, multi and
+// redir fields (CLIENT INFO's line) say what redis-server's say of a
+// connection that tracks, broadcasts, redirects, subscribes or is in a
+// transaction, as another connection sees it.
+func TestClientInfoMatchesRedis(t *testing.T) {
+	redis := redistest.Start(t).Addr()
+	proxy := redlocktest.Start(t, redlocktest.Options{}).Addr
+	fields := []string{"flags", "db", "sub", "psub", "multi", "redir", "resp"}
+	// pick is the fields of the line of client id in a CLIENT LIST
+	// reply, with the id target (a redirect's) written as "target".
+	pick := func(list, id, target string) string {
+		for _, line := range strings.Split(list, "\n") {
+			if !strings.Contains(line, "id="+id+" ") {
+				continue
+			}
+			var out []string
+			for _, f := range strings.Fields(line) {
+				for _, name := range fields {
+					if strings.HasPrefix(f, name+"=") {
+						out = append(out, strings.Replace(f, "redir="+target, "redir=target", 1))
+					}
+				}
+			}
+			return strings.Join(out, " ")
+		}
+		return "no line of id " + id
+	}
+	idOf := func(w *wire) string {
+		return strings.TrimSuffix(strings.TrimPrefix(w.do("CLIENT ID"), ":"), "\r\n")
+	}
+	for _, resp3 := range []bool{false, true} {
+		for _, seq := range [][]string{
+			{},
+			{"CLIENT TRACKING ON"},
+			{"CLIENT TRACKING ON OPTIN"},
+			{"CLIENT TRACKING ON BCAST PREFIX a"},
+			{"CLIENT TRACKING ON", "CLIENT TRACKING OFF", "SELECT 3"},
+			{"MULTI", "PING", "GET k"},
+			{"SUBSCRIBE c1 c2", "PSUBSCRIBE p*"},
+			{"CLIENT TRACKING ON REDIRECT target"},
+		} {
+			var got [2]string
+			for i, addr := range []string{redis, proxy} {
+				w, observer, target := dial(t, addr), dial(t, addr), dial(t, addr)
+				if resp3 {
+					w.hello3()
+				}
+				id, targetID := idOf(w), idOf(target)
+				var out []byte
+				for _, c := range seq {
+					out = append(out, encode(strings.Fields(strings.Replace(c, "target", targetID, 1)))...)
+				}
+				if _, err := w.nc.Write(append(out, encode([]string{"PING", "last"})...)); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case len(seq) > 0 && seq[0] == "MULTI":
+					w.until("+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n") // the last PING is queued too
+				case strings.HasPrefix(strings.Join(seq, " "), "SUBSCRIBE") && !resp3:
+					w.until("$4\r\nlast\r\n") // a RESP2 subscriber's PING answers ["pong", "last"]
+				default:
+					w.until("last\r\n")
+				}
+				got[i] = pick(observer.do("CLIENT LIST"), id, targetID)
+			}
+			if got[0] != got[1] {
+				t.Errorf("resp3=%v after %q:\nredis: %s\nproxy: %s", resp3, seq, got[0], got[1])
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tracking
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -81,20 +82,13 @@ func (t *Table) Ready() {
 func (t *Table) start() {
 	t.watch.Do(func() {
 		t.ready = make(chan struct{})
-		var mu sync.Mutex
-		left := len(t.nodes)
-		closeReady := func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if left >= 0 {
-				left = -1
-				close(t.ready)
-			}
-		}
-		if left == 0 {
+		closeReady := sync.OnceFunc(func() { close(t.ready) })
+		if len(t.nodes) == 0 {
 			closeReady()
 			return
 		}
+		var left atomic.Int32 // nodes whose reports have not begun
+		left.Store(int32(len(t.nodes)))
 		timer := time.AfterFunc(StartWait, closeReady)
 		for _, n := range t.nodes {
 			var begun sync.Once
@@ -102,13 +96,7 @@ func (t *Table) start() {
 				t.Invalidated(keys)
 				if keys == nil {
 					begun.Do(func() {
-						mu.Lock()
-						last := left == 1
-						if left > 0 {
-							left--
-						}
-						mu.Unlock()
-						if last {
+						if left.Add(-1) == 0 {
 							timer.Stop()
 							closeReady()
 						}

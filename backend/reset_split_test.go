@@ -43,9 +43,10 @@ func TestResetConnectionSendsNothingAfterHeal(t *testing.T) {
 	// The old connection is gone once a command on the key needs a dial
 	// that fails within the probe's budget: once the kernel gave up
 	// resolving the cut server's address (no route to host, some seconds
-	// after the cut). Until then the segments sent toward it wait in the
-	// neighbour queue, which closing a socket does not empty, and a heal
-	// delivers them; after it they are dropped.
+	// after the cut). A heal before that was seen to deliver the aborted
+	// connection's commands (in the server's SLOWLOG), most likely from
+	// the kernel's neighbour queue, which closing a socket does not
+	// empty; a heal after it was never seen to.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rep := call(quorum.Cmd{Kind: quorum.Get, Key: k})

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 	"github.com/redlockd/redlockd/testkit/redistest"
@@ -20,15 +22,39 @@ import (
 // horizonKey is the reserved key of the lock horizon on every backend.
 const horizonKey = "redlockd:horizon"
 
-// allSeen waits until the cluster has looked at every backend.
+// allSeen waits until the cluster has looked at every backend, and until
+// every backend's server has been up for witnessAge, and returns their
+// run_ids.
+//
+// A restart's auto quarantine counts another node as a witness only if
+// that node's server started before the restart: its first look came no
+// later than the proxy's last look at the run that restarted, or its
+// uptime (whole seconds) dates its start more than 2 s earlier. A restart
+// made within one health interval of the proxy's first looks and within
+// 2 s of the servers' start meets neither, so the quarantine rightly stays
+// at its cap; the tests restart servers older than that.
 func allSeen(t *testing.T, cl *quorum.Cluster) []string {
 	t.Helper()
 	ids := make([]string, len(cl.Nodes()))
 	for i := range ids {
 		ids[i] = nodeSeen(t, cl, i, "").RunID
 	}
+	for _, st := range cl.NodeStates() {
+		addr, _, _ := strings.Cut(st.Name, "/") // host:port, then the URL's db
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		poll(t, "backend "+st.Name+" up for "+witnessAge.String(), func() bool {
+			text, err := c.Info(t.Context(), "server").Result()
+			return err == nil && parseServerInfo(text).Uptime >= witnessAge
+		})
+		_ = c.Close()
+	}
 	return ids
 }
+
+// witnessAge is the uptime past which a server counts as started before
+// any restart that comes later: the 2 s of the quarantine's tolerance and
+// the second that uptime_in_seconds rounds down.
+const witnessAge = 3 * time.Second
 
 // settledAfterRestart waits until the cluster has seen backend i's
 // restart (a run_id other than old) and its quarantine is no longer the
@@ -36,11 +62,17 @@ func allSeen(t *testing.T, cl *quorum.Cluster) []string {
 func settledAfterRestart(t *testing.T, cl *quorum.Cluster, i int, old string) quorum.NodeState {
 	t.Helper()
 	var st quorum.NodeState
-	poll(t, fmt.Sprintf("backend %d's restart seen and its quarantine set", i), func() bool {
+	deadline := time.Now().Add(pollBound)
+	for {
 		st = cl.NodeStates()[i]
-		return st.Up && st.RunID != old && st.QuarantinedUntil.Before(time.Now().Add(23*time.Hour))
-	})
-	return st
+		if st.Up && st.RunID != old && st.QuarantinedUntil.Before(time.Now().Add(23*time.Hour)) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for backend %d's restart seen and its quarantine set; its state: %+v; all: %+v", i, st, cl.NodeStates())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestRedisAutoQuarantineShortLocks: with the defaults, a restart while

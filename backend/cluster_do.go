@@ -12,12 +12,12 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// maxRedirects bounds how often one command follows MOVED or ASK;
-// maxTryAgain, how often it is sent in all.
-const (
-	maxRedirects = 5
-	maxTryAgain  = 20
-)
+// maxRedirects bounds how often one send of a command follows MOVED or
+// ASK. A send after TRYAGAIN starts again at the slot's master with a
+// budget of its own: during a migration every TRYAGAIN of a command
+// reached through ASK is followed by one more ASK, so a budget shared by
+// the sends would run out while the migration lasts (see tryAgain).
+const maxRedirects = 5
 
 // Do implements quorum.Node: cmd goes to the master of its keys' slot
 // (every key of a Cmd must share it: the keys the proxy keeps for a lock
@@ -83,8 +83,9 @@ type clusterCall struct {
 	rcv      quorum.Receiver
 	slot     int
 	sh       *shard // where it was sent last
-	// redirects counts the MOVED and ASK followed, tries the TRYAGAINs.
-	redirects, tries int
+	// redirects counts the MOVED and ASK followed since the call was
+	// last sent to the slot's master after TRYAGAIN.
+	redirects int
 }
 
 // send sends the call to the master of its slot; with no master known,
@@ -190,20 +191,27 @@ func (cc *clusterCall) ask(addr string) bool {
 // TRYAGAIN: a migration is moving its keys, which takes a MIGRATE.
 const tryAgainPause = 5 * time.Millisecond
 
-// tryAgain sends the call again after TRYAGAIN (a multi-key command in a
-// slot under migration whose keys are split between the two masters),
-// while its deadline leaves time for it; false otherwise.
+// tryAgain sends the call again, to the slot's master, after TRYAGAIN,
+// while its deadline leaves time for it; false otherwise. A multi-key
+// command in a slot under migration gets TRYAGAIN until the migration
+// ends whenever some of its keys are absent: the migrating master answers
+// so while it holds some of them, and the importing master (reached
+// through ASK) while it lacks any. The proxy's multi-key scripts name
+// keys that mostly do not exist (a lock's wait mark, fair queue and
+// reservation beside the lock), so such a command waits for the whole
+// migration, which only its deadline bounds: each send meets ASK again
+// once the keys have moved, hence the fresh redirect budget.
 func (cc *clusterCall) tryAgain(se ServerError) bool {
-	if se.Code != "TRYAGAIN" || cc.tries >= maxTryAgain || time.Until(cc.deadline) < 2*tryAgainPause {
+	if se.Code != "TRYAGAIN" || time.Until(cc.deadline) < 2*tryAgainPause {
 		return false
 	}
-	cc.tries++
 	cc.cl.refreshSoon()
 	time.AfterFunc(tryAgainPause, func() {
 		if cc.cl.ctx.Err() != nil {
 			cc.fail(ErrClosed)
 			return
 		}
+		cc.redirects = 0
 		cc.send()
 	})
 	return true

@@ -11,7 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faults"
 	"github.com/redlockd/redlockd/testkit/redistest"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
@@ -301,44 +303,133 @@ func TestSharedWaitWoken(t *testing.T) {
 	backends := redistest.StartN(t, 3)
 	holdVia := redlocktest.StartOver(t, backends, redlocktest.Options{})
 	waitVia := redlocktest.StartOver(t, backends, redlocktest.Options{Quorum: slowRetries})
-	holder, waiter := holdVia.Client(t, 2), waitClient(t, waitVia)
+	holder := holdVia.Client(t, 2)
 	const key = "rw:wait"
-	wait := (slowJitter / 2).Milliseconds()
 	wtok, _ := lock(t, holder, key, 60000)
-	type readerReply struct {
-		tok string
-		err error
+	got := waitingReaders(t, waitVia, key, 2)
+	if n, err := holder.Do(ctxT(t), "UNLOCK", key, wtok).Int(); n != 1 || err != nil {
+		t.Fatalf("writer's UNLOCK = %d %v", n, err)
 	}
-	got := make(chan readerReply, 2)
-	for range 2 {
+	readers := readersIn(t, got, 2)
+	writerWaitsForReaders(t, backends, holder, waitVia, key, readers)
+}
+
+// The writer's release may reach one backend only after the readers it
+// kept waiting got in on the others (here that backend's copy is held
+// back until they did). That backend refused the readers, so it ends with
+// neither the writer nor a reader: a waiting writer's tries are granted
+// there (and undone), and only the other backends, a majority, keep its
+// mark. That keeps new readers out all the same, and the last reader's
+// release still wakes the writer.
+func TestSharedWaitWokenBackendBehind(t *testing.T) {
+	backends := redistest.StartN(t, 3)
+	behind, err := faults.Listen(backends[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { behind.Close() })
+	holdVia := redlocktest.StartOverAddrs(t, []string{behind.Addr(), backends[1].Addr(), backends[2].Addr()}, redlocktest.Options{})
+	waitVia := redlocktest.StartOver(t, backends, redlocktest.Options{Quorum: slowRetries})
+	holder := holdVia.Client(t, 2)
+	const key = "rw:behind"
+	wtok, _ := lock(t, holder, key, 60000)
+	// The grant came from a majority; backend 0's copy may still be on its
+	// way through the fault proxy.
+	pollFor(t, "the writer on backend 0", func() bool {
+		v, _ := backends[0].Client().Get(ctxT(t), key).Result()
+		return v == wtok
+	})
+	got := waitingReaders(t, waitVia, key, 2)
+	behind.Set(faults.Blackhole)
+	if n, err := holder.Do(ctxT(t), "UNLOCK", key, wtok).Int(); n != 1 || err != nil {
+		t.Fatalf("writer's UNLOCK = %d %v", n, err)
+	}
+	readers := readersIn(t, got, 2)
+	// The held-back release lands on backend 0 now.
+	if n, err := backends[0].Client().Eval(ctxT(t), cad, []string{key}, wtok).Int(); n != 1 || err != nil {
+		t.Fatalf("the writer's late release on backend 0 = %d %v", n, err)
+	}
+	behind.Set(faults.Pass)
+	if ns, _ := readersOn(t, backends, key); ns[0] != 0 || ns[1] != 2 || ns[2] != 2 {
+		t.Fatalf("readers per backend: %v; want none on backend 0 (it refused them) and 2 on the others", ns)
+	}
+	writerWaitsForReaders(t, backends, waitVia.Client(t, 2), waitVia, key, readers)
+}
+
+// readerReply is what a waiting reader got.
+type readerReply struct {
+	tok string
+	err error
+}
+
+// waitingReaders starts n readers of key through via, each on its own
+// connection with LOCK … SHARED WAIT (shorter than via's retry pause, so
+// only a wake gets them in), and returns once via counts all of them
+// waiting; their replies come on the channel.
+func waitingReaders(t *testing.T, via *redlocktest.Instance, key string, n int) <-chan readerReply {
+	t.Helper()
+	got := make(chan readerReply, n)
+	for range n {
+		c := waitClient(t, via)
 		go func() {
-			tok, _, ok, err := lockSharedReply(context.Background(), waitClient(t, waitVia), key, 60000, "WAIT", wait)
+			tok, _, ok, err := lockSharedReply(context.Background(), c, key, 60000, "WAIT", sharedWait.Milliseconds())
 			if err == nil && !ok {
 				err = errors.New("LOCK SHARED WAIT answered null")
 			}
 			got <- readerReply{tok, err}
 		}()
 	}
-	pollFor(t, "two waiting readers", func() bool { return waitVia.Cluster.Waiters(key) == 2 })
-	if n, err := holder.Do(ctxT(t), "UNLOCK", key, wtok).Int(); n != 1 || err != nil {
-		t.Fatalf("writer's UNLOCK = %d %v", n, err)
-	}
-	var readers []string
-	for range 2 {
+	pollFor(t, "the waiting readers", func() bool { return via.Cluster.Waiters(key) == n })
+	return got
+}
+
+// sharedWait is the WAIT of the waiters of the read-write lock tests:
+// shorter than their proxy's retry pause (slowJitter), so a waiter that
+// gets in was woken.
+const sharedWait = slowJitter / 2
+
+// readersIn collects n waiting readers' tokens, failing the test on any
+// that did not get in.
+func readersIn(t *testing.T, got <-chan readerReply, n int) []string {
+	t.Helper()
+	var toks []string
+	for range n {
 		r := <-got
 		if r.err != nil {
 			t.Fatalf("waiting reader: %v", r.err)
 		}
-		readers = append(readers, r.tok)
+		toks = append(toks, r.tok)
 	}
-	// The other way round: a writer waits for these two readers.
+	return toks
+}
+
+// writerWaitsForReaders is the other way round: a writer waits through via
+// for the readers holding key, its mark keeps a new reader out, and the
+// last reader's release (through holder) wakes it.
+//
+// The mark lives on the backends that refused the writer's marked try: a
+// backend that missed the readers grants that try (it is undone) and
+// keeps no mark. A new reader needs a majority, so the marks of a
+// majority keep it out: that is what the test waits for.
+func writerWaitsForReaders(t *testing.T, backends []*redistest.Server, holder doer, via *redlocktest.Instance, key string, readers []string) {
+	t.Helper()
+	waiter := waitClient(t, via)
 	res := make(chan error, 1)
 	go func() {
-		res <- waiter.Do(context.Background(), "LOCK", key, 60000, "WAIT", wait).Err()
+		res <- waiter.Do(context.Background(), "LOCK", key, 60000, "WAIT", sharedWait.Milliseconds()).Err()
 	}()
-	pollFor(t, "the writer's mark", func() bool {
-		n, _ := backends[0].Client().Exists(ctxT(t), quorum.WriterKey(key)).Result()
-		return n == 1
+	defer func() {
+		if t.Failed() {
+			t.Logf("backends: %s", sharedStateOf(t, backends, key))
+		}
+	}()
+	pollFor(t, "the writer's mark on a majority", func() bool {
+		select {
+		case err := <-res:
+			t.Fatalf("waiting writer answered %v before the readers' release", err)
+		default:
+		}
+		return len(writerMarked(t, backends, key)) >= via.Cluster.Quorum()
 	})
 	wantSharedNull(t, holder, key, "a new reader while a writer waits")
 	for _, r := range readers {
@@ -349,6 +440,39 @@ func TestSharedWaitWoken(t *testing.T) {
 	if err := <-res; err != nil {
 		t.Fatalf("waiting writer after the last reader's UNLOCK: %v", err)
 	}
+}
+
+// writerMarked lists the backends (by index) that keep a waiting writer's
+// mark on key.
+func writerMarked(t *testing.T, backends []*redistest.Server, key string) []int {
+	t.Helper()
+	var marked []int
+	for i, s := range backends {
+		if n, err := s.Client().Exists(ctxT(t), quorum.WriterKey(key)).Result(); n == 1 && err == nil {
+			marked = append(marked, i)
+		}
+	}
+	return marked
+}
+
+// sharedStateOf describes what each backend keeps of key's read-write
+// lock: the key's value, its live readers, and the remaining lives of the
+// writer's mark and of the wait mark (negative: absent).
+func sharedStateOf(t *testing.T, backends []*redistest.Server, key string) string {
+	t.Helper()
+	var b strings.Builder
+	for i, s := range backends {
+		c := s.Client()
+		v, err := c.Get(ctxT(t), key).Result()
+		if err != nil {
+			v = "<" + err.Error() + ">"
+		}
+		n, _ := c.ZCard(ctxT(t), quorum.SharedKey(key)).Result()
+		wm, _ := c.Do(ctxT(t), "pttl", quorum.WriterKey(key)).Int64()
+		wk, _ := c.Do(ctxT(t), "pttl", slot.Key("redlockd:wait:", key)).Int64()
+		fmt.Fprintf(&b, "[%d: key %q, %d readers, writer's mark %dms, wait mark %dms] ", i, v, n, wm, wk)
+	}
+	return b.String()
 }
 
 // A reader that hangs up while it waits stops waiting and takes nothing;

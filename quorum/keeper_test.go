@@ -35,7 +35,10 @@ func TestKeepReportsLoss(t *testing.T) {
 	fs[0].setOpBehavior(opCAE, behaveErr)
 	fs[1].setOpBehavior(opCAE, behaveErr)
 	lost := make(chan error, 1)
-	k := c.Keep("k", "tok", 30*time.Millisecond, 30*time.Millisecond, func(err error) { lost <- err })
+	// The validity outlasts the first renewal's turn by far, so that a
+	// loaded machine cannot let it run out before any renewal was tried
+	// (that loss has no renewal's error to report).
+	k := c.Keep("k", "tok", 30*time.Millisecond, 500*time.Millisecond, func(err error) { lost <- err })
 	defer k.Stop(false)
 	select {
 	case err := <-lost:

@@ -43,8 +43,7 @@ func allSeen(t *testing.T, cl *quorum.Cluster) []string {
 		addr, _, _ := strings.Cut(st.Name, "/") // host:port, then the URL's db
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		poll(t, "backend "+st.Name+" up for "+witnessAge.String(), func() bool {
-			text, err := c.Info(t.Context(), "server").Result()
-			return err == nil && parseServerInfo(text).Uptime >= witnessAge
+			return uptimeOf(t, c) >= witnessAge
 		})
 		_ = c.Close()
 	}

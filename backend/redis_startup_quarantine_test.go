@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
@@ -68,7 +69,13 @@ func freshProxy(t *testing.T, servers []*redistest.Server, quarantine time.Durat
 // uptime is the server's uptime_in_seconds; 0 when it cannot be read.
 func uptime(t *testing.T, s *redistest.Server) time.Duration {
 	t.Helper()
-	text, err := s.Client().Info(t.Context(), "server").Result()
+	return uptimeOf(t, s.Client())
+}
+
+// uptimeOf is uptime through any client of the server.
+func uptimeOf(t *testing.T, c *redis.Client) time.Duration {
+	t.Helper()
+	text, err := c.Info(t.Context(), "server").Result()
 	if err != nil {
 		return 0
 	}

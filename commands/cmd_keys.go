@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// The rest of Redis's key surface that lock code touches (SPEC §3), and the
-// native compare-and-set forms of newer servers (SPEC §3.2).
+// The rest of Redis's key surface that lock code touches, and the
+// native compare-and-set forms of newer servers, as docs/commands.md lists them.
 func init() {
 	register(
 		&command{name: "ttl", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdTTL},

@@ -19,7 +19,7 @@ func init() {
 	)
 }
 
-// msgReservedChannel is SPEC §3's refusal of a channel in the reserved
+// msgReservedChannel is the refusal of a channel in the reserved
 // namespace.
 const msgReservedChannel = "ERR channel is in redlockd's reserved namespace"
 

@@ -13,7 +13,7 @@ import (
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
-// releaseBody is SPEC §3's compare-and-delete script.
+// releaseBody is the compare-and-delete release script (docs/commands.md, EVAL).
 const releaseBody = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
 
 // TestPipelinedReleaseCountersAreOneRecord is TestLockCountersAreOneRecord

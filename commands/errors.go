@@ -55,7 +55,7 @@ func errUnknownCommand(name string, args [][]byte) string {
 	return fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", name[:min(len(name), 128)], quoted)
 }
 
-// errNoQuorum formats the NOQUORUM error of SPEC §3.
+// errNoQuorum formats the NOQUORUM error (docs/commands.md, How failures look).
 func errNoQuorum(e *quorum.NoQuorumError) string {
 	return fmt.Sprintf("NOQUORUM %d of %d backends answered: %s", e.Answered, e.Total, e.Reasons())
 }

@@ -24,7 +24,7 @@ const (
 // WAIT for everyone.
 const reservedPrefix = "redlockd:"
 
-// msgReservedKey is SPEC §3's refusal of a key in the reserved namespace.
+// msgReservedKey is the refusal of a key in the reserved namespace.
 const msgReservedKey = "ERR key is in redlockd's reserved namespace"
 
 // msgReservedValue refuses a lock value in the reserved namespace: the

@@ -62,7 +62,7 @@ var keylessCommands = []string{
 }
 
 // TestReservedKeysEveryCommand: every key-taking command that names a key
-// in the reserved namespace, alone or beside others, gets SPEC §3's error
+// in the reserved namespace, alone or beside others, gets the reserved-key error
 // and leaves every backend exactly as it was.
 func TestReservedKeysEveryCommand(t *testing.T) {
 	servers := redistest.StartN(t, 3)

@@ -36,7 +36,7 @@ func sha1Hex(body string) string {
 
 func init() {
 	registerScript(&lockScript{
-		origin:  "redlockd SPEC §3 compare-and-delete (also the Redis docs' release script)",
+		origin:  "redlockd's compare-and-delete (also the Redis docs' release script)",
 		body:    `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`,
 		run:     scriptCompareAndDelete,
 		release: true,

@@ -10,7 +10,7 @@ import (
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
 
-// compareAndDelete is the release script of SPEC §3 (also the one in the
+// compareAndDelete is the compare-and-delete release script of docs/commands.md (also the one in the
 // Redis docs), sent by go-redis as EVALSHA with an EVAL fallback.
 var compareAndDelete = redis.NewScript(
 	`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`)

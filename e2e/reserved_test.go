@@ -14,7 +14,7 @@ import (
 	"github.com/redlockd/redlockd/testkit/resptest"
 )
 
-// reservedReply is SPEC §3's refusal, as it goes over the wire.
+// reservedReply is the refusal of a reserved key (docs/commands.md), as it goes over the wire.
 const reservedReply = "-ERR key is in redlockd's reserved namespace"
 
 // fenceOnce takes key with FENCE, releases it, and returns the fence.

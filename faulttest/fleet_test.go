@@ -18,7 +18,7 @@ import (
 )
 
 // A fleet: three redlockd processes in front of the same three backends,
-// with clients spread over them. SPEC §5: the proxies are
+// with clients spread over them. The proxies are
 // interchangeable, so WAIT wake-ups, FENCE, OWNER holds and KEEPALIVE
 // must agree across them.
 

@@ -43,7 +43,7 @@ type nopObserver struct{}
 
 func (nopObserver) CommandDone(string, string, time.Duration) {}
 
-// releaseSHA names SPEC §3's compare-and-delete script.
+// releaseSHA names the compare-and-delete release script (docs/commands.md, EVAL).
 var releaseSHA = func() string {
 	sum := sha1.Sum([]byte(`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`))
 	return hex.EncodeToString(sum[:])

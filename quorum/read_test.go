@@ -269,7 +269,7 @@ func TestForceSet(t *testing.T) {
 	})
 }
 
-// TestForceSetFailureReleases: like a failed Acquire (SPEC §1 step 5) and a
+// TestForceSetFailureReleases: like a failed Acquire (step 5 of the algorithm) and a
 // failed Extend, a failed forced takeover must not leave the caller's token
 // stored: the caller was told it does not hold the lock, yet a majority
 // (validity ran out) or a minority (too few answered) would keep the token

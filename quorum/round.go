@@ -359,7 +359,7 @@ type grant struct {
 	failed error
 	// undo takes back what a failed round granted anywhere, with every
 	// reply in, and then calls done; nil for an extend, which undoes
-	// nothing (SPEC §1: the lock stands until the validity reported
+	// nothing (the lock stands until the validity reported
 	// before).
 	undo func(r *round, done func())
 	// kept, when set, is a reply that left the node without this round's

@@ -1,2 +1,2 @@
--- redlockd SPEC §3 compare-and-delete (also the Redis docs' release script), SHA1 b70c2384248f88e6b75b9f89241a180f856ad852, as in redlockd's built-in table of library bodies (commands/scripts_*_bodies.go)
+-- redlockd's compare-and-delete (also the Redis docs' release script), SHA1 b70c2384248f88e6b75b9f89241a180f856ad852, as in redlockd's built-in table of library bodies (commands/scripts_*_bodies.go)
 if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end

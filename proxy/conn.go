@@ -65,6 +65,7 @@ func (s *Server) accept(c net.Conn) (*connState, bool) {
 	st := &connState{nc: c, addr: c.RemoteAddr().String()}
 	st.sess = s.h.NewSession(st.addr)
 	st.rd = newReader(c, s.opts.MaxRequestBytes, s.opts.IdleTimeout)
+	st.try = newTryWriter(c)
 	st.w = NewWriter(st.sess.Proto)
 	st.maxReply = maxReplyBytes(s.opts.MaxReplyBytes)
 	st.sess.SetPush(st.push)
@@ -104,6 +105,13 @@ func (s *Server) serveConn(st *connState) {
 	for !st.done {
 		var batch [][][]byte
 		batch, err = st.rd.next()
+		// The reply of a command started alone (startAlone) comes before
+		// anything this read brings, and a failed write of it ends the
+		// connection.
+		st.alone.Wait()
+		if st.broken.Load() {
+			break
+		}
 		if err != nil {
 			if reply := protocolReply(err); reply != nil {
 				st.wmu.Lock()
@@ -114,6 +122,7 @@ func (s *Server) serveConn(st *connState) {
 		}
 		s.serveBatch(st, batch)
 	}
+	st.alone.Wait()
 	st.nc.Close()
 	st.out.close()
 	s.closed(st, err)
@@ -149,6 +158,10 @@ func (s *Server) serveBatch(st *connState, batch [][][]byte) {
 		st.reqs = append(st.reqs, commands.NewRequest(args))
 	}
 	blocks := anyMayBlock(st.reqs)
+	if len(st.reqs) == 1 && !blocks && s.startAlone(st) {
+		clear(st.reqs)
+		return
+	}
 	stop := s.watchBatch(st, blocks)
 	// Messages wait for the batch's replies (a SUBSCRIBE's confirmation
 	// comes before its messages), unless the batch may block for long.
@@ -243,12 +256,99 @@ func (st *connState) flush() error {
 	st.wmu.Lock()
 	_, err := st.nc.Write(b)
 	st.wmu.Unlock()
-	if cap(b) > maxKeptBuffer {
+	st.replyWritten()
+	return err
+}
+
+// replyWritten empties the reply buffer once its bytes are on the socket,
+// keeping it for the next batch unless it grew large.
+func (st *connState) replyWritten() {
+	if cap(st.w.buf) > maxKeptBuffer {
 		st.w.buf = nil
 	} else {
 		st.w.Reset()
 	}
-	return err
+}
+
+// startAlone starts a batch of one command in its asynchronous form
+// (commands.Handler.Start), where it has one: the goroutine of the
+// round's deciding reply then writes the reply, so the connection's
+// goroutine goes back to reading at once instead of sleeping until the
+// round is decided and being woken to write. That wake-up is a
+// scheduler round trip per request, the dearest part of a request after
+// its system calls when clients do not pipeline. The deciding goroutine
+// is a backend connection's reader, which must never wait for a client:
+// it writes only what the socket takes at once (as every reply write
+// tries first), and leaves the rest, or a write lock held by a push, to
+// a goroutine of its own. It reports false, having started nothing, when
+// the batch must run as any other: no asynchronous form, or a
+// connection whose writes cannot be tried without waiting.
+func (s *Server) startAlone(st *connState) bool {
+	if st.try == nil {
+		return false
+	}
+	if st.aloneDone == nil {
+		st.aloneDone = func() { s.aloneReply(st) }
+	}
+	st.alone.Add(1)
+	// Messages wait for the reply, as in every batch that does not block.
+	st.out.hold(true)
+	if !s.h.Start(st.sess, st.reqs[0], st.w, st.aloneDone) {
+		st.out.hold(false)
+		st.alone.Done()
+		return false
+	}
+	return true
+}
+
+// aloneReply writes the reply of a command that startAlone started, on
+// the goroutine that answered it.
+func (s *Server) aloneReply(st *connState) {
+	b := st.w.Bytes()
+	switch {
+	case len(b) == 0:
+		s.aloneEnd(st, nil)
+	case st.maxReply > 0 && len(b) > st.maxReply:
+		st.w.buf = nil
+		s.aloneEnd(st, errReplyLimit)
+	case !st.wmu.TryLock():
+		go s.aloneWrite(st, b, false)
+	default:
+		n := st.try.write(b)
+		if n < len(b) {
+			// Still under the write lock: no push may split the reply.
+			go s.aloneWrite(st, b[n:], true)
+			return
+		}
+		st.wmu.Unlock()
+		s.aloneEnd(st, nil)
+	}
+}
+
+// aloneWrite writes what is left of such a reply, waiting as any reply
+// write may; locked says the write lock is already held.
+func (s *Server) aloneWrite(st *connState, b []byte, locked bool) {
+	if !locked {
+		st.wmu.Lock()
+	}
+	_, err := st.nc.Write(b)
+	st.wmu.Unlock()
+	s.aloneEnd(st, err)
+}
+
+// aloneEnd ends a batch that startAlone started, as serveBatch ends the
+// others: the messages held back go, the batch counts out of flight, and
+// a failed write ends the connection.
+func (s *Server) aloneEnd(st *connState, err error) {
+	st.replyWritten()
+	st.out.hold(false)
+	s.flight.end()
+	if err != nil {
+		s.logWriteFailure(st, err)
+		st.broken.Store(true)
+		st.nc.Close()
+	}
+	st.alone.Done()
 }
 
 // push writes a RESP3 push message of bulk strings between two replies. It

@@ -21,9 +21,11 @@ var errReplyLimit = errors.New("proxy: client output limit reached")
 // maxReplyBytes is the cap of Options.MaxReplyBytes; 0 is none.
 func maxReplyBytes(n int) int { return max(n, 0) }
 
-// writeTimeoutConn bounds how long a write may block. Replies are written
-// synchronously on the connection's goroutine, so a client that stops
-// reading blocks only that goroutine; the deadline bounds for how long.
+// writeTimeoutConn bounds how long a write may block. A write that waits
+// runs on a goroutine of the connection's own (its serving goroutine, or
+// the one a reply written by a round's goroutine hands its rest to: see
+// startAlone), so a client that stops reading blocks only that goroutine;
+// the deadline bounds for how long.
 // Once a write times out the connection is closed: a partly written reply
 // leaves the stream unusable anyway.
 //
@@ -34,13 +36,7 @@ func maxReplyBytes(n int) int { return max(n, 0) }
 type writeTimeoutConn struct {
 	net.Conn
 	timeout time.Duration
-	raw     syscall.RawConn // nil: every write sets the deadline
-	// rawWrite is c.writeRaw, made once: a closure per write would be an
-	// allocation per reply. Writes are serialised by the connection's
-	// write lock, so p and n can live here.
-	rawWrite func(fd uintptr) bool
-	p        []byte
-	n        int
+	try     *tryWriter // nil: every write sets the deadline
 }
 
 // withWriteTimeout wraps c, unless timeout is 0 (no bound).
@@ -48,19 +44,13 @@ func withWriteTimeout(c net.Conn, timeout time.Duration) net.Conn {
 	if timeout <= 0 {
 		return c
 	}
-	wc := &writeTimeoutConn{Conn: c, timeout: timeout}
-	if tc, ok := c.(*net.TCPConn); ok {
-		if raw, err := tc.SyscallConn(); err == nil {
-			wc.raw, wc.rawWrite = raw, wc.writeRaw
-		}
-	}
-	return wc
+	return &writeTimeoutConn{Conn: c, timeout: timeout, try: newTryWriter(c)}
 }
 
 func (c *writeTimeoutConn) Write(p []byte) (int, error) {
 	n := 0
-	if c.raw != nil {
-		n = c.tryWrite(p)
+	if c.try != nil {
+		n = c.try.write(p)
 		if n == len(p) {
 			return n, nil
 		}
@@ -72,27 +62,57 @@ func (c *writeTimeoutConn) Write(p []byte) (int, error) {
 	return n + m, err
 }
 
-// tryWrite writes what the socket takes without waiting, and returns how
-// much that was; anything else (a full buffer, an error) is left to the
-// write with a deadline, which waits or reports it.
-func (c *writeTimeoutConn) tryWrite(p []byte) int {
-	c.p, c.n = p, 0
-	c.raw.Write(c.rawWrite)
-	n := c.n
-	c.p, c.n = nil, 0
+// tryWriter writes to a TCP socket what it takes without waiting.
+type tryWriter struct {
+	raw syscall.RawConn
+	// rawWrite is writeRaw, made once: a closure per write would be an
+	// allocation per reply. Writes are serialised by the connection's
+	// write lock, so p and n can live here.
+	rawWrite func(fd uintptr) bool
+	p        []byte
+	n        int
+}
+
+// newTryWriter returns c's tryWriter: nil unless c is a TCP connection
+// (seen through a writeTimeoutConn).
+func newTryWriter(c net.Conn) *tryWriter {
+	if wc, ok := c.(*writeTimeoutConn); ok {
+		return wc.try
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	t := &tryWriter{raw: raw}
+	t.rawWrite = t.writeRaw
+	return t
+}
+
+// write writes what the socket takes without waiting, and returns how
+// much that was; anything else (a full buffer, an error) is left to a
+// write that waits, which waits or reports it.
+func (t *tryWriter) write(p []byte) int {
+	t.p, t.n = p, 0
+	t.raw.Write(t.rawWrite)
+	n := t.n
+	t.p, t.n = nil, 0
 	return n
 }
 
-func (c *writeTimeoutConn) writeRaw(fd uintptr) bool {
-	for c.n < len(c.p) {
-		m, err := syscall.Write(int(fd), c.p[c.n:])
+func (t *tryWriter) writeRaw(fd uintptr) bool {
+	for t.n < len(t.p) {
+		m, err := syscall.Write(int(fd), t.p[t.n:])
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil || m <= 0 {
 			break
 		}
-		c.n += m
+		t.n += m
 	}
 	return true // never wait here
 }

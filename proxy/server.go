@@ -134,6 +134,15 @@ type connState struct {
 	// startedDone ends a started command: its slot back, wg done. Made
 	// once per connection, by its first started command.
 	startedDone func()
+	// alone waits for the reply of a command started alone (startAlone),
+	// which the goroutine of its round writes; aloneDone ends it, made
+	// once per connection. broken: that write failed. try writes to the
+	// socket without waiting; nil where it cannot (not TCP: TLS, tests'
+	// pipes), and startAlone then starts nothing.
+	try       *tryWriter
+	alone     sync.WaitGroup
+	aloneDone func()
+	broken    atomic.Bool
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
 	// out writes the messages of the connection's subscriptions.

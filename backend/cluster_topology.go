@@ -123,17 +123,17 @@ type slotRange struct {
 // nothing.
 func (cl *Cluster) askSlots(addr string) ([]slotRange, error) {
 	h := cl.topologyConn(addr)
-	ctx, cancel := context.WithTimeout(cl.ctx, h.cfg.timeout)
+	ctx, cancel := context.WithTimeout(cl.ctx, h.cfg.Timeout)
 	defer cancel()
 	rep, err := h.do(ctx, "cluster", "nodes")
 	if err != nil {
 		return nil, err
 	}
-	if rep.kind != '$' {
+	if rep.Kind != '$' {
 		return nil, unexpected(rep)
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	return parseNodes(rep.str, host)
+	return parseNodes(rep.Str, host)
 }
 
 // topologyConn is the connection that CLUSTER NODES is asked on: the

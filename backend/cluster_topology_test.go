@@ -52,7 +52,7 @@ func TestClusterTopologyReadsKeepTheirConnection(t *testing.T) {
 	// A connection that broke is replaced by one new connection.
 	h := cl.topologyConn(seed.Addr())
 	h.mu.Lock()
-	h.cur.nc.Close()
+	h.cur.NC.Close()
 	h.mu.Unlock()
 	before = received()
 	if err := cl.readTopology(); err != nil {

@@ -1,5 +1,6 @@
 // Package backend holds the quorum.Node implementations: Redis, a real
-// redis-server reached through a multiplexer of its own; Cluster, a whole
+// redis-server reached through a multiplexer of its own (backend/wire:
+// the connections and the RESP reply parser); Cluster, a whole
 // Redis Cluster as one node, each Cmd sent to the Redis node of the master
 // that serves its keys' slot (cluster*.go); and Memory, an in-process node
 // for the embedded mode and for the quorum package's unit tests.

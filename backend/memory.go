@@ -2,19 +2,20 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
 var (
 	// ErrClosed is returned by a node's operations after Close (for a Redis
-	// node, by the quorum.Node methods, which run over its multiplexer).
-	ErrClosed = errors.New("backend: node closed")
+	// node, by the quorum.Node methods, which run over its multiplexer:
+	// the multiplexer's own error).
+	ErrClosed = wire.ErrClosed
 	// ErrInvalidTTL is returned for a ttl <= 0: the quorum's own error, so
 	// that one fact has one name. The quorum never sends such a ttl, and
 	// Redis would treat PEXPIRE with it as a delete, so it is refused

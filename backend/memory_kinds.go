@@ -7,6 +7,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -28,7 +29,7 @@ func (s *memOp) byBuild() quorum.Reply {
 	if isServerWide(s.c.Kind) {
 		r.db = 0 // the horizon lives in database 0, as on a redis-server
 	}
-	args, ok := splitCommand(c.req.buf)
+	args, ok := splitCommand(c.req.Buf)
 	var v quorum.Value
 	switch {
 	case !ok:
@@ -39,7 +40,7 @@ func (s *memOp) byBuild() quorum.Reply {
 		v = r.command(args)
 	}
 	rep := replyOf(v)
-	err := rep.err()
+	err := rep.Err()
 	var out quorum.Reply
 	if err == nil {
 		out, err = c.read(c, rep)
@@ -113,22 +114,22 @@ func respNumber(b []byte, prefix byte) (int, []byte, bool) {
 }
 
 // replyOf is v as a Redis node's RESP2 reply reads.
-func replyOf(v quorum.Value) reply {
+func replyOf(v quorum.Value) wire.Reply {
 	switch v.Kind {
 	case quorum.IntValue, quorum.BoolValue:
-		return reply{kind: ':', num: v.Int}
+		return wire.Reply{Kind: ':', Num: v.Int}
 	case quorum.BulkValue, quorum.DoubleValue, quorum.BigNumValue, quorum.VerbatimValue:
-		return reply{kind: '$', str: v.Str}
+		return wire.Reply{Kind: '$', Str: v.Str}
 	case quorum.StatusValue:
-		return reply{kind: '+', str: v.Str}
+		return wire.Reply{Kind: '+', Str: v.Str}
 	case quorum.ErrorValue:
-		return reply{kind: '-', str: v.Str}
+		return wire.Reply{Kind: '-', Str: v.Str}
 	case quorum.ArrayValue, quorum.MapValue, quorum.SetValue:
-		elems := make([]reply, len(v.Elems))
+		elems := make([]wire.Reply, len(v.Elems))
 		for i, e := range v.Elems {
 			elems[i] = replyOf(e)
 		}
-		return reply{kind: '*', elems: elems}
+		return wire.Reply{Kind: '*', Elems: elems}
 	}
-	return reply{kind: '$', null: true}
+	return wire.Reply{Kind: '$', Null: true}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
@@ -127,13 +128,13 @@ func TestMuxAsyncStallFailsEachAtItsDeadline(t *testing.T) {
 	}
 	for range n {
 		a := <-answers
-		if !errors.Is(a.err, context.DeadlineExceeded) && !errors.Is(a.err, errConnReset) {
+		if !errors.Is(a.err, context.DeadlineExceeded) && !errors.Is(a.err, wire.ErrConnReset) {
 			t.Errorf("err = %v; want a deadline or reset error", a.err)
 		}
 		// The server stays stopped: a request its deadline did not end
 		// would wait for the stall's end or the budget for calls without a
 		// deadline, so half of that budget is a wide margin.
-		if a.late > noDeadlineBudget/2 {
+		if a.late > wire.NoDeadlineBudget/2 {
 			t.Errorf("answered %v after its deadline", a.late)
 		}
 	}

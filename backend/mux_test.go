@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 	"strconv"
 	"strings"
@@ -13,50 +14,6 @@ import (
 
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
-
-func TestParseReply(t *testing.T) {
-	tests := []struct {
-		in   string
-		want reply
-		n    int
-	}{
-		{"+OK\r\n", reply{kind: '+', str: "OK"}, 5},
-		{"-ERR x\r\n", reply{kind: '-', str: "ERR x"}, 8},
-		{":-12\r\n", reply{kind: ':', num: -12}, 6},
-		{"$-1\r\n", reply{kind: '$', null: true}, 5},
-		{"$3\r\nabc\r\n+x", reply{kind: '$', str: "abc"}, 9},
-		{"*2\r\n$1\r\na\r\n:5\r\n", reply{kind: '*', elems: []reply{{kind: '$', str: "a"}, {kind: ':', num: 5}}}, 15},
-		// RESP3, as a script wanted so answers
-		{"%1\r\n$1\r\na\r\n:1\r\n", reply{kind: '%', elems: []reply{{kind: '$', str: "a"}, {kind: ':', num: 1}}}, 15},
-		{"~1\r\n$1\r\na\r\n", reply{kind: '~', elems: []reply{{kind: '$', str: "a"}}}, 11},
-		{",3.5\r\n", reply{kind: ',', str: "3.5"}, 6},
-		{"(12345678901234567890\r\n", reply{kind: '(', str: "12345678901234567890"}, 23},
-		{"#t\r\n", reply{kind: '#', num: 1}, 4},
-		{"#f\r\n", reply{kind: '#'}, 4},
-		{"_\r\n", reply{kind: '_', null: true}, 3},
-		{"=9\r\ntxt:hello\r\n", reply{kind: '=', str: "txt:hello"}, 15},
-		{"!5\r\nERR x\r\n", reply{kind: '-', str: "ERR x"}, 11},
-		{"|1\r\n+a\r\n+b\r\n:7\r\n", reply{kind: ':', num: 7}, 16},
-		{"%1\r\n$1\r\na\r\n", reply{}, 0},
-		{"*2\r\n$1\r\na\r\n", reply{}, 0},        // incomplete
-		{"*1000000000000\r\n:1\r\n", reply{}, 0}, // incomplete, and not allocated for
-		{"%1000000000\r\n", reply{}, 0},
-		{"*0\r\n", reply{kind: '*', elems: []reply{}}, 4},
-		{"$3\r\nab", reply{}, 0},
-		{"+OK", reply{}, 0},
-	}
-	for _, tc := range tests {
-		got, n, err := parseReply([]byte(tc.in))
-		if err != nil || n != tc.n || fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("parseReply(%q) = %+v, %d, %v; want %+v, %d", tc.in, got, n, err, tc.want, tc.n)
-		}
-	}
-	for _, bad := range []string{"?x\r\n", ":abc\r\n", "+OK\n", "\r\n", "#x\r\n", "%-1\r\n"} {
-		if _, _, err := parseReply([]byte(bad)); !errors.Is(err, errProtocol) {
-			t.Errorf("parseReply(%q): err = %v, want errProtocol", bad, err)
-		}
-	}
-}
 
 // connectionsReceived reads the server's count of accepted connections.
 func connectionsReceived(t *testing.T, srv *redistest.Server) int {
@@ -151,7 +108,7 @@ func TestMuxStallFailsEachAtItsDeadline(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errConnReset) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, wire.ErrConnReset) {
 			t.Errorf("op %d: err = %v; want a deadline or reset error", i, err)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/backend/wire"
 )
 
 // RedisOptions tunes a Redis node. The zero value is ready to use.
@@ -46,7 +48,7 @@ type RedisOptions struct {
 // subscription have a connection each, opened the same way.
 type Redis struct {
 	name string
-	mux  *mux // database 0's; see dbLines for the others
+	mux  *wire.Mux // database 0's; see dbLines for the others
 	dbs  dbLines
 	// watch runs the release subscription and the server checks, and owns
 	// the health connection.
@@ -74,7 +76,7 @@ func newRedisFrom(o *redis.Options, opts RedisOptions) *Redis {
 	w := newRedisWatch(name, o.DB, opts.HealthInterval)
 	cfg := nodeConfig(o, opts, w.onConnect)
 	w.health.cfg, w.subCfg = cfg, cfg
-	r := &Redis{name: name, mux: newMux(*cfg), watch: w}
+	r := &Redis{name: name, mux: wire.NewMux(*cfg), watch: w}
 	r.dbs.base = *cfg
 	return r
 }
@@ -139,9 +141,17 @@ func (r *Redis) Name() string { return r.name }
 func (r *Redis) Close() error {
 	r.watch.stop()
 	r.dbs.close()
-	r.mux.close()
+	r.mux.Close()
 	return nil
 }
+
+// Hold holds back the writes of database 0's connections until Release
+// (quorum.WriteHolder): the commands of rounds started meanwhile leave in one
+// write per connection. Other databases' lines write as they always do.
+func (r *Redis) Hold() { r.mux.Hold() }
+
+// Release writes what was queued while held.
+func (r *Redis) Release() { r.mux.Release() }
 
 // ceilMillis converts a ttl to whole milliseconds, rounding up: a backend key
 // that outlives the lock's validity by under a millisecond is safe, one

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -120,40 +121,40 @@ func (c *call) buildMulti(cmd quorum.Cmd, channel string) error {
 }
 
 // intReply reads an integer reply.
-func intReply(rep reply) (int64, error) {
-	if rep.kind != ':' {
+func intReply(rep wire.Reply) (int64, error) {
+	if rep.Kind != ':' {
 		return 0, unexpected(rep)
 	}
-	return rep.num, nil
+	return rep.Num, nil
 }
 
 // readYes: an integer, OK when above 0.
-func readYes(_ *call, rep reply) (quorum.Reply, error) {
+func readYes(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)
 	return quorum.Reply{OK: n > 0, N: n}, err
 }
 
 // readN: an integer, always OK.
-func readN(_ *call, rep reply) (quorum.Reply, error) {
+func readN(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)
 	return quorum.Reply{OK: err == nil, N: n}, err
 }
 
 // readStored reads SET NX: OK when stored, null when the key is held (by
 // any token).
-func readStored(_ *call, rep reply) (quorum.Reply, error) {
+func readStored(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	switch {
-	case rep.kind == '+':
+	case rep.Kind == '+':
 		return quorum.Reply{OK: true}, nil
-	case rep.null:
+	case rep.Null:
 		return quorum.Reply{}, nil
 	}
 	return quorum.Reply{}, unexpected(rep)
 }
 
 // readDone reads SET: a status reply.
-func readDone(_ *call, rep reply) (quorum.Reply, error) {
-	if rep.kind != '+' {
+func readDone(_ *call, rep wire.Reply) (quorum.Reply, error) {
+	if rep.Kind != '+' {
 		return quorum.Reply{}, unexpected(rep)
 	}
 	return quorum.Reply{OK: true}, nil
@@ -162,21 +163,21 @@ func readDone(_ *call, rep reply) (quorum.Reply, error) {
 // readGet reads getScript: false when absent, else {value, pttl}. A key
 // without an expiry (set behind the proxy's back) reports -1ms, as PTTL's
 // -1 does.
-func readGet(_ *call, rep reply) (quorum.Reply, error) {
-	if rep.null {
+func readGet(_ *call, rep wire.Reply) (quorum.Reply, error) {
+	if rep.Null {
 		return quorum.Reply{}, nil
 	}
-	if rep.kind == '*' && len(rep.elems) == 2 {
-		v, p := rep.elems[0], rep.elems[1]
-		if v.kind == '$' && !v.null && p.kind == ':' {
-			return quorum.Reply{OK: true, Token: v.str, TTL: time.Duration(p.num) * time.Millisecond}, nil
+	if rep.Kind == '*' && len(rep.Elems) == 2 {
+		v, p := rep.Elems[0], rep.Elems[1]
+		if v.Kind == '$' && !v.Null && p.Kind == ':' {
+			return quorum.Reply{OK: true, Token: v.Str, TTL: time.Duration(p.Num) * time.Millisecond}, nil
 		}
 	}
 	return quorum.Reply{}, fmt.Errorf("unexpected script reply %+v", rep)
 }
 
 // readAddedTTL: the new ttl in ms, or -1 when not held.
-func readAddedTTL(_ *call, rep reply) (quorum.Reply, error) {
+func readAddedTTL(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)
 	if err != nil || n < 0 {
 		return quorum.Reply{}, err
@@ -185,12 +186,12 @@ func readAddedTTL(_ *call, rep reply) (quorum.Reply, error) {
 }
 
 // readEach: one integer per key, 1 where it was deleted.
-func readEach(c *call, rep reply) (quorum.Reply, error) {
-	if rep.kind != '*' || len(rep.elems) != int(c.nkeys) {
-		return quorum.Reply{}, fmt.Errorf("%d answers for %d keys", len(rep.elems), c.nkeys)
+func readEach(c *call, rep wire.Reply) (quorum.Reply, error) {
+	if rep.Kind != '*' || len(rep.Elems) != int(c.nkeys) {
+		return quorum.Reply{}, fmt.Errorf("%d answers for %d keys", len(rep.Elems), c.nkeys)
 	}
-	each := make([]bool, len(rep.elems))
-	for i, e := range rep.elems {
+	each := make([]bool, len(rep.Elems))
+	for i, e := range rep.Elems {
 		n, err := intReply(e)
 		if err != nil {
 			return quorum.Reply{}, err
@@ -201,21 +202,21 @@ func readEach(c *call, rep reply) (quorum.Reply, error) {
 }
 
 // readHold: false when no hold is held for the round, else {token, holds}.
-func readHold(_ *call, rep reply) (quorum.Reply, error) {
-	if rep.null {
+func readHold(_ *call, rep wire.Reply) (quorum.Reply, error) {
+	if rep.Null {
 		return quorum.Reply{}, nil
 	}
-	if rep.kind == '*' && len(rep.elems) == 2 {
-		t, n := rep.elems[0], rep.elems[1]
-		if t.kind == '$' && !t.null && n.kind == ':' {
-			return quorum.Reply{OK: true, Token: t.str, N: n.num}, nil
+	if rep.Kind == '*' && len(rep.Elems) == 2 {
+		t, n := rep.Elems[0], rep.Elems[1]
+		if t.Kind == '$' && !t.Null && n.Kind == ':' {
+			return quorum.Reply{OK: true, Token: t.Str, N: n.Num}, nil
 		}
 	}
 	return quorum.Reply{}, fmt.Errorf("unexpected script reply %+v", rep)
 }
 
 // readUnhold: the holds left, or -1 when the key does not hold the token.
-func readUnhold(_ *call, rep reply) (quorum.Reply, error) {
+func readUnhold(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)
 	if err != nil || n < 0 {
 		return quorum.Reply{}, err
@@ -224,13 +225,13 @@ func readUnhold(_ *call, rep reply) (quorum.Reply, error) {
 }
 
 // readFence: the counter, 0 when absent (OK is false then).
-func readFence(_ *call, rep reply) (quorum.Reply, error) {
+func readFence(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	switch {
-	case rep.null:
+	case rep.Null:
 		return quorum.Reply{}, nil
-	case rep.kind != '$':
+	case rep.Kind != '$':
 		return quorum.Reply{}, unexpected(rep)
 	}
-	n, err := parseFence(rep.str)
+	n, err := parseFence(rep.Str)
 	return quorum.Reply{OK: err == nil, N: n}, err
 }

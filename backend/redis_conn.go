@@ -2,94 +2,54 @@ package backend
 
 import (
 	"context"
-	"net"
 	"sync"
 	"time"
 
-	"github.com/redlockd/redlockd/internal/resp"
+	"github.com/redlockd/redlockd/backend/wire"
 )
-
-// conn is one connection spoken to directly, one command at a time, with
-// the multiplexer's own encoder and parser: the node's health look and its
-// release subscription each have one, so that neither a slow INFO nor a
-// subscribed connection ever sits in the lock commands' queue.
-type conn struct {
-	nc  net.Conn
-	buf []byte // read but not yet parsed
-	out []byte
-}
-
-func (c *conn) write(args ...string) error {
-	c.out = resp.AppendCommand(c.out[:0], args)
-	_, err := c.nc.Write(c.out)
-	return err
-}
-
-// read returns the next reply. A read that times out keeps what it got, so
-// the next read resumes where it stopped.
-func (c *conn) read() (reply, error) {
-	for {
-		rep, n, err := parseReply(c.buf)
-		if err != nil {
-			return reply{}, err
-		}
-		if n > 0 {
-			c.buf = c.buf[:copy(c.buf, c.buf[n:])]
-			return rep, nil
-		}
-		if len(c.buf) == cap(c.buf) {
-			c.buf = append(c.buf, make([]byte, max(4096, cap(c.buf)))...)[:len(c.buf)]
-		}
-		k, err := c.nc.Read(c.buf[len(c.buf):cap(c.buf)])
-		c.buf = c.buf[:len(c.buf)+k]
-		if err != nil {
-			return reply{}, err
-		}
-	}
-}
 
 // healthConn carries the node's INFO looks, one at a time, on a connection
 // of its own, dialed (with the handshake and the connect look) on first use
 // and again after any failure.
 type healthConn struct {
-	cfg  *muxConfig
+	cfg  *wire.Config
 	busy sync.Mutex // one exchange at a time
 
 	mu     sync.Mutex
-	cur    *conn
+	cur    *wire.Conn
 	closed bool
 }
 
 // do sends one command and reads its reply within ctx; an error reply is
 // returned as the error.
-func (h *healthConn) do(ctx context.Context, args ...string) (reply, error) {
+func (h *healthConn) do(ctx context.Context, args ...string) (wire.Reply, error) {
 	h.busy.Lock()
 	defer h.busy.Unlock()
 	c, err := h.connect(ctx)
 	if err != nil {
-		return reply{}, err
+		return wire.Reply{}, err
 	}
 	dl, ok := ctx.Deadline()
 	if !ok {
-		dl = time.Now().Add(noDeadlineBudget)
+		dl = time.Now().Add(wire.NoDeadlineBudget)
 	}
-	_ = c.nc.SetDeadline(dl)
+	_ = c.NC.SetDeadline(dl)
 	// A cancelled ctx (Close, a caller giving up) cuts the exchange short.
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { _ = c.NC.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	err = c.write(args...)
-	var rep reply
+	err = c.Write(args...)
+	var rep wire.Reply
 	if err == nil {
-		rep, err = c.read()
+		rep, err = c.Read()
 	}
 	if err != nil {
 		h.drop(c)
-		return reply{}, err
+		return wire.Reply{}, err
 	}
-	return rep, rep.err()
+	return rep, rep.Err()
 }
 
-func (h *healthConn) connect(ctx context.Context) (*conn, error) {
+func (h *healthConn) connect(ctx context.Context) (*wire.Conn, error) {
 	h.mu.Lock()
 	c, closed := h.cur, h.closed
 	h.mu.Unlock()
@@ -99,9 +59,9 @@ func (h *healthConn) connect(ctx context.Context) (*conn, error) {
 	case c != nil:
 		return c, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.cfg.timeout)
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	nc, err := h.cfg.open(ctx)
+	nc, err := h.cfg.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -111,18 +71,18 @@ func (h *healthConn) connect(ctx context.Context) (*conn, error) {
 		nc.Close()
 		return nil, ErrClosed
 	}
-	h.cur = &conn{nc: nc}
+	h.cur = &wire.Conn{NC: nc}
 	return h.cur, nil
 }
 
 // drop closes c after a failure: the next exchange dials again.
-func (h *healthConn) drop(c *conn) {
+func (h *healthConn) drop(c *wire.Conn) {
 	h.mu.Lock()
 	if h.cur == c {
 		h.cur = nil
 	}
 	h.mu.Unlock()
-	c.nc.Close()
+	c.NC.Close()
 }
 
 // close ends the connection; an exchange in progress fails at once.
@@ -132,6 +92,6 @@ func (h *healthConn) close() {
 	h.cur, h.closed = nil, true
 	h.mu.Unlock()
 	if c != nil {
-		c.nc.Close()
+		c.NC.Close()
 	}
 }

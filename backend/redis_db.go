@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -27,8 +28,8 @@ import (
 // dbLines holds the multiplexers of databases 1 to quorum.DBs-1, and in
 // slot 0 the one of the server's db 0 where the URL names another.
 type dbLines struct {
-	base  muxConfig // database 0's settings, which the others copy
-	muxes [quorum.DBs]atomic.Pointer[mux]
+	base  wire.Config // database 0's settings, which the others copy
+	muxes [quorum.DBs]atomic.Pointer[wire.Mux]
 
 	mu     sync.Mutex // guards making a multiplexer, and closed
 	closed bool
@@ -37,7 +38,7 @@ type dbLines struct {
 // muxFor returns the multiplexer of database db, making it on first use.
 // After close it returns database 0's, closed too, so that the command
 // fails with ErrClosed as any other does.
-func (r *Redis) muxFor(db int) (*mux, error) {
+func (r *Redis) muxFor(db int) (*wire.Mux, error) {
 	if db == 0 {
 		return r.mux, nil
 	}
@@ -49,7 +50,7 @@ func (r *Redis) muxFor(db int) (*mux, error) {
 
 // muxOf is the multiplexer cmd runs on: its database's, or for the lock
 // horizon the server's db 0's.
-func (r *Redis) muxOf(cmd *quorum.Cmd) (*mux, error) {
+func (r *Redis) muxOf(cmd *quorum.Cmd) (*wire.Mux, error) {
 	if isServerWide(cmd.Kind) {
 		return r.horizonMux(), nil
 	}
@@ -58,8 +59,8 @@ func (r *Redis) muxOf(cmd *quorum.Cmd) (*mux, error) {
 
 // horizonMux is the multiplexer of the server's db 0, where the lock
 // horizon lives.
-func (r *Redis) horizonMux() *mux {
-	if r.dbs.base.db == 0 {
+func (r *Redis) horizonMux() *wire.Mux {
+	if r.dbs.base.DB == 0 {
 		return r.mux
 	}
 	return r.dbMux(0)
@@ -67,7 +68,7 @@ func (r *Redis) horizonMux() *mux {
 
 // dbMux returns the multiplexer in slot n of the server's db n, making it
 // on first use (see muxFor for after close).
-func (r *Redis) dbMux(n int) *mux {
+func (r *Redis) dbMux(n int) *wire.Mux {
 	if m := r.dbs.muxes[n].Load(); m != nil {
 		return m
 	}
@@ -80,7 +81,7 @@ func (r *Redis) dbMux(n int) *mux {
 	if m := d.muxes[n].Load(); m != nil {
 		return m
 	}
-	m := newMux(d.base.forDB(n))
+	m := wire.NewMux(forDB(d.base, n))
 	d.muxes[n].Store(m)
 	return m
 }
@@ -93,17 +94,17 @@ func (d *dbLines) close() {
 	d.mu.Unlock()
 	for i := range d.muxes {
 		if m := d.muxes[i].Load(); m != nil {
-			m.close()
+			m.Close()
 		}
 	}
 }
 
 // forDB is cfg for the connections of database db: the same login, then
 // SELECT db in place of the URL's database.
-func (cfg muxConfig) forDB(db int) muxConfig {
-	hs := slices.DeleteFunc(slices.Clone(cfg.handshake), func(c []string) bool { return c[0] == "select" })
-	cfg.handshake = append(hs, []string{"select", strconv.Itoa(db)})
-	cfg.db = db
+func forDB(cfg wire.Config, db int) wire.Config {
+	hs := slices.DeleteFunc(slices.Clone(cfg.Handshake), func(c []string) bool { return c[0] == "select" })
+	cfg.Handshake = append(hs, []string{"select", strconv.Itoa(db)})
+	cfg.DB = db
 	return cfg
 }
 

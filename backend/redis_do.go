@@ -7,12 +7,23 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/quorum"
 )
 
 var _ quorum.Node = (*Redis)(nil)
 var _ quorum.ReplyError = ServerError{}
+
+// ServerError is an error reply of the server (-ERR …, -OOM …, -NOSCRIPT
+// …): the server refused the command, as opposed to a network failure.
+// Its ReplyCode makes it a quorum.ReplyError.
+type ServerError = wire.ServerError
+
+// errNoScript is the reply to EVALSHA of a script the server does not hold
+// (after a restart or SCRIPT FLUSH).
+// It is an error variable, boxed once: errors.Is takes an error.
+var errNoScript error = ServerError{Code: "NOSCRIPT"}
 
 // Do implements quorum.Node: every Cmd is one command or one script, sent
 // through the multiplexer on the line of its key (a multi-key Cmd: its
@@ -36,7 +47,7 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 	c := &call{rcv: rcv, kind: cmd.Kind, asking: asking}
 	m, err := r.muxOf(&cmd)
 	if err == nil {
-		c.ln = m.lineFor(lineKey(&cmd))
+		c.ln = m.Line(lineKey(&cmd))
 		err = c.build(cmd, r.watch.channels[cmd.DB])
 	}
 	if err != nil {
@@ -62,24 +73,24 @@ var (
 // the same request: Redis converts a script's reply to the protocol of
 // the connection, and the connection is back to RESP2 before the next
 // request on it. Both HELLO replies are dropped.
-func (c *call) send(r *request, deadline time.Time) {
+func (c *call) send(r *wire.Request, deadline time.Time) {
 	if c.asking {
-		r.buf = append(append(make([]byte, 0, len(askingReq)+len(r.buf)), askingReq...), r.buf...)
-		r.skip++
+		r.Buf = append(append(make([]byte, 0, len(askingReq)+len(r.Buf)), askingReq...), r.Buf...)
+		r.Skip++
 	}
 	if c.resp3 {
-		buf := make([]byte, 0, len(hello3Req)+len(r.buf)+len(hello2Req))
-		r.buf = append(append(append(buf, hello3Req...), r.buf...), hello2Req...)
-		r.skip++
-		r.after = 1
+		buf := make([]byte, 0, len(hello3Req)+len(r.Buf)+len(hello2Req))
+		r.Buf = append(append(append(buf, hello3Req...), r.Buf...), hello2Req...)
+		r.Skip++
+		r.After = 1
 	}
-	c.ln.submit(r, deadline, c)
+	c.ln.Submit(r, deadline, c)
 }
 
 // sent is the command c sent first, without the ASKING and HELLOs around
 // it.
 func (c *call) sent() []byte {
-	b := c.req.buf
+	b := c.req.Buf
 	if c.resp3 {
 		b = b[len(hello3Req) : len(b)-len(hello2Req)]
 	}
@@ -106,8 +117,8 @@ func lineKey(cmd *quorum.Cmd) string {
 // answer needs to read the reply, in one allocation, made per node per
 // command: only what the hot path needs is kept here, packed.
 type call struct {
-	req    request // its deadline is the call's
-	ln     *line   // the line of the Cmd's key, in the Cmd's database
+	req    wire.Request // its deadline is the call's
+	ln     *wire.Line   // the line of the Cmd's key, in the Cmd's database
 	rcv    quorum.Receiver
 	s      *script // nil for a plain command
 	marked *markedEval
@@ -121,12 +132,12 @@ type call struct {
 }
 
 // readFn turns a reply (never an error reply) into the Cmd's Reply.
-type readFn func(c *call, rep reply) (quorum.Reply, error)
+type readFn func(c *call, rep wire.Reply) (quorum.Reply, error)
 
-// answer implements answerer.
-func (c *call) answer(rep reply, at time.Time, err error) {
+// Answer implements wire.Answerer.
+func (c *call) Answer(rep wire.Reply, at time.Time, err error) {
 	if err == nil {
-		if err = rep.err(); err != nil && c.scriptOwnError(err) {
+		if err = rep.Err(); err != nil && c.scriptOwnError(err) {
 			err = nil // a client's script answered with an error: its reply
 		}
 	}
@@ -150,7 +161,7 @@ func (c *call) answer(rep reply, at time.Time, err error) {
 // once: the call keeps the bytes it sends, not its arguments.
 func (c *call) command(read readFn, args ...string) {
 	c.read = read
-	c.req.buf = resp.AppendCommand(c.req.small[:0], args)
+	c.req.Buf = resp.AppendCommand(c.req.Small[:0], args)
 }
 
 // setNXPX makes the call SET key token NX PX ms, the most frequent
@@ -164,11 +175,11 @@ func (c *call) setNXPX(key, token string, ttl time.Duration) {
 	c.read = readStored
 	var digits [20]byte
 	ms := strconv.AppendInt(digits[:0], n, 10)
-	b := append(c.req.small[:0], "*6\r\n$3\r\nset\r\n"...)
+	b := append(c.req.Small[:0], "*6\r\n$3\r\nset\r\n"...)
 	b = appendBulk(appendBulk(b, key), token)
 	b = append(b, "$2\r\nnx\r\n$2\r\npx\r\n$"...)
 	b = append(strconv.AppendInt(b, int64(len(ms)), 10), '\r', '\n')
-	c.req.buf = append(append(b, ms...), '\r', '\n')
+	c.req.Buf = append(append(b, ms...), '\r', '\n')
 }
 
 // script makes the call an EVALSHA of s over keys and then args, encoded
@@ -179,7 +190,7 @@ func (c *call) script(s *script, read readFn, keys []string, args ...string) {
 	argv := append(buf[:0], "evalsha", s.sha, strconv.Itoa(len(keys)))
 	argv = append(argv, keys...)
 	argv = append(argv, args...)
-	c.req.buf = resp.AppendCommand(c.req.small[:0], argv)
+	c.req.Buf = resp.AppendCommand(c.req.Small[:0], argv)
 }
 
 // evalPrefix is how an encoded EVALSHA begins after its array header: the

@@ -379,8 +379,8 @@ func TestSetNXPXEncoding(t *testing.T) {
 		c.setNXPX(tc.key, tc.token, tc.ttl)
 		ms, _ := ceilMillis(tc.ttl)
 		want := resp.AppendCommand(nil, []string{"set", tc.key, tc.token, "nx", "px", strconv.FormatInt(ms, 10)})
-		if c.err != nil || string(c.req.buf) != string(want) {
-			t.Errorf("setNXPX(%q, %q, %v) = %q, %v; want %q", tc.key, tc.token, tc.ttl, c.req.buf, c.err, want)
+		if c.err != nil || string(c.req.Buf) != string(want) {
+			t.Errorf("setNXPX(%q, %q, %v) = %q, %v; want %q", tc.key, tc.token, tc.ttl, c.req.Buf, c.err, want)
 		}
 	}
 	c := &call{}
@@ -403,7 +403,7 @@ func TestEvalFormIsTheEvalOfTheSameCall(t *testing.T) {
 		c.script(holdOwnerScript, nil, tc.keys, tc.args...)
 		want := append([]string{"eval", holdOwnerScript.src, strconv.Itoa(len(tc.keys))}, tc.keys...)
 		want = append(want, tc.args...)
-		if got, w := string(evalForm(c.req.buf, holdOwnerScript)), string(resp.AppendCommand(nil, want)); got != w {
+		if got, w := string(evalForm(c.req.Buf, holdOwnerScript)), string(resp.AppendCommand(nil, want)); got != w {
 			t.Errorf("evalForm(%v %v) = %q, want %q", tc.keys, tc.args, got, w)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -236,7 +237,7 @@ func (c *call) buildEval(cmd quorum.Cmd, channel string) error {
 	c.marked = &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark,
 		ttl: c.ms(cmd.TTL), limit: limitMillis(cmd.Limit), max: limitMillis(cmd.Max), channel: channel}
 	c.read = readMarked
-	c.req.buf, c.req.skip = c.marked.step(c.s, false), 4
+	c.req.Buf, c.req.Skip = c.marked.step(c.s, false), 4
 	return c.err
 }
 
@@ -299,7 +300,7 @@ func appendScript(buf []byte, s *script, eval bool, keys []string, args ...strin
 }
 
 // readValue reads a plain script's reply.
-func readValue(_ *call, rep reply) (quorum.Reply, error) {
+func readValue(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	v := toValue(rep)
 	return quorum.Reply{OK: true, Value: &v}, nil
 }
@@ -307,45 +308,45 @@ func readValue(_ *call, rep reply) (quorum.Reply, error) {
 // readMarked reads EXEC's reply: the snapshot's, the script's and the
 // after step's. A NOSCRIPT anywhere in it is errNoScript (the step is sent
 // again with EVAL); an error of the proxy's own scripts is a failure.
-func readMarked(_ *call, rep reply) (quorum.Reply, error) {
-	if rep.kind != '*' || len(rep.elems) != 3 {
+func readMarked(_ *call, rep wire.Reply) (quorum.Reply, error) {
+	if rep.Kind != '*' || len(rep.Elems) != 3 {
 		return quorum.Reply{}, unexpected(rep)
 	}
-	for _, e := range rep.elems {
-		if err := e.err(); err != nil && errors.Is(err, errNoScript) {
+	for _, e := range rep.Elems {
+		if err := e.Err(); err != nil && errors.Is(err, errNoScript) {
 			return quorum.Reply{}, err
 		}
 	}
-	if err := rep.elems[1].err(); err != nil && isNodeFailure(err) {
+	if err := rep.Elems[1].Err(); err != nil && isNodeFailure(err) {
 		return quorum.Reply{}, err
 	}
-	for _, e := range []reply{rep.elems[0], rep.elems[2]} {
-		if err := e.err(); err != nil {
+	for _, e := range []wire.Reply{rep.Elems[0], rep.Elems[2]} {
+		if err := e.Err(); err != nil {
 			return quorum.Reply{}, err
 		}
 	}
-	after := rep.elems[2]
-	if after.kind != '*' || len(after.elems) != 4 {
+	after := rep.Elems[2]
+	if after.Kind != '*' || len(after.Elems) != 4 {
 		return quorum.Reply{}, unexpected(after)
 	}
-	ttl, err := intReply(after.elems[0])
+	ttl, err := intReply(after.Elems[0])
 	if err != nil {
 		return quorum.Reply{}, err
 	}
-	over, err := intReply(after.elems[3])
+	over, err := intReply(after.Elems[3])
 	if err != nil {
 		return quorum.Reply{}, err
 	}
-	v := toValue(rep.elems[1])
+	v := toValue(rep.Elems[1])
 	if over == 1 {
 		v = quorum.Value{Kind: quorum.ErrorValue, Str: quorum.MsgTTLExceedsMax}
 	}
-	timed := make([]bool, len(after.elems[2].str))
+	timed := make([]bool, len(after.Elems[2].Str))
 	for i := range timed {
-		timed[i] = after.elems[2].str[i] == '1'
+		timed[i] = after.Elems[2].Str[i] == '1'
 	}
 	return quorum.Reply{OK: true, Value: &v, TTL: time.Duration(ttl) * time.Millisecond,
-		Effect: after.elems[1].str, Each: timed}, nil
+		Effect: after.Elems[1].Str, Each: timed}, nil
 }
 
 // markSlackMillis is evalMarkSlack as the after step takes it.
@@ -354,26 +355,26 @@ var markSlackMillis = strconv.FormatInt(evalMarkSlack.Milliseconds(), 10)
 // toValue converts a reply as Redis converted the script's Lua value for
 // the connection's protocol (in RESP2: false is a null bulk, true the
 // integer 1, a map a flat array, a double a bulk string).
-func toValue(rep reply) quorum.Value {
-	if rep.null {
+func toValue(rep wire.Reply) quorum.Value {
+	if rep.Null {
 		return quorum.Value{Kind: quorum.NilValue}
 	}
-	switch rep.kind {
+	switch rep.Kind {
 	case ':':
-		return quorum.Value{Kind: quorum.IntValue, Int: rep.num}
+		return quorum.Value{Kind: quorum.IntValue, Int: rep.Num}
 	case '#':
-		return quorum.Value{Kind: quorum.BoolValue, Int: rep.num}
+		return quorum.Value{Kind: quorum.BoolValue, Int: rep.Num}
 	case '*', '%', '~':
-		elems := make([]quorum.Value, len(rep.elems))
-		for i, e := range rep.elems {
+		elems := make([]quorum.Value, len(rep.Elems))
+		for i, e := range rep.Elems {
 			elems[i] = toValue(e)
 		}
-		return quorum.Value{Kind: valueKinds[rep.kind], Elems: elems}
+		return quorum.Value{Kind: valueKinds[rep.Kind], Elems: elems}
 	}
-	if k, ok := valueKinds[rep.kind]; ok {
-		return quorum.Value{Kind: k, Str: rep.str}
+	if k, ok := valueKinds[rep.Kind]; ok {
+		return quorum.Value{Kind: k, Str: rep.Str}
 	}
-	return quorum.Value{Kind: quorum.BulkValue, Str: rep.str}
+	return quorum.Value{Kind: quorum.BulkValue, Str: rep.Str}
 }
 
 // valueKinds is the Value kind of each reply type.
@@ -397,12 +398,12 @@ func (c *call) resend() bool {
 		return false
 	}
 	c.evaled = true
-	r := new(request)
+	r := new(wire.Request)
 	if c.marked != nil {
-		r.buf, r.skip = c.marked.step(c.s, true), 4
+		r.Buf, r.Skip = c.marked.step(c.s, true), 4
 	} else {
-		r.buf = evalForm(c.sent(), c.s)
+		r.Buf = evalForm(c.sent(), c.s)
 	}
-	c.send(r, c.req.deadline)
+	c.send(r, c.req.Deadline())
 	return true
 }

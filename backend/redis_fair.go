@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -181,7 +182,7 @@ func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
 func (c *call) scriptTagged(s *script, read readFn, key string, prefixes []string, args ...string) {
 	c.s, c.read = s, read
 	nkeys := 1 + len(prefixes)
-	b := append(c.req.small[:0], '*')
+	b := append(c.req.Small[:0], '*')
 	b = strconv.AppendInt(b, int64(3+nkeys+len(args)), 10)
 	b = appendBulk(append(b, '\r', '\n'), "evalsha")
 	b = appendBulk(appendBulk(b, s.sha), strconv.Itoa(nkeys))
@@ -201,7 +202,7 @@ func (c *call) scriptTagged(s *script, read readFn, key string, prefixes []strin
 	for _, a := range args {
 		b = appendBulk(b, a)
 	}
-	c.req.buf = b
+	c.req.Buf = b
 }
 
 // appendBulk appends s as a RESP bulk string.
@@ -229,7 +230,7 @@ func (c *call) buildFair(cmd quorum.Cmd, channel string) error {
 
 // readSetNXMarked: 1 stored; otherwise N says why not (quorum.FairQueued:
 // fair waiters are queued).
-func readSetNXMarked(_ *call, rep reply) (quorum.Reply, error) {
+func readSetNXMarked(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)
 	return quorum.Reply{OK: n == 1, N: n}, err
 }

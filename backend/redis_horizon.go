@@ -3,6 +3,7 @@ package backend
 import (
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -40,7 +41,7 @@ func (c *call) buildHorizon(cmd quorum.Cmd) error {
 }
 
 // readHorizonTTL reads a horizon's pttl: -2 (absent) is 0, not OK.
-func readHorizonTTL(_ *call, rep reply) (quorum.Reply, error) {
+func readHorizonTTL(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)
 	if err != nil || n == -2 {
 		return quorum.Reply{}, err

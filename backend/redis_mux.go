@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlockd/redlockd/backend/wire"
 )
 
 // defaultConns is how many multiplexed connections a node opens. Redis runs
@@ -19,15 +21,15 @@ const defaultConns = 2
 // nodeConfig says how every connection of the node is opened: the address,
 // TLS, AUTH and SELECT parsed from the node's URL. connected runs on each
 // new connection before it carries anything.
-func nodeConfig(o *redis.Options, opts RedisOptions, connected func(context.Context, net.Conn) error) *muxConfig {
-	cfg := &muxConfig{
-		conns:     orDefault(opts.Conns, defaultConns),
-		timeout:   orDefault(opts.DialTimeout, time.Second),
-		grace:     opts.NodeTimeout,
-		connected: connected,
+func nodeConfig(o *redis.Options, opts RedisOptions, connected func(context.Context, net.Conn) error) *wire.Config {
+	cfg := &wire.Config{
+		Conns:     orDefault(opts.Conns, defaultConns),
+		Timeout:   orDefault(opts.DialTimeout, time.Second),
+		Grace:     opts.NodeTimeout,
+		Connected: connected,
 	}
 	addr, tlsConf := o.Addr, o.TLSConfig
-	cfg.dial = func(ctx context.Context) (net.Conn, error) {
+	cfg.Dial = func(ctx context.Context) (net.Conn, error) {
 		d := net.Dialer{KeepAlive: 30 * time.Second}
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil || tlsConf == nil {
@@ -42,12 +44,12 @@ func nodeConfig(o *redis.Options, opts RedisOptions, connected func(context.Cont
 	}
 	switch {
 	case o.Username != "":
-		cfg.handshake = append(cfg.handshake, []string{"auth", o.Username, o.Password})
+		cfg.Handshake = append(cfg.Handshake, []string{"auth", o.Username, o.Password})
 	case o.Password != "":
-		cfg.handshake = append(cfg.handshake, []string{"auth", o.Password})
+		cfg.Handshake = append(cfg.Handshake, []string{"auth", o.Password})
 	}
 	if o.DB != 0 {
-		cfg.handshake = append(cfg.handshake, []string{"select", strconv.Itoa(o.DB)})
+		cfg.Handshake = append(cfg.Handshake, []string{"select", strconv.Itoa(o.DB)})
 	}
 	// Every script is loaded on each new line, in the write of its first
 	// batch and ahead of it: an EVALSHA that met NOSCRIPT would be sent
@@ -56,12 +58,12 @@ func nodeConfig(o *redis.Options, opts RedisOptions, connected func(context.Cont
 	// connections, so this leaves the EVAL fallback to a SCRIPT FLUSH on a
 	// live server.
 	for _, s := range allScripts {
-		cfg.preload = append(cfg.preload, []string{"script", "load", s.src})
+		cfg.Preload = append(cfg.Preload, []string{"script", "load", s.src})
 	}
-	cfg.tlsConf, cfg.db = tlsConf, o.DB
+	cfg.TLSConfig, cfg.DB = tlsConf, o.DB
 	return cfg
 }
 
-func unexpected(rep reply) error {
-	return fmt.Errorf("backend: unexpected reply type %q", rep.kind)
+func unexpected(rep wire.Reply) error {
+	return fmt.Errorf("backend: unexpected reply type %q", rep.Kind)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -113,7 +114,7 @@ func (c *call) buildPermits(cmd quorum.Cmd, channel string) error {
 }
 
 // readPermitGrant: 1 stored; -m the key holds the marker of m permits.
-func readPermitGrant(_ *call, rep reply) (quorum.Reply, error) {
+func readPermitGrant(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)
 	if n < 0 {
 		return quorum.Reply{N: -n}, err
@@ -123,17 +124,17 @@ func readPermitGrant(_ *call, rep reply) (quorum.Reply, error) {
 
 // readPermits reads {value, slots}: the key's value (nil when absent) and
 // one token or nil per slot.
-func readPermits(c *call, rep reply) (quorum.Reply, error) {
-	if rep.kind != '*' || len(rep.elems) != 2 || rep.elems[1].kind != '*' || len(rep.elems[1].elems) != int(c.nkeys) {
+func readPermits(c *call, rep wire.Reply) (quorum.Reply, error) {
+	if rep.Kind != '*' || len(rep.Elems) != 2 || rep.Elems[1].Kind != '*' || len(rep.Elems[1].Elems) != int(c.nkeys) {
 		return quorum.Reply{}, fmt.Errorf("unexpected script reply %+v", rep)
 	}
 	out := quorum.Reply{OK: true, Value: &quorum.Value{Kind: quorum.ArrayValue, Elems: make([]quorum.Value, c.nkeys)}}
-	if v := rep.elems[0]; v.kind == '$' && !v.null {
-		out.Token = v.str
+	if v := rep.Elems[0]; v.Kind == '$' && !v.Null {
+		out.Token = v.Str
 	}
-	for i, e := range rep.elems[1].elems {
-		if e.kind == '$' && !e.null {
-			out.Value.Elems[i] = quorum.Value{Kind: quorum.BulkValue, Str: e.str}
+	for i, e := range rep.Elems[1].Elems {
+		if e.Kind == '$' && !e.Null {
+			out.Value.Elems[i] = quorum.Value{Kind: quorum.BulkValue, Str: e.Str}
 		}
 	}
 	return out, nil

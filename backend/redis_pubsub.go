@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -52,7 +53,7 @@ func (sw *subWait) answer(rep quorum.Reply) {
 // carried by the subscription connection beside the release channel.
 type clientSubs struct {
 	mu      sync.Mutex
-	c       *conn // the live subscription connection; nil while down
+	c       *wire.Conn // the live subscription connection; nil while down
 	counts  map[subTopic]int
 	waiting map[string][]*subWait // by verb and name, oldest first
 	message []func(channel, pattern, payload string)
@@ -86,10 +87,10 @@ func (s *clientSubs) change(deadline time.Time, cmd quorum.Cmd, on bool, rcv quo
 		return // connected subscribes it, and its confirmation answers
 	}
 	if !deadline.IsZero() {
-		_ = s.c.nc.SetWriteDeadline(deadline)
+		_ = s.c.NC.SetWriteDeadline(deadline)
 	}
-	if err := s.c.write(t.verb(on), t.name); err != nil {
-		_ = s.c.nc.Close() // the loop reconnects, and subscribes again
+	if err := s.c.Write(t.verb(on), t.name); err != nil {
+		_ = s.c.NC.Close() // the loop reconnects, and subscribes again
 	}
 }
 
@@ -110,7 +111,7 @@ func (s *clientSubs) wait(deadline time.Time, verb, name string, rcv quorum.Rece
 
 // connected makes c the subscription connection and subscribes it to
 // the release channels and every topic.
-func (s *clientSubs) connected(c *conn, release []string) error {
+func (s *clientSubs) connected(c *wire.Conn, release []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.c = c
@@ -123,12 +124,12 @@ func (s *clientSubs) connected(c *conn, release []string) error {
 		}
 	}
 	if len(chans) > 1 {
-		if err := c.write(chans...); err != nil {
+		if err := c.Write(chans...); err != nil {
 			return err
 		}
 	}
 	if len(pats) > 1 {
-		return c.write(pats...)
+		return c.Write(pats...)
 	}
 	return nil
 }
@@ -150,11 +151,11 @@ func (s *clientSubs) disconnected() {
 
 // ping writes a PING on the live connection, under the lock that orders
 // every write of it.
-func (s *clientSubs) ping(c *conn, deadline time.Time) error {
+func (s *clientSubs) ping(c *wire.Conn, deadline time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = c.nc.SetWriteDeadline(deadline)
-	return c.write("ping")
+	_ = c.NC.SetWriteDeadline(deadline)
+	return c.Write("ping")
 }
 
 // confirmed answers the oldest change waiting for the server's

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 	"strings"
 	"testing"
@@ -264,7 +265,7 @@ func TestRedisStalledBackendTimesOut(t *testing.T) {
 			// The server stays stopped: a call that ignored its ctx would
 			// wait at least for the node's own budget for calls without a
 			// deadline (noDeadlineBudget), so half of that is a wide margin.
-			if elapsed > noDeadlineBudget/2 {
+			if elapsed > wire.NoDeadlineBudget/2 {
 				t.Fatalf("SetNX took %v with a 50ms deadline", elapsed)
 			}
 			srv.Cont()
@@ -418,7 +419,7 @@ func TestNewRedisAddresses(t *testing.T) {
 			if r.Name() != tc.wantName {
 				t.Fatalf("Name() = %q, want %q", r.Name(), tc.wantName)
 			}
-			if got := r.watch.health.cfg.tlsConf != nil; got != tc.wantTLS {
+			if got := r.watch.health.cfg.TLSConfig != nil; got != tc.wantTLS {
 				t.Fatalf("TLS = %v, want %v", got, tc.wantTLS)
 			}
 		})
@@ -438,14 +439,14 @@ func TestNewRedisOptions(t *testing.T) {
 	switch {
 	case r.Name() != "n1":
 		t.Errorf("Name() = %q", r.Name())
-	case o.tlsConf == custom:
+	case o.TLSConfig == custom:
 		t.Errorf("TLSConfig not cloned")
-	case !o.tlsConf.InsecureSkipVerify || o.tlsConf.ServerName != "tls.example":
-		t.Errorf("TLSConfig = %+v; want InsecureSkipVerify and ServerName from the URL", o.tlsConf)
-	case len(r.mux.lines) != defaultConns || o.timeout != time.Second:
-		t.Errorf("%d lines, dial timeout %v", len(r.mux.lines), o.timeout)
-	case o.db != 1 || len(o.handshake) != 1 || o.handshake[0][0] != "select":
-		t.Errorf("DB %d, handshake %q", o.db, o.handshake)
+	case !o.TLSConfig.InsecureSkipVerify || o.TLSConfig.ServerName != "tls.example":
+		t.Errorf("TLSConfig = %+v; want InsecureSkipVerify and ServerName from the URL", o.TLSConfig)
+	case r.mux.Conns() != defaultConns || o.Timeout != time.Second:
+		t.Errorf("%d lines, dial timeout %v", r.mux.Conns(), o.Timeout)
+	case o.DB != 1 || len(o.Handshake) != 1 || o.Handshake[0][0] != "select":
+		t.Errorf("DB %d, handshake %q", o.DB, o.Handshake)
 	}
 }
 

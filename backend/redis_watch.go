@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/internal/slot"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -55,8 +56,8 @@ type redisWatch struct {
 	channels [quorum.DBs]string // channels[n] announces database n's releases
 	dbsOf    map[string][]int   // each channel's databases (two where the URL names a db)
 	interval time.Duration
-	health   healthConn // INFO: the periodic look at the server
-	subCfg   *muxConfig // how the subscription connects
+	health   healthConn   // INFO: the periodic look at the server
+	subCfg   *wire.Config // how the subscription connects
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -97,7 +98,7 @@ func newRedisWatch(name string, base int, interval time.Duration) *redisWatch {
 func (r *Redis) Watch(in quorum.Watcher) bool {
 	// A node watched by a Cluster is about to serve locks: its lines
 	// connect now rather than within the first lock's node timeout.
-	r.mux.warmUp()
+	r.mux.WarmUp()
 	w := r.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -195,13 +196,13 @@ func (w *redisWatch) probe() quorum.ServerInfo {
 // info runs one INFO command over the health connection.
 func (w *redisWatch) info(ctx context.Context, args ...string) (string, error) {
 	rep, err := w.health.do(ctx, args...)
-	if err == nil && rep.kind != '$' {
+	if err == nil && rep.Kind != '$' {
 		err = unexpected(rep)
 	}
 	if err != nil {
 		return "", wrap(ctx, "INFO", err)
 	}
-	return rep.str, nil
+	return rep.Str, nil
 }
 
 func isServerError(err error) bool {
@@ -244,13 +245,13 @@ func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
 		_ = nc.SetDeadline(dl)
 		defer nc.SetDeadline(time.Time{})
 	}
-	reps, err := roundTrip(nc, []string{"info", "server", "replication"})
-	if err == nil && reps[0].err() != nil { // a server older than 7.0 takes one section only
-		reps, err = roundTrip(nc, []string{"info"})
+	reps, err := wire.RoundTrip(nc, []string{"info", "server", "replication"})
+	if err == nil && reps[0].Err() != nil { // a server older than 7.0 takes one section only
+		reps, err = wire.RoundTrip(nc, []string{"info"})
 	}
 	var text string
 	if err == nil {
-		text, err = reps[0].str, reps[0].err()
+		text, err = reps[0].Str, reps[0].Err()
 	}
 	return w.lookedAt(text, err)
 }
@@ -287,8 +288,8 @@ func (w *redisWatch) subscribeLoop() {
 // connection (no message, no pong for three intervals) counts as failed:
 // a half-open TCP connection would otherwise be waited on forever.
 func (w *redisWatch) subscribe() {
-	ctx, cancel := context.WithTimeout(w.ctx, w.subCfg.timeout)
-	nc, err := w.subCfg.open(ctx)
+	ctx, cancel := context.WithTimeout(w.ctx, w.subCfg.Timeout)
+	nc, err := w.subCfg.Open(ctx)
 	cancel()
 	if err != nil {
 		return
@@ -298,7 +299,7 @@ func (w *redisWatch) subscribe() {
 		return
 	}
 	defer w.setSub(nil)
-	c := &conn{nc: nc}
+	c := &wire.Conn{NC: nc}
 	heard := time.Now()
 	_ = nc.SetWriteDeadline(heard.Add(w.interval))
 	defer w.clients.disconnected()
@@ -320,11 +321,11 @@ func (w *redisWatch) subscribe() {
 // server refused to report changes, its watchers of changes are told
 // "anything may have changed" every interval instead: late, never
 // missing.
-func (w *redisWatch) listen(c *conn, heard time.Time, unreported bool) {
+func (w *redisWatch) listen(c *wire.Conn, heard time.Time, unreported bool) {
 	flushed := heard
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(w.interval))
-		rep, err := c.read()
+		_ = c.NC.SetReadDeadline(time.Now().Add(w.interval))
+		rep, err := c.Read()
 		switch {
 		case err == nil:
 			heard = time.Now()
@@ -362,26 +363,26 @@ const invalidateChannel = "__redis__:invalidate"
 // watcher wants them: the reports then arrive as messages on
 // invalidateChannel, in order with the subscription's other messages. A
 // server that refuses it (older than 6.0, or an ACL) reports nothing.
-func (w *redisWatch) track(c *conn) reportsMode {
+func (w *redisWatch) track(c *wire.Conn) reportsMode {
 	w.mu.Lock()
 	want := len(w.invalids) > 0
 	w.mu.Unlock()
 	if !want {
 		return reportsOff
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(w.interval))
-	defer c.nc.SetReadDeadline(time.Time{})
-	if c.write("client", "id") != nil {
+	_ = c.NC.SetReadDeadline(time.Now().Add(w.interval))
+	defer c.NC.SetReadDeadline(time.Time{})
+	if c.Write("client", "id") != nil {
 		return reportsRefused
 	}
-	id, err := c.read()
-	if err != nil || id.kind != ':' {
+	id, err := c.Read()
+	if err != nil || id.Kind != ':' {
 		return reportsRefused
 	}
-	if c.write("client", "tracking", "on", "bcast", "redirect", strconv.FormatInt(id.num, 10)) != nil {
+	if c.Write("client", "tracking", "on", "bcast", "redirect", strconv.FormatInt(id.Num, 10)) != nil {
 		return reportsRefused
 	}
-	if ok, err := c.read(); err != nil || ok.kind != '+' {
+	if ok, err := c.Read(); err != nil || ok.Kind != '+' {
 		return reportsRefused
 	}
 	return reportsOn
@@ -400,16 +401,16 @@ func (w *redisWatch) invalidated(keys []string) {
 
 // invalidation reads the keys of a report on invalidateChannel: an array
 // of keys, or a null after a flush.
-func invalidation(payload reply) (keys []string, ok bool) {
+func invalidation(payload wire.Reply) (keys []string, ok bool) {
 	switch {
-	case payload.null:
+	case payload.Null:
 		return nil, true
-	case payload.kind != '*':
+	case payload.Kind != '*':
 		return nil, false
 	}
-	keys = make([]string, 0, len(payload.elems))
-	for _, e := range payload.elems {
-		keys = append(keys, e.str)
+	keys = make([]string, 0, len(payload.Elems))
+	for _, e := range payload.Elems {
+		keys = append(keys, e.Str)
 	}
 	return keys, true
 }
@@ -439,27 +440,27 @@ func (w *redisWatch) releaseChannels() []string {
 // channel carries a released key, and its channel the databases; other
 // messages are the clients'; confirmations answer the Subscribe or
 // Unsubscribe that waits for them; pongs only show the link is alive.
-func (w *redisWatch) pushed(rep reply) {
-	if rep.kind != '*' || len(rep.elems) < 3 {
+func (w *redisWatch) pushed(rep wire.Reply) {
+	if rep.Kind != '*' || len(rep.Elems) < 3 {
 		return
 	}
-	e := rep.elems
-	dbs, release := w.dbsOf[e[1].str]
-	switch kind := e[0].str; {
-	case kind == "message" && e[1].str == invalidateChannel && (e[2].kind == '*' || e[2].null):
+	e := rep.Elems
+	dbs, release := w.dbsOf[e[1].Str]
+	switch kind := e[0].Str; {
+	case kind == "message" && e[1].Str == invalidateChannel && (e[2].Kind == '*' || e[2].Null):
 		if keys, ok := invalidation(e[2]); ok {
 			w.invalidated(keys)
 		}
 	case kind == "message" && release:
 		for _, db := range dbs {
-			w.deliver(db, e[2].str)
+			w.deliver(db, e[2].Str)
 		}
 	case kind == "message":
-		w.clients.deliver(e[1].str, "", e[2].str)
+		w.clients.deliver(e[1].Str, "", e[2].Str)
 	case kind == "pmessage" && len(e) == 4:
-		w.clients.deliver(e[2].str, e[1].str, e[3].str)
-	case e[2].kind == ':':
-		w.clients.confirmed(kind, e[1].str)
+		w.clients.deliver(e[2].Str, e[1].Str, e[3].Str)
+	case e[2].Kind == ':':
+		w.clients.confirmed(kind, e[1].Str)
 	}
 }
 

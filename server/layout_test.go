@@ -13,7 +13,8 @@ import (
 const module = "github.com/redlockd/redlockd/"
 
 // TestLayout holds the rooms to what they own: a leaf utility under
-// internal/ imports nothing of the project outside internal/, and no
+// internal/ imports nothing of the project outside internal/, nor does
+// backend/wire, the connection layer, which knows nothing of quorum; no
 // production file (a non-test file outside testkit/) imports a test
 // harness, so no harness ships in the binary.
 func TestLayout(t *testing.T) {
@@ -51,6 +52,9 @@ func TestLayout(t *testing.T) {
 			}
 			if strings.HasPrefix(rel, "internal/") && !strings.HasPrefix(own, "internal/") {
 				t.Errorf("%s: a leaf utility imports %s", rel, p)
+			}
+			if strings.HasPrefix(rel, "backend/wire/") && !strings.HasPrefix(own, "internal/") {
+				t.Errorf("%s: the connection layer imports %s", rel, p)
 			}
 			if !strings.HasPrefix(rel, "testkit/") && strings.HasPrefix(own, "testkit/") {
 				t.Errorf("%s: production code imports the test harness %s", rel, p)

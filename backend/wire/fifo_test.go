@@ -1,13 +1,13 @@
-package backend
+package wire
 
 import "testing"
 
 // The queue keeps order across its moves to the front, and a queue that
 // is never drained (a loaded line) stops allocating once it has grown.
 func TestFifoOrderAndReuse(t *testing.T) {
-	reqs := make([]*request, 64)
+	reqs := make([]*Request, 64)
 	for i := range reqs {
-		reqs[i] = &request{skip: int32(i)}
+		reqs[i] = &Request{Skip: int32(i)}
 	}
 	var q fifo
 	next, want := 0, 0
@@ -17,7 +17,7 @@ func TestFifoOrderAndReuse(t *testing.T) {
 		q.push(reqs[next%64 : next%64+1])
 		next++
 		for range 2 {
-			if got := int(q.front().skip); got != want%64 {
+			if got := int(q.front().Skip); got != want%64 {
 				t.Fatalf("front %d, want %d", got, want%64)
 			}
 			q.pop()

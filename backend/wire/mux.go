@@ -1,4 +1,4 @@
-package backend
+package wire
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 )
 
 const (
-	// noDeadlineBudget bounds an operation whose ctx has no deadline, so
+	// NoDeadlineBudget bounds an operation whose ctx has no deadline, so
 	// that a silent server can never hold a request (or its connection)
 	// forever.
-	noDeadlineBudget = 5 * time.Second
+	NoDeadlineBudget = 5 * time.Second
 	// readBufSize is the reader's initial buffer: many replies per read.
 	readBufSize = 16 << 10
 	// minStaleGrace is the least time past its deadline that an unanswered
@@ -29,45 +29,48 @@ const (
 	minStaleGrace = 250 * time.Millisecond
 )
 
-// muxConfig says how to open one connection to the server.
-type muxConfig struct {
-	conns int
-	// dial opens a ready connection (TLS done); handshake then logs in and
+// Config says how to open one connection to the server.
+type Config struct {
+	// Conns is how many connections a Mux shares (one at least).
+	Conns int
+	// Dial opens a ready connection (TLS done); Handshake then logs in and
 	// selects the db on it.
-	dial      func(ctx context.Context) (net.Conn, error)
-	handshake [][]string
-	timeout   time.Duration // dial plus handshake
-	// grace is a written request's whole budget (see request.grace); zero:
+	Dial      func(ctx context.Context) (net.Conn, error)
+	Handshake [][]string
+	Timeout   time.Duration // dial plus handshake
+	// Grace is a written request's whole budget (see Request.grace); zero:
 	// the time left to its deadline when written.
-	grace time.Duration
-	// connected, when set, runs on every new connection after the
+	Grace time.Duration
+	// Connected, when set, runs on every new connection after the
 	// handshake and before any request; an error drops the connection.
-	connected func(ctx context.Context, nc net.Conn) error
-	// preload is written on each new line connection ahead of its first
+	Connected func(ctx context.Context, nc net.Conn) error
+	// Preload is written on each new line connection ahead of its first
 	// batch, in the same write: it costs no round trip. Its replies are
 	// read and dropped (the commands it prepares for work without it).
-	preload [][]string
-	// tlsConf and db are what dial and handshake were built from, kept
+	Preload [][]string
+	// TLSConfig and DB are what Dial and Handshake were built from, kept
 	// for inspection.
-	tlsConf *tls.Config
-	db      int
+	TLSConfig *tls.Config
+	DB        int
 }
 
-// mux shares a few connections among every caller of one node. Requests
+// Mux shares a few connections among every caller of one server. Requests
 // queued while a write is in flight leave together in the next write, and
 // their replies come back in one read, so 50 clients cost a few syscalls per
 // batch rather than one connection and two syscalls each. Each request still
 // ends at its own deadline: the caller stops waiting then, whatever the
 // connection does.
-type mux struct {
-	lines []*line
+type Mux struct {
+	lines []*Line
 	seed  maphash.Seed
 }
 
-func newMux(cfg muxConfig) *mux {
-	m := &mux{lines: make([]*line, max(cfg.conns, 1)), seed: maphash.MakeSeed()}
+// NewMux starts the writers of cfg.Conns lines; each connects when it is
+// first given work (or by WarmUp).
+func NewMux(cfg Config) *Mux {
+	m := &Mux{lines: make([]*Line, max(cfg.Conns, 1)), seed: maphash.MakeSeed()}
 	for i := range m.lines {
-		l := &line{cfg: &cfg, wake: make(chan struct{}, 1), warmReq: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		l := &Line{cfg: &cfg, wake: make(chan struct{}, 1), warmReq: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 		l.ctx, l.cancel = context.WithCancel(context.Background())
 		m.lines[i] = l
 		go l.run()
@@ -84,8 +87,11 @@ const (
 	stAbandoned
 )
 
-type request struct {
-	buf      []byte
+// Request is one submission to a line: Buf, the encoded command or
+// commands, and how to pair their replies. Small is room for a short Buf,
+// saving an allocation.
+type Request struct {
+	Buf      []byte
 	deadline time.Time
 	// grace is how long past its deadline an unanswered request waits
 	// before it marks its connection as stalled (see stale). The caller
@@ -96,64 +102,70 @@ type request struct {
 	// cb is called once, by whoever first settles the request (the reader,
 	// the writer, a reset, or the line's sweeper at the deadline); fired
 	// says it was.
-	cb    answerer
+	cb    Answerer
 	state atomic.Int32
 	fired atomic.Bool
-	// skip is how many replies come before the one that answers the
+	// Skip is how many replies come before the one that answers the
 	// request (a MULTI … EXEC sent as one request: only EXEC's counts);
-	// they are dropped. after is how many come after it (HELLO 2 behind a
+	// they are dropped. After is how many come after it (HELLO 2 behind a
 	// script wanted in RESP3), dropped too: negative once the answer was
 	// read. Both read and counted under the line's lock.
-	skip  int32
-	after int32
-	small [160]byte
+	Skip  int32
+	After int32
+	Small [160]byte
 }
 
+// Deadline is the deadline r was submitted with.
+func (r *Request) Deadline() time.Time { return r.deadline }
+
 // stale is when the unanswered request marks its connection as stalled.
-func (r *request) stale() time.Time { return r.deadline.Add(r.grace) }
+func (r *Request) stale() time.Time { return r.deadline.Add(r.grace) }
 
 // graceFor is the grace of a request sent at now: its whole budget again
 // (what it had left when written, if the budget is not configured), at
 // least minStaleGrace. The time a request waited in the queue or for a
 // dial does not shorten it. Computed when the batch is written, from the
 // writer's one clock read, rather than per submitted command.
-func (c *muxConfig) graceFor(deadline, now time.Time) time.Duration {
-	if c.grace > 0 {
-		return max(c.grace, minStaleGrace)
+func (c *Config) graceFor(deadline, now time.Time) time.Duration {
+	if c.Grace > 0 {
+		return max(c.Grace, minStaleGrace)
 	}
 	return max(deadline.Sub(now), minStaleGrace)
 }
 
 // finish delivers the request's outcome; the first delivery wins.
-func (r *request) finish(rep reply, err error) { r.finishAt(rep, time.Time{}, err) }
+func (r *Request) finish(rep Reply, err error) { r.finishAt(rep, time.Time{}, err) }
 
 // finishAt is finish for a reply that the reader read off the connection
 // at at: one clock read for every reply of that read, handed on for the
 // node latency metric.
-func (r *request) finishAt(rep reply, at time.Time, err error) {
+func (r *Request) finishAt(rep Reply, at time.Time, err error) {
 	if r.fired.CompareAndSwap(false, true) {
-		r.cb.answer(rep, at, err)
+		r.cb.Answer(rep, at, err)
 	}
 }
 
-// lineFor picks the connection of key: commands on one key keep their
+// Conns is how many lines m shares.
+func (m *Mux) Conns() int { return len(m.lines) }
+
+// Line picks the connection of key: commands on one key keep their
 // order on the wire, so a release can never overtake the SET it undoes.
-func (m *mux) lineFor(key string) *line {
+func (m *Mux) Line(key string) *Line {
 	return m.lines[maphash.String(m.seed, key)%uint64(len(m.lines))]
 }
 
-// close stops every connection; requests in flight fail with ErrClosed.
-func (m *mux) close() {
+// Close stops every connection; requests in flight fail with ErrClosed.
+func (m *Mux) Close() {
 	for _, l := range m.lines {
 		l.close()
 	}
 }
 
-// line is one connection slot: a writer goroutine that owns dialing and
+// Line is one connection slot: a writer goroutine that owns dialing and
 // writing, and, per connection, a reader goroutine that pairs replies with
 // requests in order.
-type line struct {
-	cfg  *muxConfig
+type Line struct {
+	cfg  *Config
 	wake chan struct{} // buffered 1: the queue has work
 	// warmReq (buffered 1) asks the writer to connect ahead of any command.
 	warmReq chan struct{}
@@ -163,13 +175,13 @@ type line struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	live []*request // the batch being written; the writer's own
+	live []*Request // the batch being written; the writer's own
 
 	mu      sync.Mutex
-	queue   []*request
+	queue   []*Request
 	cur     *wire // nil while disconnected
 	closed  bool
-	held    int // callers holding the writer back (mux_hold.go)
+	held    int // callers holding the writer back (hold.go)
 	readers sync.WaitGroup
 	sweeper // the deadlines of submitted requests; guarded by mu
 }
@@ -187,7 +199,7 @@ type wire struct {
 	looked bool
 }
 
-func (l *line) enqueue(r *request) bool {
+func (l *Line) enqueue(r *Request) bool {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -195,7 +207,7 @@ func (l *line) enqueue(r *request) bool {
 	}
 	// Only the first request of a batch wakes the writer: the writer takes
 	// the whole queue once woken, so the ones behind it leave with it.
-	// While the line is held (mux_hold.go), its release wakes it.
+	// While the line is held (hold.go), its release wakes it.
 	first := len(l.queue) == 0 && l.held == 0
 	l.queue = append(l.queue, r)
 	l.watch(l, r)
@@ -213,13 +225,13 @@ func (l *line) enqueue(r *request) bool {
 // before taking the batch.
 const yieldBelow = 8
 
-func (l *line) queued() int {
+func (l *Line) queued() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.queue)
 }
 
-func (l *line) close() {
+func (l *Line) close() {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -234,9 +246,9 @@ func (l *line) close() {
 
 // run is the writer: it takes everything queued since its last write and
 // sends it in one write.
-func (l *line) run() {
+func (l *Line) run() {
 	defer close(l.done)
-	var batch []*request
+	var batch []*Request
 	var out []byte
 	for {
 		select {
@@ -271,7 +283,7 @@ func (l *line) run() {
 
 // send writes the batch's live requests on the current connection, dialing
 // one if needed.
-func (l *line) send(batch []*request, out []byte) []byte {
+func (l *Line) send(batch []*Request, out []byte) []byte {
 	w, err := l.connect()
 	now := time.Now() // the batch's one clock read, after any dial
 	if err == nil && l.overdue(w, now) {
@@ -284,7 +296,7 @@ func (l *line) send(batch []*request, out []byte) []byte {
 	if err != nil {
 		for _, r := range batch {
 			if r.state.CompareAndSwap(stQueued, stSent) {
-				r.finish(reply{}, err)
+				r.finish(Reply{}, err)
 			}
 		}
 		return out
@@ -297,13 +309,13 @@ func (l *line) send(batch []*request, out []byte) []byte {
 		// failure would reset the connection under everyone else.
 		if !now.Before(r.deadline) {
 			if r.state.CompareAndSwap(stQueued, stSent) {
-				r.finish(reply{}, errExpired)
+				r.finish(Reply{}, errExpired)
 			}
 			continue
 		}
 		if r.state.CompareAndSwap(stQueued, stSent) {
 			r.grace = l.cfg.graceFor(r.deadline, now)
-			out = append(out, r.buf...)
+			out = append(out, r.Buf...)
 			live = append(live, r)
 			last = later(last, r.deadline)
 		}
@@ -331,11 +343,11 @@ func (l *line) send(batch []*request, out []byte) []byte {
 // preload puts the preload commands in front of a new connection's first
 // batch, as requests whose replies are dropped, with the deadline of the
 // batch's first request.
-func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
-	pre := make([]*request, 0, len(l.cfg.preload)+len(live))
+func (l *Line) preload(out []byte, live []*Request) ([]byte, []*Request) {
+	pre := make([]*Request, 0, len(l.cfg.Preload)+len(live))
 	var buf []byte
-	for _, args := range l.cfg.preload {
-		r := &request{deadline: live[0].deadline, grace: live[0].grace, cb: ignore{}}
+	for _, args := range l.cfg.Preload {
+		r := &Request{deadline: live[0].deadline, grace: live[0].grace, cb: ignore{}}
 		r.state.Store(stSent)
 		pre = append(pre, r)
 		buf = resp.AppendCommand(buf, args)
@@ -343,9 +355,9 @@ func (l *line) preload(out []byte, live []*request) ([]byte, []*request) {
 	return append(buf, out...), append(pre, live...)
 }
 
-// warmUp asks every line to connect and load its scripts now, ahead of
+// WarmUp asks every line to connect and write its preload now, ahead of
 // any command; see warm.
-func (m *mux) warmUp() {
+func (m *Mux) WarmUp() {
 	for _, l := range m.lines {
 		select {
 		case l.warmReq <- struct{}{}:
@@ -354,19 +366,19 @@ func (m *mux) warmUp() {
 	}
 }
 
-// warm opens the line's connection before any command needs it and loads
-// the scripts on it, so that the first lock after start-up pays for
-// neither within its node timeout. A failure here is not reported: the
+// warm opens the line's connection before any command needs it and writes
+// the preload on it, so that the first command after start-up pays for
+// neither within its timeout. A failure here is not reported: the
 // first command dials again.
-func (l *line) warm() {
+func (l *Line) warm() {
 	w, err := l.connect()
 	if err != nil || !w.fresh {
 		return
 	}
 	w.fresh = false
-	dl := time.Now().Add(l.cfg.timeout)
-	anchor := &request{deadline: dl, grace: minStaleGrace}
-	out, pre := l.preload(nil, []*request{anchor})
+	dl := time.Now().Add(l.cfg.Timeout)
+	anchor := &Request{deadline: dl, grace: minStaleGrace}
+	out, pre := l.preload(nil, []*Request{anchor})
 	pre = pre[:len(pre)-1] // the anchor only lends its deadline
 	if !l.track(w, pre) {
 		return
@@ -380,12 +392,12 @@ func (l *line) warm() {
 // ignore is the answerer of a request whose reply nobody reads.
 type ignore struct{}
 
-func (ignore) answer(reply, time.Time, error) {}
+func (ignore) Answer(Reply, time.Time, error) {}
 
 // track appends written requests to the reply queue before the bytes
 // leave, so the reader never sees a reply it cannot pair. When the queue
 // was empty the read deadline starts from the oldest request.
-func (l *line) track(w *wire, live []*request) bool {
+func (l *Line) track(w *wire, live []*Request) bool {
 	l.mu.Lock()
 	dead := w.dead
 	if !dead {
@@ -398,40 +410,45 @@ func (l *line) track(w *wire, live []*request) bool {
 	if dead {
 		// Outside the lock: a callback may submit again.
 		for _, r := range live {
-			r.finish(reply{}, errConnReset)
+			r.finish(Reply{}, ErrConnReset)
 		}
 	}
 	return !dead
 }
 
 var (
-	errConnReset = errors.New("backend: connection reset")
+	// ErrClosed fails every request submitted to a closed Mux, or still
+	// waiting on it when it closed.
+	ErrClosed = errors.New("backend: node closed")
+	// ErrConnReset is wrapped by the error of every request that was
+	// waiting on a connection when it was reset.
+	ErrConnReset = errors.New("backend: connection reset")
 	errStalled   = errors.New("oldest request overdue")
 	errExpired   = fmt.Errorf("not sent: %w", context.DeadlineExceeded)
 )
 
 // overdue reports whether w's oldest request is stale at now.
-func (l *line) overdue(w *wire, now time.Time) bool {
+func (l *Line) overdue(w *wire, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return w.pending.len() > 0 && !now.Before(w.pending.front().stale())
 }
 
 // connect returns the current connection, dialing a new one after a reset.
-func (l *line) connect() (*wire, error) {
+func (l *Line) connect() (*wire, error) {
 	l.mu.Lock()
 	w := l.cur
 	l.mu.Unlock()
 	if w != nil {
 		return w, nil
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.timeout)
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Timeout)
 	defer cancel()
-	nc, err := l.cfg.open(ctx)
+	nc, err := l.cfg.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w = &wire{nc: nc, fresh: len(l.cfg.preload) > 0}
+	w = &wire{nc: nc, fresh: len(l.cfg.Preload) > 0}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -445,25 +462,25 @@ func (l *line) connect() (*wire, error) {
 	return w, nil
 }
 
-// open dials a connection, runs the handshake (AUTH, SELECT) on it and
+// Open dials a connection, runs the handshake (AUTH, SELECT) on it and
 // then the connected hook, before any request can be queued behind it.
 // Every connection of a node, whatever it carries, is opened here.
-func (cfg *muxConfig) open(ctx context.Context) (net.Conn, error) {
-	nc, err := cfg.dial(ctx)
+func (cfg *Config) Open(ctx context.Context) (net.Conn, error) {
+	nc, err := cfg.Dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("backend: dial: %w", err)
 	}
-	if len(cfg.handshake) > 0 {
+	if len(cfg.Handshake) > 0 {
 		dl, _ := ctx.Deadline()
 		_ = nc.SetDeadline(dl)
-		if err := handshake(nc, cfg.handshake); err != nil {
+		if err := handshake(nc, cfg.Handshake); err != nil {
 			nc.Close()
 			return nil, err
 		}
 		_ = nc.SetDeadline(time.Time{})
 	}
-	if cfg.connected != nil {
-		if err := cfg.connected(ctx, nc); err != nil {
+	if cfg.Connected != nil {
+		if err := cfg.Connected(ctx, nc); err != nil {
 			nc.Close()
 			return nil, err
 		}
@@ -472,21 +489,21 @@ func (cfg *muxConfig) open(ctx context.Context) (net.Conn, error) {
 }
 
 func handshake(nc net.Conn, cmds [][]string) error {
-	reps, err := roundTrip(nc, cmds...)
+	reps, err := RoundTrip(nc, cmds...)
 	if err != nil {
 		return fmt.Errorf("backend: handshake: %w", err)
 	}
 	for _, r := range reps {
-		if err := r.err(); err != nil {
+		if err := r.Err(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// roundTrip sends cmds in one write on a connection that nothing else uses
+// RoundTrip sends cmds in one write on a connection that nothing else uses
 // yet and reads their replies.
-func roundTrip(nc net.Conn, cmds ...[]string) ([]reply, error) {
+func RoundTrip(nc net.Conn, cmds ...[]string) ([]Reply, error) {
 	var out []byte
 	for _, args := range cmds {
 		out = resp.AppendCommand(out, args)
@@ -494,11 +511,11 @@ func roundTrip(nc net.Conn, cmds ...[]string) ([]reply, error) {
 	if _, err := nc.Write(out); err != nil {
 		return nil, err
 	}
-	reps := make([]reply, 0, len(cmds))
+	reps := make([]Reply, 0, len(cmds))
 	var buf []byte
 	tmp := make([]byte, 4096)
 	for len(reps) < len(cmds) {
-		rep, used, err := parseReply(buf)
+		rep, used, err := ParseReply(buf)
 		if err != nil {
 			return nil, err
 		}
@@ -519,7 +536,7 @@ func roundTrip(nc net.Conn, cmds ...[]string) ([]reply, error) {
 // the oldest request goes stale: if that passes with it unanswered, nothing
 // behind it can be answered either (replies come in order), so the
 // connection is stalled and is reset; later requests get a fresh one.
-func (l *line) read(w *wire) {
+func (l *Line) read(w *wire) {
 	defer l.readers.Done()
 	buf := make([]byte, 0, readBufSize)
 	var p paired
@@ -547,8 +564,8 @@ func (l *line) read(w *wire) {
 // paired is the reader's own scratch space: the replies of one read and
 // their requests, kept between reads so that pairing allocates nothing.
 type paired struct {
-	reps []reply
-	reqs []*request // nil where a reply is one the request skips
+	reps []Reply
+	reqs []*Request // nil where a reply is one the request skips
 }
 
 // maxPairedKept is the most replies' room the reader keeps between reads:
@@ -569,11 +586,11 @@ func (p *paired) reset() {
 // deliver hands every whole reply in buf to its request and returns the
 // unparsed rest, moved to the front. The replies of one read are paired
 // with their requests under one lock, and share one reading of the clock.
-func (l *line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
+func (l *Line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
 	off := 0
 	var perr error
 	for {
-		rep, n, err := parseReply(buf[off:])
+		rep, n, err := ParseReply(buf[off:])
 		if err != nil {
 			perr = err
 			break
@@ -594,7 +611,7 @@ func (l *line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
 		case r == nil:
 		case !now.Before(r.deadline):
 			// Its caller's time was up before the reply was read.
-			r.finishAt(reply{}, now, context.DeadlineExceeded)
+			r.finishAt(Reply{}, now, context.DeadlineExceeded)
 		default:
 			r.finishAt(p.reps[i], now, nil)
 		}
@@ -613,7 +630,7 @@ func (l *line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
 // pair takes, in one hold of the lock, the request of each reply in p.reps
 // (nil for a reply its request skips) into p.reqs; true when a reply came
 // that nobody asked for, p.reqs then stopping short of it.
-func (l *line) pair(w *wire, p *paired) bool {
+func (l *Line) pair(w *wire, p *paired) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for range p.reps {
@@ -629,22 +646,22 @@ func (l *line) pair(w *wire, p *paired) bool {
 // pop returns the oldest request, or nil while this reply is one it skips
 // or drops after its answer (it stays the oldest until its last); false
 // when none is waiting. l.mu is held.
-func (l *line) pop(w *wire) (*request, bool) {
+func (l *Line) pop(w *wire) (*Request, bool) {
 	if w.pending.len() == 0 {
 		return nil, false
 	}
 	r := w.pending.front()
 	switch {
-	case r.skip > 0:
-		r.skip--
+	case r.Skip > 0:
+		r.Skip--
 		return nil, true
-	case r.after < 0: // answered: a reply it drops after its answer
-		if r.after++; r.after == 0 {
+	case r.After < 0: // answered: a reply it drops after its answer
+		if r.After++; r.After == 0 {
 			w.pending.pop()
 		}
 		return nil, true
-	case r.after > 0: // the answer; the request stays for what follows
-		r.after = -r.after
+	case r.After > 0: // the answer; the request stays for what follows
+		r.After = -r.After
 		return r, true
 	}
 	w.pending.pop()
@@ -654,7 +671,7 @@ func (l *line) pop(w *wire) (*request, bool) {
 // rearm decides what a read deadline means: false when the oldest request
 // is stale (a stall: reset), true after moving the deadline on (the
 // requests it was set for have been answered).
-func (l *line) rearm(w *wire) bool {
+func (l *Line) rearm(w *wire) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if w.pending.len() == 0 {
@@ -676,7 +693,7 @@ func (l *line) rearm(w *wire) bool {
 
 // reset closes w and fails every request still waiting on it. Safe to call
 // more than once.
-func (l *line) reset(w *wire, cause error) {
+func (l *Line) reset(w *wire, cause error) {
 	l.mu.Lock()
 	if w.dead {
 		l.mu.Unlock()
@@ -689,9 +706,9 @@ func (l *line) reset(w *wire, cause error) {
 	}
 	l.mu.Unlock()
 	abort(w.nc)
-	err := fmt.Errorf("%w: %w", errConnReset, cause)
+	err := fmt.Errorf("%w: %w", ErrConnReset, cause)
 	for _, r := range pending {
-		r.finish(reply{}, err)
+		r.finish(Reply{}, err)
 	}
 }
 
@@ -713,7 +730,7 @@ func abort(nc net.Conn) {
 
 // shutdown fails what is queued, closes the connection and waits for its
 // reader.
-func (l *line) shutdown() {
+func (l *Line) shutdown() {
 	l.mu.Lock()
 	queue, w := l.queue, l.cur
 	l.queue = nil
@@ -721,7 +738,7 @@ func (l *line) shutdown() {
 	l.mu.Unlock()
 	for _, r := range queue {
 		if r.state.CompareAndSwap(stQueued, stSent) {
-			r.finish(reply{}, ErrClosed)
+			r.finish(Reply{}, ErrClosed)
 		}
 	}
 	if w != nil {
@@ -741,12 +758,12 @@ func later(a, b time.Time) time.Time {
 // added at the back, and moved back to the front when the back is full,
 // so a line that is never drained under load does not reallocate.
 type fifo struct {
-	buf  []*request
+	buf  []*Request
 	head int
 }
 
 func (q *fifo) len() int        { return len(q.buf) - q.head }
-func (q *fifo) front() *request { return q.buf[q.head] }
+func (q *fifo) front() *Request { return q.buf[q.head] }
 
 func (q *fifo) pop() {
 	q.buf[q.head] = nil
@@ -756,7 +773,7 @@ func (q *fifo) pop() {
 	}
 }
 
-func (q *fifo) push(rs []*request) {
+func (q *fifo) push(rs []*Request) {
 	if q.head > 0 && len(q.buf)+len(rs) > cap(q.buf) {
 		n := copy(q.buf, q.buf[q.head:])
 		clear(q.buf[n:])
@@ -766,7 +783,7 @@ func (q *fifo) push(rs []*request) {
 }
 
 // take empties the queue and returns what it held.
-func (q *fifo) take() []*request {
+func (q *fifo) take() []*Request {
 	rs := q.buf[q.head:]
 	q.buf, q.head = nil, 0
 	return rs

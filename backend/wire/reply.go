@@ -1,4 +1,4 @@
-package backend
+package wire
 
 import (
 	"bytes"
@@ -12,19 +12,18 @@ import (
 // connection can no longer be trusted to pair replies with requests.
 var errProtocol = errors.New("backend: protocol error in reply")
 
-// reply is one parsed reply. The mux's connections speak RESP2; only a
-// client's script wanted in RESP3 (quorum.Script.RESP3) is sent between
-// HELLO 3 and HELLO 2, so its reply, and HELLO 3's own, carry the RESP3
-// types as well.
-type reply struct {
-	// '+', '-', ':', '$', '*'; RESP3: '%' (elems: key, value…), '~',
-	// ',' and '(' (str: the digits), '#' (num: 1 or 0), '_' (null), '='
-	// (str: "fmt:text"). A blob error ('!') is read as '-'.
-	kind  byte
-	null  bool // $-1, *-1 or _
-	str   string
-	num   int64
-	elems []reply
+// Reply is one parsed reply. The mux's connections speak RESP2; only a
+// request that wants RESP3 is sent between HELLO 3 and HELLO 2, so its
+// reply, and HELLO 3's own, carry the RESP3 types as well.
+type Reply struct {
+	// '+', '-', ':', '$', '*'; RESP3: '%' (Elems: key, value…), '~',
+	// ',' and '(' (Str: the digits), '#' (Num: 1 or 0), '_' (Null), '='
+	// (Str: "fmt:text"). A blob error ('!') is read as '-'.
+	Kind  byte
+	Null  bool // $-1, *-1 or _
+	Str   string
+	Num   int64
+	Elems []Reply
 }
 
 // ServerError is an error reply of the server (-ERR …, -OOM …, -NOSCRIPT
@@ -38,7 +37,8 @@ type ServerError struct {
 
 func (e ServerError) Error() string { return e.Text }
 
-// ReplyCode is Code: a ServerError is a quorum.ReplyError.
+// ReplyCode is Code, for a caller that classifies server error replies
+// through an interface of its own rather than this type.
 func (e ServerError) ReplyCode() string { return e.Code }
 
 // Is matches a target of the same Code and no Text.
@@ -47,39 +47,34 @@ func (e ServerError) Is(target error) bool {
 	return ok && t.Text == "" && t.Code == e.Code
 }
 
-// errNoScript is the reply to EVALSHA of a script the server does not hold
-// (after a restart or SCRIPT FLUSH).
-// It is an error variable, boxed once: errors.Is takes an error.
-var errNoScript error = ServerError{Code: "NOSCRIPT"}
-
 func newServerError(text string) ServerError {
 	code, _, _ := strings.Cut(text, " ")
 	return ServerError{Code: code, Text: text}
 }
 
-// parseReply parses one reply at the start of b. It returns the number of
+// ParseReply parses one reply at the start of b. It returns the number of
 // bytes it used, or n == 0 when b does not hold a whole reply yet. Parsing
 // from a buffer the reader owns (rather than from a bufio.Reader) lets a read
 // that timed out resume where it stopped.
-func parseReply(b []byte) (r reply, n int, err error) {
+func ParseReply(b []byte) (r Reply, n int, err error) {
 	line, n, err := cutLine(b)
 	if n == 0 || err != nil {
-		return reply{}, 0, err
+		return Reply{}, 0, err
 	}
 	if len(line) == 0 {
-		return reply{}, 0, errProtocol
+		return Reply{}, 0, errProtocol
 	}
-	r.kind = line[0]
-	switch r.kind {
+	r.Kind = line[0]
+	switch r.Kind {
 	case '+', '-':
 		if string(line) == "+OK" {
-			r.str = "OK" // the common status reply, without an allocation
+			r.Str = "OK" // the common status reply, without an allocation
 		} else {
-			r.str = string(line[1:])
+			r.Str = string(line[1:])
 		}
 		return r, n, nil
 	case ':':
-		r.num, err = atoi(line[1:])
+		r.Num, err = atoi(line[1:])
 		return r, n, err
 	case '$':
 		return parseBulk(b, line, n)
@@ -90,33 +85,33 @@ func parseReply(b []byte) (r reply, n int, err error) {
 }
 
 // parseRESP3 parses the RESP3 types, as parseReply does.
-func parseRESP3(b, line []byte, n int) (reply, int, error) {
-	r := reply{kind: line[0]}
-	switch r.kind {
+func parseRESP3(b, line []byte, n int) (Reply, int, error) {
+	r := Reply{Kind: line[0]}
+	switch r.Kind {
 	case ',', '(':
-		r.str = string(line[1:])
+		r.Str = string(line[1:])
 		return r, n, nil
 	case '#':
 		switch string(line[1:]) {
 		case "t":
-			r.num = 1
+			r.Num = 1
 		case "f":
 		default:
-			return reply{}, 0, errProtocol
+			return Reply{}, 0, errProtocol
 		}
 		return r, n, nil
 	case '_':
-		r.null = true
+		r.Null = true
 		return r, n, nil
 	case '=', '!':
 		r, n, err := parseBulk(b, line, n)
-		if r.kind = line[0]; r.kind == '!' {
-			r.kind = '-'
+		if r.Kind = line[0]; r.Kind == '!' {
+			r.Kind = '-'
 		}
 		return r, n, err
 	case '~':
 		r, n, err := parseArray(b, line, n)
-		r.kind = '~'
+		r.Kind = '~'
 		return r, n, err
 	case '%':
 		return parseMap(b, line, n)
@@ -124,52 +119,52 @@ func parseRESP3(b, line []byte, n int) (reply, int, error) {
 		// An attribute comes ahead of the reply it describes: skipped.
 		_, m, err := parseMap(b, line, n)
 		if err != nil || m == 0 {
-			return reply{}, 0, err
+			return Reply{}, 0, err
 		}
-		next, k, err := parseReply(b[m:])
+		next, k, err := ParseReply(b[m:])
 		if err != nil || k == 0 {
-			return reply{}, 0, err
+			return Reply{}, 0, err
 		}
 		return next, m + k, nil
 	}
-	return reply{}, 0, errProtocol
+	return Reply{}, 0, errProtocol
 }
 
 // parseMap parses a map of count pairs as 2*count elements.
-func parseMap(b, line []byte, n int) (reply, int, error) {
+func parseMap(b, line []byte, n int) (Reply, int, error) {
 	count, err := atoi(line[1:])
 	if err != nil || count < 0 || count > math.MaxInt32 {
-		return reply{}, 0, errProtocol
+		return Reply{}, 0, errProtocol
 	}
-	return parseElems(b, reply{kind: '%'}, 2*count, n)
+	return parseElems(b, Reply{Kind: '%'}, 2*count, n)
 }
 
-func parseBulk(b, line []byte, n int) (reply, int, error) {
+func parseBulk(b, line []byte, n int) (Reply, int, error) {
 	size, err := atoi(line[1:])
 	if err != nil {
-		return reply{}, 0, err
+		return Reply{}, 0, err
 	}
-	r := reply{kind: '$'}
+	r := Reply{Kind: '$'}
 	if size < 0 {
-		r.null = true
+		r.Null = true
 		return r, n, nil
 	}
 	end := n + int(size) + 2
 	if len(b) < end {
-		return reply{}, 0, nil
+		return Reply{}, 0, nil
 	}
-	r.str = string(b[n : n+int(size)])
+	r.Str = string(b[n : n+int(size)])
 	return r, end, nil
 }
 
-func parseArray(b, line []byte, n int) (reply, int, error) {
+func parseArray(b, line []byte, n int) (Reply, int, error) {
 	count, err := atoi(line[1:])
 	if err != nil {
-		return reply{}, 0, err
+		return Reply{}, 0, err
 	}
-	r := reply{kind: '*'}
+	r := Reply{Kind: '*'}
 	if count < 0 {
-		r.null = true
+		r.Null = true
 		return r, n, nil
 	}
 	return parseElems(b, r, count, n)
@@ -179,17 +174,17 @@ func parseArray(b, line []byte, n int) (reply, int, error) {
 // takes 3 bytes at least: while fewer are here, the aggregate is not
 // whole yet, and nothing is allocated for it (a large reply is parsed
 // again as each read adds to it, and a bogus count never allocates).
-func parseElems(b []byte, r reply, count int64, n int) (reply, int, error) {
+func parseElems(b []byte, r Reply, count int64, n int) (Reply, int, error) {
 	if count > int64(len(b)-n)/3 {
-		return reply{}, 0, nil
+		return Reply{}, 0, nil
 	}
-	r.elems = make([]reply, count)
-	for i := range r.elems {
-		e, m, err := parseReply(b[n:])
+	r.Elems = make([]Reply, count)
+	for i := range r.Elems {
+		e, m, err := ParseReply(b[n:])
 		if err != nil || m == 0 {
-			return reply{}, 0, err
+			return Reply{}, 0, err
 		}
-		r.elems[i] = e
+		r.Elems[i] = e
 		n += m
 	}
 	return r, n, nil
@@ -216,10 +211,10 @@ func atoi(b []byte) (int64, error) {
 	return n, nil
 }
 
-// err turns an error reply into an error.
-func (r reply) err() error {
-	if r.kind == '-' {
-		return newServerError(r.str)
+// Err turns an error reply into an error.
+func (r Reply) Err() error {
+	if r.Kind == '-' {
+		return newServerError(r.Str)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package backend
+package wire
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 
 // pairResult is one answer to a request submitted straight to a line.
 type pairResult struct {
-	rep reply
+	rep Reply
 	at  time.Time
 	err error
 }
 
 type pairAnswer chan pairResult
 
-func (a pairAnswer) answer(rep reply, at time.Time, err error) { a <- pairResult{rep, at, err} }
+func (a pairAnswer) Answer(rep Reply, at time.Time, err error) { a <- pairResult{rep, at, err} }
 
 // scriptedServer accepts connections on loopback; on its first it waits for
 // want commands and answers them all with first in one write; on later
@@ -60,7 +60,7 @@ func serveScripted(c net.Conn, scripted bool, want int, first string) {
 		}
 		buf = append(buf, tmp[:k]...)
 		for {
-			_, used, err := parseReply(buf)
+			_, used, err := ParseReply(buf)
 			if err != nil || used == 0 {
 				break
 			}
@@ -74,12 +74,12 @@ func serveScripted(c net.Conn, scripted bool, want int, first string) {
 	}
 }
 
-func newScriptedLine(t *testing.T, addr string) *line {
+func newScriptedLine(t *testing.T, addr string) *Line {
 	var d net.Dialer
-	m := newMux(muxConfig{conns: 1, timeout: time.Second, dial: func(ctx context.Context) (net.Conn, error) {
+	m := NewMux(Config{Conns: 1, Timeout: time.Second, Dial: func(ctx context.Context) (net.Conn, error) {
 		return d.DialContext(ctx, "tcp", addr)
 	}})
-	t.Cleanup(m.close)
+	t.Cleanup(m.Close)
 	return m.lines[0]
 }
 
@@ -104,24 +104,24 @@ func TestLinePairsRepliesOfOneRead(t *testing.T) {
 	answers := make([]pairAnswer, 3)
 	for i := range answers {
 		answers[i] = make(pairAnswer, 1)
-		r := &request{buf: resp.AppendCommand(nil, []string{"get", "k"})}
+		r := &Request{Buf: resp.AppendCommand(nil, []string{"get", "k"})}
 		if i == 0 {
 			// Two commands, as ASKING before a command: the first reply is skipped.
-			r.buf = append(resp.AppendCommand(nil, []string{"asking"}), r.buf...)
-			r.skip = 1
+			r.Buf = append(resp.AppendCommand(nil, []string{"asking"}), r.Buf...)
+			r.Skip = 1
 		}
-		l.submit(r, dl, answers[i])
+		l.Submit(r, dl, answers[i])
 	}
 	for i, a := range answers {
 		res := awaitPair(t, a)
-		if res.err != nil || res.rep.kind != ':' || res.rep.num != int64(i+1) || res.at.IsZero() {
+		if res.err != nil || res.rep.Kind != ':' || res.rep.Num != int64(i+1) || res.at.IsZero() {
 			t.Errorf("request %d: %+v, want :%d with its read time", i, res, i+1)
 		}
 	}
 	// The unasked :4 reset the first connection; a new one answers.
 	a := make(pairAnswer, 1)
-	l.submit(&request{buf: resp.AppendCommand(nil, []string{"ping"})}, time.Now().Add(10*time.Second), a)
-	if res := awaitPair(t, a); res.err != nil || res.rep.str != "PONG" {
+	l.Submit(&Request{Buf: resp.AppendCommand(nil, []string{"ping"})}, time.Now().Add(10*time.Second), a)
+	if res := awaitPair(t, a); res.err != nil || res.rep.Str != "PONG" {
 		t.Errorf("after the unasked reply: %+v, want PONG on a new connection", res)
 	}
 }

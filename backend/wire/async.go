@@ -1,34 +1,34 @@
-package backend
+package wire
 
 import (
 	"context"
 	"time"
 )
 
-// answerer receives a submitted request's reply or error. A type that
+// Answerer receives a submitted request's reply or error. A type that
 // carries what it needs to read the reply, rather than a closure over it,
 // saves an allocation per request.
 //
 // at is when the reply was read off the connection; zero when there is no
 // reply (an error of the writer, a reset, the sweeper).
-type answerer interface {
-	answer(rep reply, at time.Time, err error)
+type Answerer interface {
+	Answer(rep Reply, at time.Time, err error)
 }
 
-// submit queues one command, encoded in r.buf, on the line and calls cb
+// Submit queues one command, encoded in r.Buf, on the line and calls cb
 // with its reply or error, exactly once: from the reader when the reply comes
 // before deadline, from the writer or a reset when the command fails, or
 // from the line's sweeper once deadline has passed. No goroutine waits and
 // no context or timer is made per command: the line's one timer covers
 // every deadline. Nor is the clock read per command: a deadline already
 // past is failed unsent by the writer (or the sweeper), which reads the
-// clock once per batch. cb must not block; it may run before submit
+// clock once per batch. cb must not block; it may run before Submit
 // returns. r is the caller's (one embedded in its answerer saves an
 // allocation) and must be new: a request is never submitted twice.
-func (l *line) submit(r *request, deadline time.Time, cb answerer) {
+func (l *Line) Submit(r *Request, deadline time.Time, cb Answerer) {
 	r.deadline, r.cb = deadline, cb
 	if !l.enqueue(r) {
-		r.finish(reply{}, ErrClosed)
+		r.finish(Reply{}, ErrClosed)
 	}
 }
 
@@ -43,14 +43,14 @@ const minSweepKeep = 256
 // timeout, finds every request answered, and moves on. Its fields are
 // guarded by the line's mu.
 type sweeper struct {
-	watched []*request
+	watched []*Request
 	limit   int         // compact watched when it reaches this length
 	timer   *time.Timer // nil until the first submitted request
 	armed   time.Time   // when timer fires; zero when it is not set
 }
 
 // watch adds r (queued, with a callback) to the sweep. l.mu is held.
-func (s *sweeper) watch(l *line, r *request) {
+func (s *sweeper) watch(l *Line, r *Request) {
 	if len(s.watched) >= max(s.limit, minSweepKeep) {
 		s.compact()
 	}
@@ -91,9 +91,9 @@ func (s *sweeper) stopSweeper() {
 
 // sweep runs on the line's timer: it settles every request whose deadline
 // has passed and sets the timer for the earliest one left.
-func (l *line) sweep() {
+func (l *Line) sweep() {
 	now := time.Now()
-	var expired []*request
+	var expired []*Request
 	l.mu.Lock()
 	s := &l.sweeper
 	keep := s.watched[:0]
@@ -120,9 +120,9 @@ func (l *line) sweep() {
 		// A request still queued is never sent; one already written may
 		// yet be answered, and its reply is then dropped.
 		if r.state.CompareAndSwap(stQueued, stAbandoned) {
-			r.finish(reply{}, errExpired)
+			r.finish(Reply{}, errExpired)
 		} else {
-			r.finish(reply{}, context.DeadlineExceeded)
+			r.finish(Reply{}, context.DeadlineExceeded)
 		}
 	}
 }

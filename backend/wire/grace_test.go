@@ -1,4 +1,4 @@
-package backend
+package wire
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestStaleGraceIsTheWholeBudget(t *testing.T) {
 		{0, 2 * time.Second, 2 * time.Second},
 		{0, 10 * time.Millisecond, minStaleGrace},
 	} {
-		c := muxConfig{grace: tt.budget}
+		c := Config{Grace: tt.budget}
 		if got := c.graceFor(now.Add(tt.left), now); got != tt.want {
 			t.Errorf("budget %v, %v left: grace %v, want %v", tt.budget, tt.left, got, tt.want)
 		}
@@ -47,13 +47,13 @@ func TestStaleGraceIsTheWholeBudget(t *testing.T) {
 		}
 	}()
 	var d net.Dialer
-	m := newMux(muxConfig{conns: 1, timeout: time.Second, grace: 3 * time.Second, dial: func(ctx context.Context) (net.Conn, error) {
+	m := NewMux(Config{Conns: 1, Timeout: time.Second, Grace: 3 * time.Second, Dial: func(ctx context.Context) (net.Conn, error) {
 		return d.DialContext(ctx, "tcp", ln.Addr().String())
 	}})
-	defer m.close()
+	defer m.Close()
 	l := m.lines[0]
-	r := &request{buf: resp.AppendCommand(nil, []string{"get", "k"})}
-	l.submit(r, time.Now().Add(time.Second), make(pairAnswer, 1))
+	r := &Request{Buf: resp.AppendCommand(nil, []string{"get", "k"})}
+	l.Submit(r, time.Now().Add(time.Second), make(pairAnswer, 1))
 	for i := 0; ; i++ {
 		l.mu.Lock()
 		written := l.cur != nil && l.cur.pending.len() == 1

@@ -66,6 +66,12 @@ func (s *Server) accept(c net.Conn) (*connState, bool) {
 	st.sess = s.h.NewSession(st.addr)
 	st.rd = newReader(c, s.opts.MaxRequestBytes, s.opts.IdleTimeout)
 	st.try = newTryWriter(c)
+	if s.opts.IdleTimeout > 0 {
+		st.rd.replied = func() time.Time {
+			st.alone.Wait()
+			return time.Unix(0, st.lastReply.Load())
+		}
+	}
 	st.w = NewWriter(st.sess.Proto)
 	st.maxReply = maxReplyBytes(s.opts.MaxReplyBytes)
 	st.sess.SetPush(st.push)
@@ -341,6 +347,9 @@ func (s *Server) aloneWrite(st *connState, b []byte, locked bool) {
 // a failed write ends the connection.
 func (s *Server) aloneEnd(st *connState, err error) {
 	st.replyWritten()
+	if st.rd.replied != nil {
+		st.lastReply.Store(time.Now().UnixNano())
+	}
 	st.out.hold(false)
 	s.flight.end()
 	if err != nil {

@@ -60,6 +60,10 @@ type reader struct {
 	conn       net.Conn
 	maxRequest int
 	idle       time.Duration // read deadline of each read; 0: none
+	// replied, when set, waits for a reply that another goroutine is
+	// writing (a command started alone) and returns when the last such
+	// reply was written: the client was waiting for it, not idle.
+	replied func() time.Time
 
 	buf []byte // buf[:end] was read
 	end int
@@ -142,10 +146,25 @@ func (r *reader) discard() {
 
 // read reads once more into the buffer, growing it when it is full.
 func (r *reader) read() {
-	if r.idle > 0 {
-		r.conn.SetReadDeadline(time.Now().Add(r.idle))
+	if r.idle <= 0 {
+		r.readInto()
+		return
 	}
-	r.readInto()
+	since := time.Now()
+	for {
+		r.conn.SetReadDeadline(since.Add(r.idle))
+		r.readInto()
+		var ne net.Error
+		if r.replied == nil || !errors.As(r.err, &ne) || !ne.Timeout() {
+			return
+		}
+		// Idle since the last reply, if one was written meanwhile.
+		last := r.replied()
+		if !last.After(since) {
+			return
+		}
+		r.err, since = nil, last
+	}
 }
 
 // readInto reads once into the free end of the buffer. It never moves the

@@ -143,6 +143,9 @@ type connState struct {
 	alone     sync.WaitGroup
 	aloneDone func()
 	broken    atomic.Bool
+	// lastReply is when the last such reply was written (Unix ns), kept
+	// for the idle timeout only (reader.replied).
+	lastReply atomic.Int64
 	// countedOut: the client's slot was given back (Server.mu).
 	countedOut bool
 	// out writes the messages of the connection's subscriptions.

@@ -37,7 +37,7 @@ func (cl *Cluster) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 		rcv.Receive(quorum.Reply{Err: ErrClusterDB})
 		return
 	}
-	if isServerWide(cmd.Kind) {
+	if IsServerWide(cmd.Kind) {
 		cl.everyShard(deadline, cmd, rcv)
 		return
 	}

@@ -1,9 +1,10 @@
-// Package backend holds the quorum.Node implementations: Redis, a real
-// redis-server reached through a multiplexer of its own (backend/wire:
-// the connections and the RESP reply parser); Cluster, a whole
-// Redis Cluster as one node, each Cmd sent to the Redis node of the master
-// that serves its keys' slot (cluster*.go); and Memory, an in-process node
-// for the embedded mode and for the quorum package's unit tests.
+// Package backend holds the Redis nodes and the table of command kinds:
+// Redis, a real redis-server reached through a multiplexer of its own
+// (backend/wire: the connections and the RESP reply parser); Cluster, a
+// whole Redis Cluster as one node, each Cmd sent to the Redis node of the
+// master that serves its keys' slot (cluster*.go). The in-process node
+// for the embedded mode and for the quorum package's unit tests is
+// backend/embedded's Memory, which runs the same kind table.
 //
 // A node answers for itself only. It never decides whether a lock is held:
 // counting votes, validity and drift, and releasing after a failed acquire
@@ -26,12 +27,12 @@
 // Each Cmd runs in its database (Cmd.DB): on Redis, a multiplexer per
 // database whose connections SELECT it once, when they connect
 // (redis_db.go); in memory, the key of another database is its own map key
-// (memKey).
+// (backend/embedded's memKey).
 //
 // Each command kind is one row of kinds (kinds.go): its names, what its
 // durations must hold, and the command or script that runs it with how
-// its reply reads. Both nodes run that row: a Redis node sends it, Memory
-// runs it through its script engine (memory_kinds.go, memory_lua*.go) over
+// its reply reads. Both nodes run that row: a Redis node sends it,
+// backend/embedded's Memory runs it (Build) through its script engine over
 // its own keyspace of strings, hashes and sorted sets, so a kind's node
 // semantics are written once, in its script.
 package backend

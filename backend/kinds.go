@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/quorum"
 )
 
 // kind is everything the nodes know of one quorum.CmdKind: the name
-// Memory.Calls counts it under, the name errors give it, what its
-// arguments must hold, the command or script that runs it and how its
-// reply reads (build), and, for the kinds the in-memory node does not
-// run through build, its own step (mem); read: it never changes a key;
+// the embedded engine's Calls counts it under, the name errors give it,
+// what its arguments must hold, and the command or script that runs it
+// and how its reply reads (build); read: it never changes a key;
 // server: it acts on the server's one lock horizon, in the server's db 0
 // whatever the command's database, on every shard of a cluster.
 type kind struct {
@@ -21,7 +21,6 @@ type kind struct {
 	read   bool
 	server bool
 	build  func(c *call, cmd quorum.Cmd, channel string) error
-	mem    func(*memOp) quorum.Reply
 }
 
 // memNeed says which of a command's durations must be positive.
@@ -33,9 +32,9 @@ const (
 )
 
 // kinds is the one table of command kinds. Every quorum.CmdKind has a
-// row (TestMemoryKindTableComplete). A row with a build and no mem runs on
-// the in-memory node as on a Redis node: the same command or script,
-// through the node's script engine.
+// row (TestMemoryKindTableComplete). A kind the embedded engine has no
+// step of its own for runs there as on a Redis node: the same command or
+// script (Build), through the engine's script interpreter.
 var kinds = [...]kind{
 	quorum.SetNX:            {name: "SetNX", op: "SET NX", need: memNeedTTL, build: buildSetNX},
 	quorum.Set:              {name: "Set", op: "SET", need: memNeedTTL, build: buildSet},
@@ -56,13 +55,13 @@ var kinds = [...]kind{
 	quorum.RestoreHeld:      {name: "RestoreHeld", op: "restore-held", need: memNeedTTL, build: (*call).buildHeld},
 	quorum.ReadFence:        {name: "ReadFence", op: "read fence", read: true, build: buildReadFence},
 	quorum.RaiseFence:       {name: "RaiseFence", op: "raise fence", need: memNeedTTL, build: buildRaiseFence},
-	quorum.Eval:             {name: "Eval", op: "EVALSHA", build: (*call).buildEval, mem: (*memOp).eval},
-	quorum.UndoEval:         {name: "UndoEval", op: "undo script", build: noChannel((*call).buildUndoEval), mem: (*memOp).undoEval},
+	quorum.Eval:             {name: "Eval", op: "EVALSHA", build: (*call).buildEval},
+	quorum.UndoEval:         {name: "UndoEval", op: "undo script", build: noChannel((*call).buildUndoEval)},
 	quorum.RaiseHorizon:     {name: "RaiseHorizon", op: "raise horizon", server: true, need: memNeedTTL, build: noChannel((*call).buildHorizon)},
 	quorum.ReadHorizon:      {name: "ReadHorizon", op: "read horizon", server: true, read: true, build: noChannel((*call).buildHorizon)},
-	quorum.Subscribe:        {name: "Subscribe", op: "SUBSCRIBE", read: true, mem: (*memOp).subscribe},
-	quorum.Unsubscribe:      {name: "Unsubscribe", op: "UNSUBSCRIBE", read: true, mem: (*memOp).unsubscribe},
-	quorum.Publish:          {name: "Publish", op: "PUBLISH", read: true, build: buildPublish, mem: (*memOp).publish},
+	quorum.Subscribe:        {name: "Subscribe", op: "SUBSCRIBE", read: true},
+	quorum.Unsubscribe:      {name: "Unsubscribe", op: "UNSUBSCRIBE", read: true},
+	quorum.Publish:          {name: "Publish", op: "PUBLISH", read: true, build: buildPublish},
 	quorum.CompareAndSwap:   {name: "CompareAndSwap", op: "compare-and-swap", need: memNeedTTL, build: noChannel((*call).buildSwap)},
 	quorum.ReadPermits:      {name: "ReadPermits", op: "read permits", read: true, build: (*call).buildPermits},
 	quorum.AcquirePermit:    {name: "AcquirePermit", op: "acquire permit", need: memNeedTTL, build: (*call).buildPermits},
@@ -76,7 +75,7 @@ var kinds = [...]kind{
 	quorum.FairAcquire:      {name: "FairAcquire", op: "fair acquire", need: memNeedTTL, build: (*call).buildFair},
 	quorum.FairUndo:         {name: "FairUndo", op: "fair undo", build: (*call).buildFair},
 	quorum.FairLeave:        {name: "FairLeave", op: "fair leave", build: (*call).buildFair},
-	quorum.ForgetEval:       {name: "ForgetEval", op: "forget script", build: noChannel((*call).buildForgetEval), mem: (*memOp).forgetEval},
+	quorum.ForgetEval:       {name: "ForgetEval", op: "forget script", build: noChannel((*call).buildForgetEval)},
 }
 
 // kindOf returns k's row; ok is false for a kind without one.
@@ -87,22 +86,22 @@ func kindOf(k quorum.CmdKind) (kind, bool) {
 	return kind{}, false
 }
 
-// isRead reports whether k never changes a key.
-func isRead(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.read }
+// IsRead reports whether k never changes a key.
+func IsRead(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.read }
 
-// isServerWide reports whether k acts on the server's lock horizon.
-func isServerWide(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.server }
+// IsServerWide reports whether k acts on the server's lock horizon.
+func IsServerWide(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.server }
 
-// kindName is the name Memory.Calls counts k under.
-func kindName(k quorum.CmdKind) string {
+// KindName is the name the embedded engine's Memory.Calls counts k under.
+func KindName(k quorum.CmdKind) string {
 	if row, ok := kindOf(k); ok {
 		return row.name
 	}
 	return "kind " + strconv.Itoa(int(k))
 }
 
-// opName is the name errors give k.
-func opName(k quorum.CmdKind) string {
+// OpName is the name errors give k.
+func OpName(k quorum.CmdKind) string {
 	if row, ok := kindOf(k); ok {
 		return row.op
 	}
@@ -110,7 +109,7 @@ func opName(k quorum.CmdKind) string {
 }
 
 // op names the call's kind in errors.
-func (c *call) op() string { return opName(c.kind) }
+func (c *call) op() string { return OpName(c.kind) }
 
 // build fills in the command (or script) that runs cmd, and how its reply
 // reads. channel is the node's release channel. cmd is passed by value
@@ -138,6 +137,37 @@ func (row kind) checkArgs(cmd *quorum.Cmd) error {
 	}
 	return nil
 }
+
+// Built is one Cmd built from its kind's row as a Redis node sends it:
+// the encoded command, or EVALSHA of the kind's script, and how its
+// reply reads. The embedded engine runs it over its own keyspace, so a
+// kind's node semantics are written once.
+type Built struct{ c call }
+
+// Build builds cmd; channel is the node's release channel, which a
+// releasing kind's script publishes on. The error is the build's own,
+// before any node runs it.
+func Build(cmd quorum.Cmd, channel string) (*Built, error) {
+	b := &Built{c: call{kind: cmd.Kind}}
+	return b, b.c.build(cmd, channel)
+}
+
+// Command is the encoded command (an array of bulk strings).
+func (b *Built) Command() []byte { return b.c.req.Buf }
+
+// Script is the script the command runs by EVALSHA; nil for a plain
+// command.
+func (b *Built) Script() *Script { return b.c.s }
+
+// Read reads the command's reply (never an error reply) into the Cmd's
+// Reply.
+func (b *Built) Read(rep wire.Reply) (quorum.Reply, error) { return b.c.read(&b.c, rep) }
+
+// KnownKind reports whether k has a row.
+func KnownKind(k quorum.CmdKind) bool { _, ok := kindOf(k); return ok }
+
+// CheckArgs refuses durations no node should store (see checkArgs).
+func CheckArgs(cmd *quorum.Cmd) error { row, _ := kindOf(cmd.Kind); return row.checkArgs(cmd) }
 
 // noChannel adapts a build that publishes nothing.
 func noChannel(f func(*call, quorum.Cmd) error) func(*call, quorum.Cmd, string) error {

@@ -43,7 +43,7 @@ func buildGet(c *call, cmd quorum.Cmd, _ string) error {
 
 func buildDelete(c *call, cmd quorum.Cmd, channel string) error {
 	if cmd.Notify {
-		c.script(deleteNotifyScript, readYes, []string{cmd.Key, waitKey(cmd.Key)}, channel)
+		c.script(deleteNotifyScript, readYes, []string{cmd.Key, WaitKey(cmd.Key)}, channel)
 	} else {
 		c.command(readYes, "del", cmd.Key)
 	}
@@ -87,9 +87,9 @@ func (c *call) buildHeld(cmd quorum.Cmd, channel string) error {
 	case quorum.HoldOwner:
 		c.script(holdOwnerScript, readHold, []string{k, hk, cmd.Mark}, cmd.Prefix, cmd.Token, c.ms(cmd.TTL))
 	case quorum.UndoHold:
-		c.script(undoHoldScript, readYes, []string{k, hk, cmd.Mark, waitKey(k)}, cmd.Token, c.ms(cmd.TTL), channel)
+		c.script(undoHoldScript, readYes, []string{k, hk, cmd.Mark, WaitKey(k)}, cmd.Token, c.ms(cmd.TTL), channel)
 	case quorum.Unhold:
-		c.script(unholdScript, readUnhold, []string{k, hk, waitKey(k)}, cmd.Token, channel)
+		c.script(unholdScript, readUnhold, []string{k, hk, WaitKey(k)}, cmd.Token, channel)
 	case quorum.ExtendHeld:
 		c.script(extendHeldScript, readYes, []string{k, hk}, cmd.Token, c.ms(cmd.TTL))
 	case quorum.RestoreHeld:

@@ -43,7 +43,7 @@ func (r *Redis) muxFor(db int) (*wire.Mux, error) {
 		return r.mux, nil
 	}
 	if db < 0 || db >= quorum.DBs {
-		return nil, fmt.Errorf("%w: %d", errBadDB, db)
+		return nil, fmt.Errorf("%w: %d", ErrBadDB, db)
 	}
 	return r.dbMux(db), nil
 }
@@ -51,7 +51,7 @@ func (r *Redis) muxFor(db int) (*wire.Mux, error) {
 // muxOf is the multiplexer cmd runs on: its database's, or for the lock
 // horizon the server's db 0's.
 func (r *Redis) muxOf(cmd *quorum.Cmd) (*wire.Mux, error) {
-	if isServerWide(cmd.Kind) {
+	if IsServerWide(cmd.Kind) {
 		return r.horizonMux(), nil
 	}
 	return r.muxFor(cmd.DB)

@@ -39,7 +39,7 @@ func announce(t *testing.T, r *Redis, db int, key, token string) {
 	}
 	for _, cmd := range steps {
 		if rep := quorum.Call(t.Context(), r, cmd); rep.Err != nil {
-			t.Fatalf("db %d %s: %v", db, opName(cmd.Kind), rep.Err)
+			t.Fatalf("db %d %s: %v", db, OpName(cmd.Kind), rep.Err)
 		}
 	}
 }

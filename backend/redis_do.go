@@ -15,6 +15,18 @@ import (
 var _ quorum.Node = (*Redis)(nil)
 var _ quorum.ReplyError = ServerError{}
 
+var (
+	// ErrClosed is returned by a node's operations after Close (for a Redis
+	// node, by the quorum.Node methods, which run over its multiplexer:
+	// the multiplexer's own error).
+	ErrClosed = wire.ErrClosed
+	// ErrInvalidTTL is returned for a ttl <= 0: the quorum's own error, so
+	// that one fact has one name. The quorum never sends such a ttl, and
+	// Redis would treat PEXPIRE with it as a delete, so it is refused
+	// rather than passed on.
+	ErrInvalidTTL = quorum.ErrInvalidTTL
+)
+
 // ServerError is an error reply of the server (-ERR …, -OOM …, -NOSCRIPT
 // …): the server refused the command, as opposed to a network failure.
 // Its ReplyCode makes it a quorum.ReplyError.
@@ -120,7 +132,7 @@ type call struct {
 	req    wire.Request // its deadline is the call's
 	ln     *wire.Line   // the line of the Cmd's key, in the Cmd's database
 	rcv    quorum.Receiver
-	s      *script // nil for a plain command
+	s      *Script // nil for a plain command
 	marked *markedEval
 	read   readFn
 	err    error // the first bad argument
@@ -184,7 +196,7 @@ func (c *call) setNXPX(key, token string, ttl time.Duration) {
 
 // script makes the call an EVALSHA of s over keys and then args, encoded
 // into its request at once.
-func (c *call) script(s *script, read readFn, keys []string, args ...string) {
+func (c *call) script(s *Script, read readFn, keys []string, args ...string) {
 	c.s, c.read = s, read
 	var buf [12]string
 	argv := append(buf[:0], "evalsha", s.sha, strconv.Itoa(len(keys)))
@@ -200,7 +212,7 @@ const evalPrefix = "$7\r\nevalsha\r\n$40\r\n"
 // evalForm is the EVAL form of sent, an encoded EVALSHA of s: the same
 // array with the script's text in place of the name and SHA1, so a
 // NOSCRIPT resend needs no copy of the arguments.
-func evalForm(sent []byte, s *script) []byte {
+func evalForm(sent []byte, s *Script) []byte {
 	hdr := bytes.IndexByte(sent, '\n') + 1 // "*<n>\r\n"
 	rest := sent[hdr+len(evalPrefix)+len(s.sha)+2:]
 	out := make([]byte, 0, len(sent)+len(s.src)+16)
@@ -232,5 +244,6 @@ func (c *call) msOrZero(d time.Duration) string {
 var (
 	errNoKeys      = errors.New("no keys")
 	errUnknownKind = errors.New("unknown command kind")
-	errBadDB       = errors.New("database index out of range")
+	// ErrBadDB refuses a Cmd whose database is outside 0 to quorum.DBs-1.
+	ErrBadDB = errors.New("database index out of range")
 )

@@ -41,7 +41,7 @@ func TestRedisDoTTLRoundsUp(t *testing.T) {
 		{Kind: quorum.RaiseFence, Key: "f", N: 7, TTL: d},
 	}
 	for _, cmd := range cmds {
-		t.Run(opName(cmd.Kind), func(t *testing.T) {
+		t.Run(OpName(cmd.Kind), func(t *testing.T) {
 			if err := c.ConfigSet(t.Context(), "slowlog-log-slower-than", "0").Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestRedisDoNoScript(t *testing.T) {
 	c := srv.Client()
 	cases := []struct {
 		cmd quorum.Cmd
-		s   *script
+		s   *Script
 	}{
 		{quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "k", Token: tok}, compareAndDeleteScript},
 		{quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "k", Token: tok, Notify: true}, compareAndDeleteNotifyScript},
@@ -91,7 +91,7 @@ func TestRedisDoNoScript(t *testing.T) {
 		{quorum.Cmd{Kind: quorum.HoldOwner, Key: "k", Mark: mark, Prefix: "t", Token: "t2", TTL: time.Minute}, holdOwnerScript},
 	}
 	for _, tc := range cases {
-		t.Run(opName(tc.cmd.Kind), func(t *testing.T) {
+		t.Run(OpName(tc.cmd.Kind), func(t *testing.T) {
 			if err := c.FlushAll(t.Context()).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestRedisDoServerError(t *testing.T) {
 		err := quorum.Call(t.Context(), r, cmd).Err
 		var se ServerError
 		if !errors.As(err, &se) || se.Code != "WRONGTYPE" || !errors.Is(err, ServerError{Code: "WRONGTYPE"}) {
-			t.Fatalf("%s on a hash: err = %v, want a WRONGTYPE ServerError", opName(cmd.Kind), err)
+			t.Fatalf("%s on a hash: err = %v, want a WRONGTYPE ServerError", OpName(cmd.Kind), err)
 		}
 		if errors.Is(err, errNoScript) {
 			t.Fatalf("%v matches NOSCRIPT", err)
@@ -173,7 +173,7 @@ func TestRedisDoKeepsPerKeyOrder(t *testing.T) {
 	for i, s := range seq {
 		g := got[i]
 		if g.Err != nil || g.OK != s.want.OK || g.Token != s.want.Token || g.N != s.want.N || !slices.Equal(g.Each, s.want.Each) {
-			t.Fatalf("command %d (%s) = %+v, want %+v", i, opName(s.cmd.Kind), g, s.want)
+			t.Fatalf("command %d (%s) = %+v, want %+v", i, OpName(s.cmd.Kind), g, s.want)
 		}
 	}
 }
@@ -356,9 +356,9 @@ func TestRedisDoAllocs(t *testing.T) {
 			r.Do(dl, tc.cmd, rcv)
 			wg.Wait()
 		})
-		t.Logf("%s: %.1f allocations", opName(tc.cmd.Kind), allocs)
+		t.Logf("%s: %.1f allocations", OpName(tc.cmd.Kind), allocs)
 		if allocs > tc.max {
-			t.Errorf("%s: %.1f allocations per call, want at most %.0f", opName(tc.cmd.Kind), allocs, tc.max)
+			t.Errorf("%s: %.1f allocations per call, want at most %.0f", OpName(tc.cmd.Kind), allocs, tc.max)
 		}
 	}
 }

@@ -43,7 +43,7 @@ const (
 var (
 	mark   = "redlockd:hold:{k}:r1"
 	holdsK = quorum.HoldsKey("k")
-	wk     = waitKey("k")
+	wk     = WaitKey("k")
 	pfx    = quorum.OwnerPrefix("o")
 )
 
@@ -123,7 +123,7 @@ var multiCases = []redisDoCase{
 	{name: "ExtendAll all held", setup: [][]any{set("a", tok, "5000"), set("b", tok, "5000")}, cmd: quorum.Cmd{Kind: quorum.ExtendAll, Keys: []string{"a", "b"}, Token: tok, TTL: time.Minute},
 		want: quorum.Reply{OK: true, N: 1}, pttlOver: map[string]time.Duration{"a": 50 * time.Second, "b": 50 * time.Second}},
 	{name: "ExtendAll one other", setup: [][]any{set("a", tok, "5000"), set("b", other, "5000")}, cmd: quorum.Cmd{Kind: quorum.ExtendAll, Keys: []string{"a", "b"}, Token: tok, TTL: time.Minute}},
-	{name: "ReleaseEach", setup: [][]any{set("a", tok, min1), set("b", other, min1), set(waitKey("a"), "1", min1)},
+	{name: "ReleaseEach", setup: [][]any{set("a", tok, min1), set("b", other, min1), set(WaitKey("a"), "1", min1)},
 		cmd:  quorum.Cmd{Kind: quorum.ReleaseEach, Keys: []string{"a", "b", "c"}, Token: tok},
 		want: quorum.Reply{OK: true, Each: []bool{true, false, false}}, state: map[string]string{"a": "", "b": other}, published: "a"},
 }

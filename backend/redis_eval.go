@@ -32,11 +32,11 @@ import (
 // servers of other versions or histories agree on equal contents, with
 // "an expiry or none" rather than the expiry itself, which each server
 // sets by its own clock. A run that changed nothing needs no record: the
-// mark keeps only "d", for evalMarkSlack, so that an undo of a run whose
+// mark keeps only "d", for EvalMarkSlack, so that an undo of a run whose
 // answer was lost, queued behind it, finds it done and leaves a short
 // mark, not the long one for a script still on its way. Otherwise the
 // mark lives until the last of the run's keys would expire by itself (a
-// deleted key: as it would have), plus evalMarkSlack, within the mark
+// deleted key: as it would have), plus EvalMarkSlack, within the mark
 // ttl; a round that stands drops it (ForgetEval). An expiry the run set
 // beyond the max-ttl takes the run back in the same step.
 //
@@ -44,9 +44,9 @@ import (
 // millisecond, so "still as the script left it" is an equality, and
 // RESTORE … ABSTTL puts back the very expiry a key had.
 
-// evalMarkSlack is how much longer than the run's keys a mark lives, for
+// EvalMarkSlack is how much longer than the run's keys a mark lives, for
 // an undo still on its way.
-const evalMarkSlack = 2 * time.Second
+const EvalMarkSlack = 2 * time.Second
 
 // evalUndoLua is undo(m): put back, at mark m, every key still as the
 // after step recorded it and changed by the script; a recorded expiry
@@ -225,7 +225,7 @@ func (c *call) buildEval(cmd quorum.Cmd, channel string) error {
 	if cmd.Script == nil {
 		return errors.New("no script")
 	}
-	c.s = &script{src: cmd.Script.Src, sha: cmd.Script.SHA}
+	c.s = &Script{src: cmd.Script.Src, sha: cmd.Script.SHA}
 	c.resp3 = cmd.Script.RESP3
 	if cmd.Mark == "" {
 		c.script(c.s, readValue, cmd.Keys, cmd.Args...)
@@ -277,7 +277,7 @@ type markedEval struct {
 
 // step is the MULTI … EXEC of a marked script; eval sends every script's
 // text (after NOSCRIPT: the server lost its scripts).
-func (m *markedEval) step(user *script, eval bool) []byte {
+func (m *markedEval) step(user *Script, eval bool) []byte {
 	marked := append([]string{m.mark}, m.keys...)
 	buf := resp.AppendCommand(nil, []string{"multi"})
 	buf = appendScript(buf, evalSnapshotScript, eval, marked, m.ttl)
@@ -288,7 +288,7 @@ func (m *markedEval) step(user *script, eval bool) []byte {
 }
 
 // appendScript appends EVALSHA (or, with eval, EVAL) of s.
-func appendScript(buf []byte, s *script, eval bool, keys []string, args ...string) []byte {
+func appendScript(buf []byte, s *Script, eval bool, keys []string, args ...string) []byte {
 	argv := make([]string, 0, 3+len(keys)+len(args))
 	if eval {
 		argv = append(argv, "eval", s.src)
@@ -349,8 +349,8 @@ func readMarked(_ *call, rep wire.Reply) (quorum.Reply, error) {
 		Effect: after.Elems[1].Str, Each: timed}, nil
 }
 
-// markSlackMillis is evalMarkSlack as the after step takes it.
-var markSlackMillis = strconv.FormatInt(evalMarkSlack.Milliseconds(), 10)
+// markSlackMillis is EvalMarkSlack as the after step takes it.
+var markSlackMillis = strconv.FormatInt(EvalMarkSlack.Milliseconds(), 10)
 
 // toValue converts a reply as Redis converted the script's Lua value for
 // the connection's protocol (in RESP2: false is a null bulk, true the

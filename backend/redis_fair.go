@@ -39,7 +39,7 @@ func fairExpiryKey(key string) string { return slot.Key("redlockd:fairttl:", key
 func fairResKey(key string) string { return slot.Key(fairResPrefix, key) }
 
 const (
-	// waitPrefix is waitKey's name without the key's hash tag.
+	// waitPrefix is WaitKey's name without the key's hash tag.
 	waitPrefix    = "redlockd:wait:"
 	fairResPrefix = "redlockd:fairres:"
 )
@@ -179,7 +179,7 @@ func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
 // scriptTagged is script over the keys key and, for each prefix,
 // prefix+slot.Tagged(key), written into the request as they are encoded, so
 // that no key name is built on the way.
-func (c *call) scriptTagged(s *script, read readFn, key string, prefixes []string, args ...string) {
+func (c *call) scriptTagged(s *Script, read readFn, key string, prefixes []string, args ...string) {
 	c.s, c.read = s, read
 	nkeys := 1 + len(prefixes)
 	b := append(c.req.Small[:0], '*')
@@ -219,7 +219,7 @@ func (c *call) buildFair(cmd quorum.Cmd, channel string) error {
 	case quorum.FairTail:
 		c.script(fairTailScript, readN, []string{q, e})
 	case quorum.FairAcquire:
-		c.script(fairAcquireScript, readYes, []string{k, q, e, waitKey(k), res}, cmd.Token, ticket, c.ms(cmd.TTL), c.ms(max(cmd.Add, 1)))
+		c.script(fairAcquireScript, readYes, []string{k, q, e, WaitKey(k), res}, cmd.Token, ticket, c.ms(cmd.TTL), c.ms(max(cmd.Add, 1)))
 	case quorum.FairUndo:
 		c.script(fairUndoScript, readYes, []string{k, q, e, res}, cmd.Token, ticket, c.ms(max(cmd.Add, 1)))
 	case quorum.FairLeave:

@@ -5,21 +5,23 @@ import (
 	"encoding/hex"
 )
 
-// script is a Lua script the node runs by EVALSHA, falling back to EVAL
+// Script is a Lua script the node runs by EVALSHA, falling back to EVAL
 // when the server does not hold it. Redis caches scripts by the SHA1 of
 // the exact text, so a body is never built at run time.
-type script struct {
+type Script struct {
 	src string
 	sha string
-	scriptOnce
 }
 
-// allScripts lists every script, for the lines to load.
-var allScripts []*script
+// Src is the script's text.
+func (s *Script) Src() string { return s.src }
 
-func newScript(src string) *script {
+// allScripts lists every script, for the lines to load.
+var allScripts []*Script
+
+func newScript(src string) *Script {
 	sum := sha1.Sum([]byte(src))
-	s := &script{src: src, sha: hex.EncodeToString(sum[:])}
+	s := &Script{src: src, sha: hex.EncodeToString(sum[:])}
 	allScripts = append(allScripts, s)
 	return s
 }
@@ -51,7 +53,7 @@ return 2`)
 
 // The release scripts publish inside the script, so a waiter on another
 // proxy hears of the release without the releaser paying a round trip; and
-// only when a waiter has marked the key (KEYS[2], see waitKey), so that an
+// only when a waiter has marked the key (KEYS[2], see WaitKey), so that an
 // uncontended release publishes nothing. setNXMarkedScript
 // (redis_fair.go) is a waiter's SET NX: when the key is not stored it
 // marks it, in the same atomic step, until ARGV[3] ms from now unless an
@@ -99,7 +101,7 @@ for _, key in ipairs(KEYS) do
   redis.call("pexpire", key, ARGV[2])
 end
 return 1`)
-	// KEYS are the keys, then their wait keys (see waitKey).
+	// KEYS are the keys, then their wait keys (see WaitKey).
 	releaseEachScript = newScript(`
 local out = {}
 local n = #KEYS / 2

@@ -93,12 +93,12 @@ func (c *call) buildShared(cmd quorum.Cmd, channel string) error {
 	k, rk := cmd.Key, quorum.SharedKey(cmd.Key)
 	switch cmd.Kind {
 	case quorum.AcquireShared:
-		c.script(acquireSharedScript, readYes, []string{k, rk, quorum.WriterKey(k), waitKey(k)},
+		c.script(acquireSharedScript, readYes, []string{k, rk, quorum.WriterKey(k), WaitKey(k)},
 			cmd.Token, c.ms(cmd.TTL), quorum.SharedMarker, c.msOrZero(cmd.Add))
 	case quorum.ExtendShared:
 		c.script(extendSharedScript, readYes, []string{k, rk}, cmd.Token, c.ms(cmd.TTL), quorum.SharedMarker)
 	case quorum.ReleaseShared:
-		c.script(releaseSharedScript, readYes, []string{k, rk, waitKey(k)}, cmd.Token, channel, quorum.SharedMarker)
+		c.script(releaseSharedScript, readYes, []string{k, rk, WaitKey(k)}, cmd.Token, channel, quorum.SharedMarker)
 	case quorum.ReadShared:
 		c.script(readSharedScript, readUnhold, []string{k, rk}, quorum.SharedMarker)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // swapCases: CompareAndSwap on a real server, beside the memory node's
-// cases (memory_swap_test.go).
+// cases (backend/embedded/memory_swap_test.go).
 var swapCases = []redisDoCase{
 	{name: "CompareAndSwap held by old", setup: [][]any{set("k", tok, min1)},
 		cmd:  quorum.Cmd{Kind: quorum.CompareAndSwap, Key: "k", Old: tok, Token: "next", TTL: 5 * time.Second},

@@ -35,27 +35,6 @@ func newTestRedis(t *testing.T, addr string) *Redis {
 	return r
 }
 
-func TestRedisSemantics(t *testing.T) {
-	srv := redistest.Start(t)
-	r := newTestRedis(t, srv.Addr())
-	for _, tc := range semanticsCases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := srv.Client().FlushAll(t.Context()).Err(); err != nil {
-				t.Fatal(err)
-			}
-			for i, st := range tc.steps {
-				got, tok, err := runStep(t.Context(), r, st)
-				if err != nil {
-					t.Fatalf("step %d %s: %v", i, st.op, err)
-				}
-				if got != st.want || tok != st.wantTok {
-					t.Fatalf("step %d %s %s: got (%v, %q), want (%v, %q)", i, st.op, st.key, got, tok, st.want, st.wantTok)
-				}
-			}
-		})
-	}
-}
-
 // pttlBetween checks a remaining ttl against what was set, allowing for the
 // time the test itself took.
 func pttlBetween(t *testing.T, what string, got, lo, hi time.Duration) {

@@ -127,7 +127,7 @@ func held(t *testing.T, s *redistest.Server, key string) bool {
 // marked reports whether a waiter's mark of key is on s.
 func marked(t *testing.T, s *redistest.Server, key string) bool {
 	t.Helper()
-	n, err := s.Client().Exists(t.Context(), waitKey(key)).Result()
+	n, err := s.Client().Exists(t.Context(), WaitKey(key)).Result()
 	return err == nil && n == 1
 }
 
@@ -327,7 +327,7 @@ func TestRedisReleasesPublishOnlyWhenMarked(t *testing.T) {
 		}, true, true},
 	}
 	for _, marked := range []bool{false, true} {
-		wk := waitKey("k")
+		wk := WaitKey("k")
 		if err := srv.Client().Del(t.Context(), wk).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestRedisSetNXMarked(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	c := srv.Client()
-	wk := waitKey("k")
+	wk := WaitKey("k")
 	markTTL := func() time.Duration {
 		t.Helper()
 		d, err := c.PTTL(t.Context(), wk).Result()

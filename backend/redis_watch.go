@@ -30,16 +30,16 @@ func dbChannel(n int) string {
 	return releaseChannel + ":" + strconv.Itoa(n)
 }
 
-// waitKey is where waiters mark key on a node, named like the quorum's
+// WaitKey is where waiters mark key on a node, named like the quorum's
 // HoldsKey and FenceKey.
-func waitKey(key string) string { return slot.Key(waitPrefix, key) }
+func WaitKey(key string) string { return slot.Key(waitPrefix, key) }
 
 // waitKeys returns keys followed by their wait keys, as the multi-key
 // release script takes them.
 func waitKeys(keys []string) []string {
 	out := append(make([]string, 0, 2*len(keys)), keys...)
 	for _, k := range keys {
-		out = append(out, waitKey(k))
+		out = append(out, WaitKey(k))
 	}
 	return out
 }

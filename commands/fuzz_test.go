@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -78,7 +78,7 @@ var (
 // (locks that later inputs wait for) short-lived.
 func fuzzTarget() *Handler {
 	fuzzOnce.Do(func() {
-		nodes := []quorum.Node{backend.NewMemory("f1"), backend.NewMemory("f2"), backend.NewMemory("f3")}
+		nodes := []quorum.Node{embedded.New("f1"), embedded.New("f2"), embedded.New("f3")}
 		cfg := quorum.DefaultConfig()
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 		cl, err := quorum.New(nodes, cfg)

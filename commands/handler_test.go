@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/leaktest"
 )
@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	h     *Handler
 	s     *Session
-	nodes []*backend.Memory
+	nodes []*embedded.Memory
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
@@ -27,7 +27,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	f := &fixture{}
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
-		m := backend.NewMemory(n)
+		m := embedded.New(n)
 		f.nodes = append(f.nodes, m)
 		nodes = append(nodes, m)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestScriptEffectEmbedded(t *testing.T) {
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
-		m := backend.NewMemory(n)
+		m := embedded.New(n)
 		t.Cleanup(func() { _ = m.Close() })
 		nodes = append(nodes, m)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/quorum"
@@ -124,7 +124,7 @@ func memoryClusterB(t testing.TB) *quorum.Cluster {
 	t.Helper()
 	var nodes []quorum.Node
 	for i := range 3 {
-		nodes = append(nodes, backend.NewMemory(fmt.Sprintf("mem-%d", i+1)))
+		nodes = append(nodes, embedded.New(fmt.Sprintf("mem-%d", i+1)))
 	}
 	cluster, err := quorum.New(nodes, quorum.DefaultConfig())
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -62,7 +62,7 @@ func startBenchServer(b *testing.B) string {
 	b.Helper()
 	var nodes []quorum.Node
 	for i := range 3 {
-		nodes = append(nodes, backend.NewMemory(fmt.Sprintf("mem-%d", i+1)))
+		nodes = append(nodes, embedded.New(fmt.Sprintf("mem-%d", i+1)))
 	}
 	cluster, err := quorum.New(nodes, quorum.DefaultConfig())
 	if err != nil {

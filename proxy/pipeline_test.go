@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -18,7 +18,7 @@ import (
 // returns only once `want` such calls are inside it at the same time (or
 // ctx ends). A pipeline run one command after another can never get there.
 type meetNode struct {
-	*backend.Memory
+	*embedded.Memory
 	want int
 
 	mu      sync.Mutex
@@ -27,7 +27,7 @@ type meetNode struct {
 }
 
 func newMeetNode(name string, want int) *meetNode {
-	return &meetNode{Memory: backend.NewMemory(name), want: want, all: make(chan struct{})}
+	return &meetNode{Memory: embedded.New(name), want: want, all: make(chan struct{})}
 }
 
 // Do holds a SET NX of a "meet:" key until want of them are in.

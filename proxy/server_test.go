@@ -20,7 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/leaktest"
@@ -32,13 +32,13 @@ func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 // started and then blocks until the test opens the gate (or ctx ends), so
 // a test can hold a command in flight without sleeping.
 type gateNode struct {
-	*backend.Memory
+	*embedded.Memory
 	entered chan struct{}
 	gate    chan struct{}
 }
 
 func newGateNode(name string) *gateNode {
-	return &gateNode{Memory: backend.NewMemory(name), entered: make(chan struct{}, 16), gate: make(chan struct{})}
+	return &gateNode{Memory: embedded.New(name), entered: make(chan struct{}, 16), gate: make(chan struct{})}
 }
 
 // Do holds a SET NX of key "slow" until the gate opens.
@@ -75,7 +75,7 @@ func startServer(t *testing.T, opts Options, nodes ...quorum.Node) *testServer {
 	t.Helper()
 	if len(nodes) == 0 {
 		for i := range 3 {
-			nodes = append(nodes, backend.NewMemory(fmt.Sprintf("mem-%d", i+1)))
+			nodes = append(nodes, embedded.New(fmt.Sprintf("mem-%d", i+1)))
 		}
 	}
 	cfg := quorum.DefaultConfig()

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
@@ -22,7 +23,7 @@ func TestPipelinedLocksNeedNoWorker(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		var nodes []quorum.Node
 		for i := range 3 {
-			m := backend.NewMemory(fmt.Sprintf("slow-%d", i))
+			m := embedded.New(fmt.Sprintf("slow-%d", i))
 			m.SetDelay(2 * time.Millisecond) // every reply comes from another goroutine
 			nodes = append(nodes, m)
 		}
@@ -89,7 +90,7 @@ func TestPipelinedUnlocksNeedNoWorker(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		var nodes []quorum.Node
 		for i := range 3 {
-			m := backend.NewMemory(fmt.Sprintf("slow-%d", i))
+			m := embedded.New(fmt.Sprintf("slow-%d", i))
 			m.SetDelay(2 * time.Millisecond)
 			nodes = append(nodes, m)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/leaktest"
 )
@@ -55,7 +55,7 @@ func memNodes(t *testing.T, n int) []quorum.Node {
 	t.Helper()
 	var nodes []quorum.Node
 	for i := range n {
-		m := backend.NewMemory(fmt.Sprintf("m%d", i+1))
+		m := embedded.New(fmt.Sprintf("m%d", i+1))
 		t.Cleanup(func() { m.Close() })
 		nodes = append(nodes, m)
 	}
@@ -172,13 +172,13 @@ func TestDedupBounded(t *testing.T) {
 func TestHubPublishNoNode(t *testing.T) {
 	nodes := memNodes(t, 2)
 	for _, n := range nodes {
-		n.(*backend.Memory).SetFault(fmt.Errorf("down"))
+		n.(*embedded.Memory).SetFault(fmt.Errorf("down"))
 	}
 	h := New(clusterOf(t, nodes), Options{})
 	if _, err := h.Publish(context.Background(), "ch", "m"); err == nil {
 		t.Fatal("Publish with every node down: no error")
 	}
-	nodes[1].(*backend.Memory).SetFault(nil)
+	nodes[1].(*embedded.Memory).SetFault(nil)
 	if _, err := h.Publish(context.Background(), "ch", "m"); err != nil {
 		t.Fatalf("Publish with one node up: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -20,7 +20,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			nodes := make([]quorum.Node, n)
 			for i := range nodes {
-				nodes[i] = backend.NewMemory("mem-" + strconv.Itoa(i))
+				nodes[i] = embedded.New("mem-" + strconv.Itoa(i))
 			}
 			// The engine's cost is measured, not the timeout: a busy
 			// machine's stall past the default 50 ms would fail the run.

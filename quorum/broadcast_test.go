@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -14,7 +14,7 @@ import (
 // node; a nil then is allowed.
 func TestBroadcastRepliesInNodeOrder(t *testing.T) {
 	nodes := memNodes(3)
-	nodes[1].(*backend.Memory).SetFault(errors.New("down"))
+	nodes[1].(*embedded.Memory).SetFault(errors.New("down"))
 	c := slowRetryCluster(t, nodes)
 	defer c.Close()
 	sub := quorum.Cmd{Kind: quorum.Subscribe, Key: "ch"}

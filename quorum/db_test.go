@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -79,7 +79,7 @@ func TestWaitWokenInItsDB(t *testing.T) {
 
 // A release that one node missed is sent again in its own database.
 func TestPendingReleaseRetriedInItsDB(t *testing.T) {
-	mems := []*backend.Memory{backend.NewMemory("a"), backend.NewMemory("b"), backend.NewMemory("c")}
+	mems := []*embedded.Memory{embedded.New("a"), embedded.New("b"), embedded.New("c")}
 	nodes := []quorum.Node{mems[0], mems[1], mems[2]}
 	cfg := quorum.DefaultConfig()
 	cfg.ReleaseRetry = 10 * time.Millisecond

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
 // watchedNode is an in-memory node whose "server" the test describes by
 // hand, as the Redis node's INFO look would.
 type watchedNode struct {
-	*backend.Memory
+	*embedded.Memory
 	mu  sync.Mutex
 	fns []func(quorum.ServerInfo)
 	// onSetNX runs inside SetNX, after the write: a restart noticed while
@@ -91,7 +91,7 @@ func unseenCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*
 	ws := make([]*watchedNode, 3)
 	nodes := make([]quorum.Node, 3)
 	for i := range ws {
-		ws[i] = &watchedNode{Memory: backend.NewMemory(string(rune('A' + i)))}
+		ws[i] = &watchedNode{Memory: embedded.New(string(rune('A' + i)))}
 		nodes[i] = ws[i]
 	}
 	cfg := quorum.DefaultConfig()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -55,7 +55,7 @@ func horizonCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []
 	rs := make([]*raiseFault, 3)
 	nodes := make([]quorum.Node, 3)
 	for i := range rs {
-		rs[i] = &raiseFault{watchedNode: &watchedNode{Memory: backend.NewMemory(string(rune('A' + i)))}}
+		rs[i] = &raiseFault{watchedNode: &watchedNode{Memory: embedded.New(string(rune('A' + i)))}}
 		nodes[i] = rs[i]
 	}
 	cfg := quorum.DefaultConfig()

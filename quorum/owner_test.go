@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -16,12 +16,12 @@ const ownerTTL = 10 * time.Second
 
 // ownerCluster is a cluster over three in-memory nodes, of which the
 // first may be wrapped (to lose replies or stall), closed at cleanup.
-func ownerCluster(t *testing.T, first func(*backend.Memory) quorum.Node) (*quorum.Cluster, []*backend.Memory) {
+func ownerCluster(t *testing.T, first func(*embedded.Memory) quorum.Node) (*quorum.Cluster, []*embedded.Memory) {
 	t.Helper()
-	var mems []*backend.Memory
+	var mems []*embedded.Memory
 	var nodes []quorum.Node
 	for _, name := range []string{"m1", "m2", "m3"} {
-		m := backend.NewMemory(name)
+		m := embedded.New(name)
 		mems = append(mems, m)
 		nodes = append(nodes, m)
 	}
@@ -46,7 +46,7 @@ func ownerCluster(t *testing.T, first func(*backend.Memory) quorum.Node) (*quoru
 }
 
 // seed stores a lock of token with holds holds on m, as the nodes do.
-func seed(t *testing.T, m *backend.Memory, token string, holds int64) {
+func seed(t *testing.T, m *embedded.Memory, token string, holds int64) {
 	t.Helper()
 	ctx := context.Background()
 	if err := nodetest.Set(ctx, m, "k", token, ownerTTL); err != nil {
@@ -58,7 +58,7 @@ func seed(t *testing.T, m *backend.Memory, token string, holds int64) {
 }
 
 // state is m's lock token and hold count ("" and 0 when free).
-func state(t *testing.T, m *backend.Memory) (string, int64) {
+func state(t *testing.T, m *embedded.Memory) (string, int64) {
 	t.Helper()
 	ctx := context.Background()
 	tok, _, ok, err := nodetest.Get(ctx, m, "k")
@@ -79,7 +79,7 @@ func state(t *testing.T, m *backend.Memory) (string, int64) {
 	return tok, n
 }
 
-func wantState(t *testing.T, m *backend.Memory, token string, holds int64) {
+func wantState(t *testing.T, m *embedded.Memory, token string, holds int64) {
 	t.Helper()
 	if tok, n := state(t, m); tok != token || n != holds {
 		t.Fatalf("%s stores %q with %d holds, want %q with %d", m.Name(), tok, n, token, holds)
@@ -141,7 +141,7 @@ func TestLockOwnerGrantUndoesOtherToken(t *testing.T) {
 }
 
 // lostReply is a node whose HoldOwner lands but whose answer is lost.
-type lostReply struct{ *backend.Memory }
+type lostReply struct{ *embedded.Memory }
 
 func (n lostReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	if cmd.Kind != quorum.HoldOwner {
@@ -156,7 +156,7 @@ func (n lostReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 // A node that did not answer gets the round undone: the fresh token it
 // stored is gone.
 func TestLockOwnerUndoesUnanswered(t *testing.T) {
-	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { return lostReply{m} })
+	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { return lostReply{m} })
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
 	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
@@ -168,7 +168,7 @@ func TestLockOwnerUndoesUnanswered(t *testing.T) {
 // A hold that an unanswered node added to the granted token is one of the
 // grant's holds there, and stays.
 func TestLockOwnerKeepsUnansweredGrantedHold(t *testing.T) {
-	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { return lostReply{m} })
+	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { return lostReply{m} })
 	for _, n := range m {
 		seed(t, n, tokW, 1)
 	}
@@ -184,7 +184,7 @@ func TestLockOwnerKeepsUnansweredGrantedHold(t *testing.T) {
 // lateHold is a node whose HoldOwner is held back until gate closes and
 // lands after the round gave up on it, as a stalled server's would.
 type lateHold struct {
-	*backend.Memory
+	*embedded.Memory
 	gate   chan struct{}
 	landed chan struct{}
 	once   sync.Once
@@ -209,7 +209,7 @@ func (n *lateHold) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 // neither a fresh token on a free node nor a hold.
 func TestLockOwnerLateHoldAddsNothing(t *testing.T) {
 	late := &lateHold{gate: make(chan struct{}), landed: make(chan struct{})}
-	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { late.Memory = m; return late })
+	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { late.Memory = m; return late })
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
 	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
@@ -247,7 +247,7 @@ func (n *flakyUndo) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 // An undo that a node did not answer is sent again until it does.
 func TestLockOwnerUndoRetried(t *testing.T) {
 	flaky := &flakyUndo{}
-	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { flaky.lostReply = lostReply{m}; return flaky })
+	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { flaky.lostReply = lostReply{m}; return flaky })
 	seed(t, m[0], tokW, 1)
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
@@ -272,7 +272,7 @@ func TestLockOwnerUndoRetried(t *testing.T) {
 // when it finds the granted token: the node counts the grant.
 func TestLockOwnerLateGrantedHoldCounts(t *testing.T) {
 	late := &lateHold{gate: make(chan struct{}), landed: make(chan struct{})}
-	c, m := ownerCluster(t, func(m *backend.Memory) quorum.Node { late.Memory = m; return late })
+	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { late.Memory = m; return late })
 	for _, n := range m {
 		seed(t, n, tokW, 1)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/check"
 	"github.com/redlockd/redlockd/testkit/nodetest"
@@ -86,7 +86,7 @@ func TestPermitsNaiveCountCrowds(t *testing.T) {
 
 // permitCutNode fails every command while cut is set, without running it.
 type permitCutNode struct {
-	*backend.Memory
+	*embedded.Memory
 	cut atomic.Bool
 }
 
@@ -103,7 +103,7 @@ func permitCluster(t *testing.T) (*quorum.Cluster, []*permitCutNode) {
 	var cuts []*permitCutNode
 	var nodes []quorum.Node
 	for i := range 3 {
-		n := &permitCutNode{Memory: backend.NewMemory(fmt.Sprintf("m%d", i+1))}
+		n := &permitCutNode{Memory: embedded.New(fmt.Sprintf("m%d", i+1))}
 		cuts = append(cuts, n)
 		nodes = append(nodes, n)
 	}
@@ -207,7 +207,7 @@ func TestPermitsMismatchAndExclusive(t *testing.T) {
 
 // lostPermitReply runs AcquirePermit on its node but loses the reply, as a
 // timeout does.
-type lostPermitReply struct{ *backend.Memory }
+type lostPermitReply struct{ *embedded.Memory }
 
 func (n lostPermitReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	if cmd.Kind != quorum.AcquirePermit {
@@ -218,7 +218,7 @@ func (n lostPermitReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receive
 }
 
 // refuseAcquire answers AcquirePermit with an error without running it.
-type refuseAcquire struct{ *backend.Memory }
+type refuseAcquire struct{ *embedded.Memory }
 
 func (n refuseAcquire) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	if cmd.Kind == quorum.AcquirePermit {
@@ -231,7 +231,7 @@ func (n refuseAcquire) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver)
 // A round granted on one node, landed unseen on another and refused on
 // the third leaves no slot and no marker anywhere.
 func TestPermitsFailedRoundLeavesNothing(t *testing.T) {
-	mems := []*backend.Memory{backend.NewMemory("m1"), backend.NewMemory("m2"), backend.NewMemory("m3")}
+	mems := []*embedded.Memory{embedded.New("m1"), embedded.New("m2"), embedded.New("m3")}
 	nodes := []quorum.Node{mems[0], lostPermitReply{mems[1]}, refuseAcquire{mems[2]}}
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond
@@ -281,7 +281,7 @@ func TestPermitShapedPlainToken(t *testing.T) {
 // A release that a node missed is sent again, to the permit's slot, once
 // the node answers.
 func TestPermitReleaseRetried(t *testing.T) {
-	mems := []*backend.Memory{backend.NewMemory("m1"), backend.NewMemory("m2"), backend.NewMemory("m3")}
+	mems := []*embedded.Memory{embedded.New("m1"), embedded.New("m2"), embedded.New("m3")}
 	cut := &permitCutNode{Memory: mems[2]}
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond

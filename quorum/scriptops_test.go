@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
-func memCluster(t *testing.T) (*quorum.Cluster, []*backend.Memory) {
+func memCluster(t *testing.T) (*quorum.Cluster, []*embedded.Memory) {
 	t.Helper()
-	var mems []*backend.Memory
+	var mems []*embedded.Memory
 	var nodes []quorum.Node
 	for _, name := range []string{"m1", "m2", "m3"} {
-		m := backend.NewMemory(name)
+		m := embedded.New(name)
 		mems = append(mems, m)
 		nodes = append(nodes, m)
 	}

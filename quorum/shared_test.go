@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 )
@@ -24,7 +24,7 @@ func readers(t *testing.T, m quorum.Node) int64 {
 	return rep.N
 }
 
-func wantReaders(t *testing.T, mems []*backend.Memory, n int64) {
+func wantReaders(t *testing.T, mems []*embedded.Memory, n int64) {
 	t.Helper()
 	for _, m := range mems {
 		if got := readers(t, m); got != n {
@@ -200,7 +200,7 @@ func TestSharedWriterWaitingKeepsReadersOut(t *testing.T) {
 }
 
 // waitMarked waits until every node has a writer's mark on "k".
-func waitMarked(t *testing.T, m []*backend.Memory) {
+func waitMarked(t *testing.T, m []*embedded.Memory) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		n := 0

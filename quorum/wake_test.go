@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 )
@@ -27,7 +27,7 @@ const (
 func memNodes(n int) []quorum.Node {
 	nodes := make([]quorum.Node, n)
 	for i := range nodes {
-		nodes[i] = backend.NewMemory("mem-" + string(rune('a'+i)))
+		nodes[i] = embedded.New("mem-" + string(rune('a'+i)))
 	}
 	return nodes
 }

@@ -14,9 +14,12 @@ const module = "github.com/redlockd/redlockd/"
 
 // TestLayout holds the rooms to what they own: a leaf utility under
 // internal/ imports nothing of the project outside internal/, nor does
-// backend/wire, the connection layer, which knows nothing of quorum; no
-// production file (a non-test file outside testkit/) imports a test
-// harness, so no harness ships in the binary.
+// backend/wire, the connection layer, which knows nothing of quorum; the
+// embedded engine (backend/embedded) imports of the project only quorum,
+// internal/, backend for the kind table and backend/wire for its reply
+// type, and backend never imports the engine; no production file (a
+// non-test file outside testkit/) imports a test harness, so no harness
+// ships in the binary.
 func TestLayout(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -55,6 +58,13 @@ func TestLayout(t *testing.T) {
 			}
 			if strings.HasPrefix(rel, "backend/wire/") && !strings.HasPrefix(own, "internal/") {
 				t.Errorf("%s: the connection layer imports %s", rel, p)
+			}
+			if strings.HasPrefix(rel, "backend/embedded/") && !strings.HasPrefix(own, "internal/") &&
+				own != "quorum" && own != "backend" && own != "backend/wire" {
+				t.Errorf("%s: the embedded engine imports %s", rel, p)
+			}
+			if strings.HasPrefix(rel, "backend/") && !strings.HasPrefix(rel, "backend/embedded/") && own == "backend/embedded" {
+				t.Errorf("%s: a Redis node imports the embedded engine %s", rel, p)
 			}
 			if !strings.HasPrefix(rel, "testkit/") && strings.HasPrefix(own, "testkit/") {
 				t.Errorf("%s: production code imports the test harness %s", rel, p)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -25,7 +26,7 @@ func openNodes(ctx context.Context, cfg Config) ([]quorum.Node, error) {
 		cfg.Logger.Warn("embedded mode: no fault tolerance, for trying it out",
 			"hint", "pass --backends host:port,host:port,host:port for real Redis masters")
 		return []quorum.Node{
-			backend.NewMemory("embedded-1"), backend.NewMemory("embedded-2"), backend.NewMemory("embedded-3"),
+			embedded.New("embedded-1"), embedded.New("embedded-2"), embedded.New("embedded-3"),
 		}, nil
 	}
 	nodes := make([]quorum.Node, 0, len(cfg.Backends))

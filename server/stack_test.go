@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/proxy"
 	"github.com/redlockd/redlockd/quorum"
@@ -185,7 +186,7 @@ func TestQuarantineSettings(t *testing.T) {
 // that were built after them, and INFO shows the metrics' figures.
 func TestMetricsSeeTheStack(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Nodes = []quorum.Node{backend.NewMemory("m1"), backend.NewMemory("m2"), backend.NewMemory("m3")}
+	cfg.Nodes = []quorum.Node{embedded.New("m1"), embedded.New("m2"), embedded.New("m3")}
 	rd, c := serve(t, cfg)
 	if _, err := c.Do(t.Context(), "LOCK", "k", "5000", "KEEPALIVE").Slice(); err != nil {
 		t.Fatal(err)
@@ -220,7 +221,7 @@ func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
 // TestShutdownReleasesEverything: Shutdown closes the nodes it was given,
 // twice is harmless, and Serve afterwards serves nothing.
 func TestShutdownReleasesEverything(t *testing.T) {
-	m := backend.NewMemory("m1")
+	m := embedded.New("m1")
 	cfg := DefaultConfig()
 	cfg.Nodes = []quorum.Node{m}
 	rd, err := New(t.Context(), cfg)
@@ -250,7 +251,7 @@ func TestShutdownReleasesEverything(t *testing.T) {
 // TestNewRefusesBadConfig: New closes the nodes it was given when it
 // fails.
 func TestNewRefusesBadConfig(t *testing.T) {
-	m := backend.NewMemory("m1")
+	m := embedded.New("m1")
 	cfg := DefaultConfig()
 	cfg.Nodes = []quorum.Node{m}
 	cfg.NodeTimeout = 0

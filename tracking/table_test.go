@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/tracking"
 )
@@ -34,7 +34,7 @@ func newTable(t *testing.T) *tracking.Table {
 	t.Helper()
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
-		m := backend.NewMemory(n)
+		m := embedded.New(n)
 		t.Cleanup(func() { m.Close() })
 		nodes = append(nodes, m)
 	}

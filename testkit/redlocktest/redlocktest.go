@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/metrics"
 	"github.com/redlockd/redlockd/proxy"
@@ -117,7 +118,7 @@ func StartMemory(t testing.TB, opts Options) *Instance {
 	}
 	nodes := make([]quorum.Node, opts.Backends)
 	for i := range nodes {
-		nodes[i] = backend.NewMemory(fmt.Sprintf("m%d", i+1))
+		nodes[i] = embedded.New(fmt.Sprintf("m%d", i+1))
 	}
 	in := &Instance{}
 	in.start(t, nodes, opts)

@@ -1,0 +1,236 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// errMemLate is a delayed in-memory reply that its deadline overtook.
+var errMemLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
+
+var _ quorum.Node = (*Memory)(nil)
+
+// Memory is an in-process node: a map of key to token and expiry, that
+// runs every quorum.Cmd as one step under its lock. Expired keys behave as
+// absent; they are dropped when touched and by a sweep that runs every so
+// many writes, so no goroutine is needed. Each kind runs as on a Redis
+// node, its command or script (backend.Build) run by the node's Lua engine over
+// the same keys, which may also hold hashes and sorted sets; replicated
+// client scripts (Eval) run on that engine too.
+//
+// SetFault, SetDelay and Calls are hooks for the quorum's unit tests.
+type Memory struct {
+	name string
+
+	mu     sync.Mutex
+	keys   map[string]entry
+	writes int // writes since the last sweep
+	closed bool
+	fault  error
+	delay  time.Duration
+	calls  map[string]int
+	now    func() time.Time // time.Now; tests replace it
+
+	scripts memScripts // hashes and undo records, under mu
+	// deadline is the one given to Do for the command running under mu
+	// (zero: none); it bounds a script. It lives here rather than in each
+	// command so that the native commands carry nothing more.
+	deadline time.Time
+
+	delayed  delayQueue
+	releases releaseWatchers
+	pubsub   memPubSub
+	tracking memTracking
+}
+
+type entry struct {
+	token string
+	// expires carries time.Now's monotonic reading, so a wall-clock jump
+	// neither frees nor prolongs a lock.
+	expires time.Time
+}
+
+// New returns an empty in-memory node called name.
+func New(name string) *Memory {
+	return &Memory{
+		name:  name,
+		keys:  make(map[string]entry),
+		calls: make(map[string]int),
+		now:   time.Now,
+	}
+}
+
+// Name returns the name given to New.
+func (m *Memory) Name() string { return m.name }
+
+// SetFault makes every following operation fail with err (after any delay
+// set by SetDelay); nil restores normal service.
+func (m *Memory) SetFault(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fault = err
+}
+
+// SetDelay makes every following operation answer after d, from a timer,
+// or fail at its deadline if that comes first (the operation then does
+// not run); 0 removes the delay. Delayed operations run in the order they
+// were given, so one may wait longer behind an earlier, longer delay.
+func (m *Memory) SetDelay(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.delay = d
+}
+
+// Calls reports how many times op was asked of the node, counting calls
+// that failed. op is the name of the command kind as the quorum's tests
+// have always counted it: the quorum.Node method of the same name
+// ("SetNX", "CompareAndDelete", "HoldOwner"…), with quorum.AddTTL counted
+// as "CompareAndAddTTL"; see backend.KindName.
+func (m *Memory) Calls(op string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[op]
+}
+
+// Do implements quorum.Node. Without a delay (and nothing delayed still
+// to run) it answers before it returns; with one it answers from a timer.
+func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	m.start(deadline, memCmd{cmd}, r)
+}
+
+// Watch implements quorum.Node: w.Released hears of the releases of
+// marked keys, with their database, and w.Message of the messages
+// published on the node. A Memory node has no server to identify.
+func (m *Memory) Watch(w quorum.Watcher) bool {
+	if w.Released != nil {
+		m.releases.add(w.Released)
+	}
+	if w.Message != nil {
+		m.pubsub.addWatcher(w.Message)
+	}
+	if w.Invalidated != nil {
+		m.watchInvalidated(w.Invalidated)
+	}
+	return false
+}
+
+// Close drops every key; later operations fail with backend.ErrClosed. Safe to
+// call twice.
+func (m *Memory) Close() error {
+	m.stopTracking()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	m.keys = make(map[string]entry)
+	m.scripts = memScripts{}
+	return nil
+}
+
+// start counts c, then runs it now or after the delay. A zero deadline is
+// none.
+func (m *Memory) start(deadline time.Time, c memCmd, r quorum.Receiver) {
+	m.mu.Lock()
+	m.calls[backend.KindName(c.Kind)]++
+	delay, fault := m.delay, m.fault
+	m.mu.Unlock()
+	left := time.Duration(math.MaxInt64)
+	if !deadline.IsZero() {
+		left = time.Until(deadline)
+	}
+	switch {
+	case left <= 0:
+		r.Receive(quorum.Reply{Err: errMemLate})
+	case left < delay:
+		// It would answer too late: the node never runs it.
+		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errMemLate}) })
+	case !m.delayed.push(delay, func() { r.Receive(m.runLate(deadline, c, fault)) }):
+		r.Receive(m.run(deadline, c, fault))
+	}
+}
+
+// runLate runs a delayed command unless its deadline passed meanwhile.
+func (m *Memory) runLate(deadline time.Time, c memCmd, fault error) quorum.Reply {
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return quorum.Reply{Err: errMemLate}
+	}
+	return m.run(deadline, c, fault)
+}
+
+// run executes c under the lock and announces what it released once the
+// lock is let go, so that a watcher may call back into the node. now is
+// read inside the lock so that expiry decisions are ordered with the
+// writes they race against.
+func (m *Memory) run(deadline time.Time, c memCmd, fault error) quorum.Reply {
+	if fault != nil {
+		return quorum.Reply{Err: fault}
+	}
+	if err := c.check(); err != nil {
+		return quorum.Reply{Err: err}
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return quorum.Reply{Err: backend.ErrClosed}
+	}
+	m.deadline = deadline
+	s := memOp{m: m, c: c, now: m.now()}
+	before := m.snapshot(c)
+	rep := s.exec()
+	changed := m.changed(c, before)
+	m.mu.Unlock()
+	m.tracking.report(changed)
+	for _, r := range s.announce {
+		m.releases.notify(r.db, r.key)
+	}
+	m.pubsub.deliver(s.published)
+	return rep
+}
+
+// lookup returns key's live entry, dropping it if it has expired. A hash
+// a script wrote is a present entry with an empty token. The caller holds
+// m.mu.
+func (m *Memory) lookup(key string, now time.Time) (entry, bool) {
+	e, ok := m.keys[key]
+	switch {
+	case !ok && len(m.scripts.hashes) == 0:
+		return entry{}, false
+	case !ok:
+		return m.hashAsEntry(key, now)
+	case !now.Before(e.expires):
+		delete(m.keys, key)
+		return entry{}, false
+	}
+	return e, true
+}
+
+// store writes an entry and sweeps expired keys once enough writes have
+// accumulated. Sweeping after len/2 writes keeps the cost amortised O(1)
+// per write while bounding the map to about twice the live keys plus the
+// keys written since the last sweep. The caller holds m.mu.
+func (m *Memory) store(key, token string, expires time.Time) {
+	m.keys[key] = entry{token: token, expires: expires}
+	m.dropHash(key)
+	m.wrote()
+}
+
+// wrote counts a write and sweeps once enough have accumulated.
+func (m *Memory) wrote() {
+	m.writes++
+	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records))/2 {
+		return
+	}
+	m.writes = 0
+	now := m.now()
+	for k, e := range m.keys {
+		if !now.Before(e.expires) {
+			delete(m.keys, k)
+		}
+	}
+	m.sweepScripts(now)
+}

@@ -1,0 +1,190 @@
+package embedded
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// The hash commands of redis.call, over memHash.
+
+func (r *luaRun) hget(args []string) quorum.Value {
+	h, errv := r.hash(args[0])
+	if errv != nil {
+		return *errv
+	}
+	if h != nil {
+		if v, ok := h.get(args[1]); ok {
+			return bulkValue(v)
+		}
+	}
+	return valueNil
+}
+
+func (r *luaRun) hset(args []string) quorum.Value { return r.hsetFields(args, "hset") }
+
+func (r *luaRun) hmset(args []string) quorum.Value {
+	if v := r.hsetFields(args, "hmset"); v.Kind == quorum.ErrorValue {
+		return v
+	}
+	return valueOK
+}
+
+// hsetFields is HSET: it answers how many fields were added.
+func (r *luaRun) hsetFields(args []string, name string) quorum.Value {
+	if len(args)%2 == 0 {
+		return errorValue("ERR wrong number of arguments for '" + name + "' command")
+	}
+	h, errv := r.hash(args[0])
+	if errv != nil {
+		return *errv
+	}
+	h = r.hashToWrite(args[0], h)
+	var added int64
+	for i := 1; i+1 < len(args); i += 2 {
+		if h.set(args[i], args[i+1]) {
+			added++
+		}
+	}
+	r.saveHash(args[0], h)
+	return intValue(added)
+}
+
+func (r *luaRun) hsetnx(args []string) quorum.Value {
+	h, errv := r.hash(args[0])
+	if errv != nil {
+		return *errv
+	}
+	if h != nil {
+		if _, ok := h.get(args[1]); ok {
+			return intValue(0)
+		}
+	}
+	h = r.hashToWrite(args[0], h)
+	h.set(args[1], args[2])
+	r.saveHash(args[0], h)
+	return intValue(1)
+}
+
+func (r *luaRun) hdel(args []string) quorum.Value {
+	h, errv := r.hash(args[0])
+	if errv != nil || h == nil {
+		return orZero(errv)
+	}
+	return r.delFields(args[0], h, args[1:])
+}
+
+// delFields deletes the fields (a sorted set's members) names of key's
+// hash h, and answers how many there were: HDEL's and ZREM's step.
+func (r *luaRun) delFields(key string, h *memHash, names []string) quorum.Value {
+	h = r.hashToWrite(key, h)
+	var n int64
+	for _, name := range names {
+		if h.del(name) {
+			n++
+		}
+	}
+	r.saveHash(key, h)
+	return intValue(n)
+}
+
+// orZero is errv's reply, or 0.
+func orZero(errv *quorum.Value) quorum.Value {
+	if errv != nil {
+		return *errv
+	}
+	return intValue(0)
+}
+
+func (r *luaRun) hexists(args []string) quorum.Value {
+	h, errv := r.hash(args[0])
+	if errv != nil || h == nil {
+		return orZero(errv)
+	}
+	_, ok := h.get(args[1])
+	return boolValue(ok)
+}
+
+func (r *luaRun) hincrby(args []string) quorum.Value {
+	by, ok := parseInt(args[2])
+	if !ok {
+		return errorValue(errNotInteger)
+	}
+	h, errv := r.hash(args[0])
+	if errv != nil {
+		return *errv
+	}
+	var cur int64
+	if h != nil {
+		if v, found := h.get(args[1]); found {
+			if cur, ok = parseInt(v); !ok {
+				return errorValue("ERR hash value is not an integer")
+			}
+		}
+	}
+	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
+		return errorValue("ERR increment or decrement would overflow")
+	}
+	h = r.hashToWrite(args[0], h)
+	h.set(args[1], strconv.FormatInt(cur+by, 10))
+	r.saveHash(args[0], h)
+	return intValue(cur + by)
+}
+
+func (r *luaRun) hlen(args []string) quorum.Value {
+	h, errv := r.hash(args[0])
+	if errv != nil || h == nil {
+		return orZero(errv)
+	}
+	return intValue(int64(len(h.fields)))
+}
+
+// hashArray answers the fields of key's hash as pick lists them.
+func (r *luaRun) hashArray(key string, pick func(memField) []string) quorum.Value {
+	h, errv := r.hash(key)
+	if errv != nil {
+		return *errv
+	}
+	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{}}
+	if h != nil {
+		for _, f := range h.fields {
+			for _, s := range pick(f) {
+				arr.Elems = append(arr.Elems, bulkValue(s))
+			}
+		}
+	}
+	return arr
+}
+
+func (r *luaRun) hgetall(args []string) quorum.Value {
+	return r.hashArray(args[0], func(f memField) []string { return []string{f.name, f.val} })
+}
+
+func (r *luaRun) hkeys(args []string) quorum.Value {
+	return r.hashArray(args[0], func(f memField) []string { return []string{f.name} })
+}
+
+func (r *luaRun) hvals(args []string) quorum.Value {
+	return r.hashArray(args[0], func(f memField) []string { return []string{f.val} })
+}
+
+func (r *luaRun) hmget(args []string) quorum.Value {
+	h, errv := r.hash(args[0])
+	if errv != nil {
+		return *errv
+	}
+	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: make([]quorum.Value, 0, len(args)-1)}
+	for _, f := range args[1:] {
+		v, ok := "", false
+		if h != nil {
+			v, ok = h.get(f)
+		}
+		if !ok {
+			arr.Elems = append(arr.Elems, valueNil)
+			continue
+		}
+		arr.Elems = append(arr.Elems, bulkValue(v))
+	}
+	return arr
+}

@@ -14,9 +14,13 @@ import (
 )
 
 // defaultConns is how many multiplexed connections a node opens. Redis runs
-// commands on one thread, so more connections buy no parallelism there; a
-// second one keeps a large reply or a reset from stalling every caller.
-const defaultConns = 2
+// commands on one thread, so more connections buy no parallelism there,
+// and every line costs a write and a read per batch of its own: with one
+// line a batch holds the commands that two lines would split between two
+// writes. A second line would keep a large reply or a reset from stalling
+// the keys that hash to the first, but not the others; the quorum already
+// rides over one slow node.
+const defaultConns = 1
 
 // nodeConfig says how every connection of the node is opened: the address,
 // TLS, AUTH and SELECT parsed from the node's URL. connected runs on each

@@ -88,8 +88,17 @@ func (m *Metrics) node(name string) *nodeStats {
 	return n
 }
 
-// NodeDone implements quorum.Observer.
-func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
+// NodesDone implements quorum.Observer.
+func (m *Metrics) NodesDone(op string, calls []quorum.NodeResult) {
+	debug := m.debugging()
+	for i := range calls {
+		m.nodeDone(op, &calls[i], debug)
+	}
+}
+
+// nodeDone records one call within op; debug says whether it is logged.
+func (m *Metrics) nodeDone(op string, r *quorum.NodeResult, debug bool) {
+	node, d, err := r.Node, r.D, r.Err
 	c, ok := m.nodes.calls.load(labelPair{node, op})
 	if !ok {
 		c = m.nodeCall(node, op)
@@ -98,7 +107,7 @@ func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
 	c.seconds.Observe(d.Seconds())
 	n.busy.Add(int64(d))
 	n.calls.Add(1)
-	if m.debugging() {
+	if debug {
 		m.debugNode(node, op, d, err)
 	}
 	if err != nil {

@@ -74,7 +74,7 @@ type releaseAfterFirstRound struct {
 	release func()
 }
 
-func (*releaseAfterFirstRound) NodeDone(string, string, time.Duration, error) {}
+func (*releaseAfterFirstRound) NodesDone(string, []quorum.NodeResult) {}
 
 func (o *releaseAfterFirstRound) OpDone(op, outcome string, _, _, _ time.Duration) {
 	if op == quorum.OpAcquire && outcome == quorum.OutcomeContended {

@@ -395,7 +395,7 @@ type opRecorder struct {
 	ops []string // "op/outcome"
 }
 
-func (r *opRecorder) NodeDone(string, string, time.Duration, error) {}
+func (r *opRecorder) NodesDone(string, []quorum.NodeResult) {}
 
 func (r *opRecorder) OpDone(op, outcome string, _ time.Duration, _, _ time.Duration) {
 	r.mu.Lock()

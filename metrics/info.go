@@ -15,7 +15,7 @@ import (
 // and the last error.
 func (m *Metrics) BackendFields(node string) string {
 	n := m.node(node)
-	// calls before busy: NodeDone adds the time first, so every call
+	// calls before busy: NodesDone adds the time first, so every call
 	// counted here has its time in busy.
 	calls, errs := n.calls.Load(), n.errors.Load()
 	busy := time.Duration(n.busy.Load())

@@ -152,8 +152,9 @@ func New(o Options) *Metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: NameWaiting,
 			Help: "Commands waiting for a lock now (LOCK … WAIT)."},
 			func() float64 { return float64(m.waitingFn()) }))
-	for _, b := range o.Backends {
+	for i, b := range o.Backends {
 		m.node(b)
+		m.nodes.index(i, b)
 	}
 	return m
 }

@@ -240,7 +240,7 @@ func TestErrorKindsFromRealRedis(t *testing.T) {
 func TestInfoLines(t *testing.T) {
 	m := New(Options{Backends: []string{"a:1"}})
 	m.OpDone(quorum.OpAcquire, quorum.OutcomeOK, time.Millisecond, 9*time.Second, 10*time.Second)
-	m.NodeDone("a:1", quorum.OpAcquire, time.Millisecond, errors.New("boom, bang"))
+	nodeDone(m, 0, "a:1", quorum.OpAcquire, time.Millisecond, errors.New("boom, bang"))
 	var b strings.Builder
 	m.WriteInfo("locks", &b)
 	for _, want := range []string{"quorum_acquire_ok:1\r\n", "validity_ratio_mean:0.9000\r\n"} {

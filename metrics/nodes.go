@@ -49,12 +49,37 @@ type nodeStats struct {
 
 type nodeTable struct {
 	fast  handles[string, *nodeStats] // read without the lock
-	mu    sync.Mutex                  // serialises creation; guards order
+	mu    sync.Mutex                  // serialises creation; guards order and ncols
 	order []string
 
 	// calls finds a reply's backend figures and latency series in one
-	// lookup.
+	// lookup: the way to them when indexed has not got them.
 	calls handles[labelPair, nodeCall] // (backend, op) -> both
+
+	// indexed holds the backends by their index in the cluster's
+	// configuration order, each with its calls by operation column, so
+	// that a round's replies find theirs without a lookup per reply.
+	// Read without the lock; replaced by a longer copy under mu.
+	indexed atomic.Pointer[[]*indexedNode]
+	// columns numbers the operations, in the order first reported, up
+	// to opColumns; an operation past them has -1.
+	columns handles[string, int]
+	ncols   int
+}
+
+// opColumns is how many operations get a column of their own in
+// indexedNode: more than quorum has.
+const opColumns = 16
+
+// maxIndexed bounds the indexes that indexed holds; a backend past it
+// goes by the (backend, op) map.
+const maxIndexed = 1024
+
+// indexedNode is the backend at one index, and its calls by operation
+// column, each resolved on its first report.
+type indexedNode struct {
+	name string
+	ops  [opColumns]atomic.Pointer[nodeCall]
 }
 
 // nodeCall is what a reply of one backend within one operation updates.
@@ -88,17 +113,125 @@ func (m *Metrics) node(name string) *nodeStats {
 	return n
 }
 
-// NodeDone implements quorum.Observer.
-func (m *Metrics) NodeDone(node, op string, d time.Duration, err error) {
+// NodesDone implements quorum.Observer. A call finds its backend's
+// figures and series by the backend's index, where that index holds the
+// same name, and else by name.
+func (m *Metrics) NodesDone(op string, calls []quorum.NodeResult) {
+	debug := m.debugging()
+	col := m.nodes.column(op)
+	var indexed []*indexedNode
+	if p := m.nodes.indexed.Load(); p != nil {
+		indexed = *p
+	}
+	for i := range calls {
+		r := &calls[i]
+		var c nodeCall
+		if p := indexedCall(indexed, r.Index, r.Node, col); p != nil {
+			c = *p
+		} else {
+			c = m.resolveCall(r.Index, r.Node, op, col)
+		}
+		m.nodeDone(c, op, r, debug)
+	}
+}
+
+// indexedCall is the call of the backend at index i, named node, in
+// operation column col, if indexed has it; nil otherwise.
+func indexedCall(indexed []*indexedNode, i int, node string, col int) *nodeCall {
+	if col < 0 || i < 0 || i >= len(indexed) {
+		return nil
+	}
+	if x := indexed[i]; x != nil && x.name == node {
+		return x.ops[col].Load()
+	}
+	return nil
+}
+
+// resolveCall is the call of node within op by the (backend, op) map,
+// entered at index i in column col for the next reports where the index
+// is node's.
+func (m *Metrics) resolveCall(i int, node, op string, col int) nodeCall {
 	c, ok := m.nodes.calls.load(labelPair{node, op})
 	if !ok {
 		c = m.nodeCall(node, op)
 	}
+	if col >= 0 {
+		if x := m.nodes.index(i, node); x != nil && x.ops[col].Load() == nil {
+			p := c
+			x.ops[col].CompareAndSwap(nil, &p)
+		}
+	}
+	return c
+}
+
+// column is op's column in indexedNode.ops, numbered on first use; -1
+// once opColumns are taken.
+func (t *nodeTable) column(op string) int {
+	if col, ok := t.columns.load(op); ok {
+		return col
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if col, ok := t.columns.load(op); ok {
+		return col
+	}
+	col := -1
+	if t.ncols < opColumns {
+		col = t.ncols
+		t.ncols++
+	}
+	return t.columns.loadOrStore(op, col)
+}
+
+// index is the entry at i for the backend node, made if i has none; nil
+// when i is out of bounds or is another backend's. Only the making takes
+// the lock, once per index.
+func (t *nodeTable) index(i int, node string) *indexedNode {
+	if i < 0 || i >= maxIndexed {
+		return nil
+	}
+	if x, ok := t.indexAt(i, node); ok {
+		return x
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if x, ok := t.indexAt(i, node); ok {
+		return x
+	}
+	var cur []*indexedNode
+	if p := t.indexed.Load(); p != nil {
+		cur = *p
+	}
+	next := make([]*indexedNode, max(len(cur), i+1))
+	copy(next, cur)
+	x := &indexedNode{name: node}
+	next[i] = x
+	t.indexed.Store(&next)
+	return x
+}
+
+// indexAt is the entry at i if node's, or nil if another backend's;
+// false when i has none yet.
+func (t *nodeTable) indexAt(i int, node string) (*indexedNode, bool) {
+	p := t.indexed.Load()
+	if p == nil || i >= len(*p) || (*p)[i] == nil {
+		return nil, false
+	}
+	if x := (*p)[i]; x.name == node {
+		return x, true
+	}
+	return nil, true
+}
+
+// nodeDone records one call r within op to the backend of c; debug says
+// whether it is logged.
+func (m *Metrics) nodeDone(c nodeCall, op string, r *quorum.NodeResult, debug bool) {
+	node, d, err := r.Node, r.D, r.Err
 	n := c.n
 	c.seconds.Observe(d.Seconds())
 	n.busy.Add(int64(d))
 	n.calls.Add(1)
-	if m.debugging() {
+	if debug {
 		m.debugNode(node, op, d, err)
 	}
 	if err != nil {

@@ -14,28 +14,37 @@ import (
 func warmMetrics() (*Metrics, []string) {
 	nodes := []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"}
 	m := New(Options{Backends: nodes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	for _, n := range nodes {
-		m.NodeDone(n, quorum.OpAcquire, time.Millisecond, nil)
-	}
+	m.NodesDone(quorum.OpAcquire, results(nodes, time.Millisecond))
 	m.OpDone(quorum.OpAcquire, quorum.OutcomeOK, time.Millisecond, 9*time.Second, 10*time.Second)
 	return m, nodes
 }
 
-// BenchmarkNodeDone is one backend reply reported, one goroutine at a time
-// and from every core at once as the backends' readers report.
-func BenchmarkNodeDone(b *testing.B) {
+// results is one round's calls to nodes, each answered in d.
+func results(nodes []string, d time.Duration) []quorum.NodeResult {
+	rs := make([]quorum.NodeResult, len(nodes))
+	for i, n := range nodes {
+		rs[i] = quorum.NodeResult{Index: i, Node: n, D: d}
+	}
+	return rs
+}
+
+// BenchmarkNodesDone is one round's three backend replies reported, one
+// goroutine at a time and from every core at once as the rounds' last
+// replies report.
+func BenchmarkNodesDone(b *testing.B) {
 	m, nodes := warmMetrics()
+	round := results(nodes, 300*time.Microsecond)
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			m.NodeDone(nodes[i%len(nodes)], quorum.OpAcquire, 300*time.Microsecond, nil)
+		for b.Loop() {
+			m.NodesDone(quorum.OpAcquire, round)
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			for i := 0; pb.Next(); i++ {
-				m.NodeDone(nodes[i%len(nodes)], quorum.OpAcquire, 300*time.Microsecond, nil)
+			for pb.Next() {
+				m.NodesDone(quorum.OpAcquire, round)
 			}
 		})
 	})

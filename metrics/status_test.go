@@ -67,7 +67,7 @@ func TestStatusPage(t *testing.T) {
 		Keepalive: func() (int64, int64) { return 4, 2 }, Waiting: func() int64 { return 3 },
 		Started: time.Now().Add(-time.Hour)})
 	m.OpDone(quorum.OpAcquire, quorum.OutcomeOK, time.Millisecond, 9*time.Second, 10*time.Second)
-	m.NodeDone("a:1", quorum.OpAcquire, 2*time.Millisecond, nil)
+	nodeDone(m, 0, "a:1", quorum.OpAcquire, 2*time.Millisecond, nil)
 	code, page := getPage(t, m, "/")
 	if code != http.StatusOK {
 		t.Fatalf("status %d", code)

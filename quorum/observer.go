@@ -12,13 +12,29 @@ import (
 // must be safe for concurrent use, and quick: they run on the lock's
 // critical path.
 type Observer interface {
-	// NodeDone reports one call to one node within operation op: how long
-	// it took and its error (nil when the node answered, yes or no).
-	NodeDone(node, op string, d time.Duration, err error)
+	// NodesDone reports the calls to nodes within operation op, one
+	// NodeResult each, in configuration order: a round's calls together,
+	// once its last reply is in, or a single call made outside a round.
+	// calls is only valid during the call: an Observer that keeps a
+	// NodeResult copies it.
+	NodesDone(op string, calls []NodeResult)
 	// OpDone reports one quorum operation: its outcome (one of the Outcome
 	// constants), its duration, and for operations that grant a lock
 	// (acquire, extend, force_set) the validity left out of ttl.
 	OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration)
+}
+
+// NodeResult is one call to one node, as Observer.NodesDone reports it.
+type NodeResult struct {
+	// Index is the node's place in the Cluster's configuration order
+	// (the nodes given to New), Node its Name.
+	Index int
+	Node  string
+	// D is how long the call took: to when the node read the reply
+	// (Reply.At), or to the reply's receipt when the node does not say.
+	D time.Duration
+	// Err is the call's error, nil when the node answered (yes or no).
+	Err error
 }
 
 // Operation names passed to an Observer.
@@ -100,18 +116,24 @@ func (c *Cluster) roundDone(op string, r *round, err error, validity, ttl time.D
 	c.cfg.Observer.OpDone(op, Outcome(err), d, validity, ttl)
 }
 
-// reportNode reports n's reply rep to a call within op, which began at t0:
-// its latency runs to when the node read the reply (rep.At), or to now when
-// the node does not say.
-func (c *Cluster) reportNode(op string, n Node, t0 time.Time, rep Reply) {
-	if c.cfg.Observer == nil {
-		return
-	}
+// nodeLatency is a call's latency from its start t0 to the reply rep:
+// to when the node read the reply (rep.At), or to now when the node does
+// not say.
+func nodeLatency(t0 time.Time, rep Reply) time.Duration {
 	at := rep.At
 	if at.IsZero() {
 		at = time.Now()
 	}
-	c.cfg.Observer.NodeDone(n.Name(), op, at.Sub(t0), rep.Err)
+	return at.Sub(t0)
+}
+
+// reportNode reports node i's reply rep to a call within op, which began
+// at t0, on its own: for the calls made outside a round.
+func (c *Cluster) reportNode(op string, i int, t0 time.Time, rep Reply) {
+	if c.cfg.Observer == nil {
+		return
+	}
+	c.cfg.Observer.NodesDone(op, []NodeResult{{Index: i, Node: c.nodes[i].Name(), D: nodeLatency(t0, rep), Err: rep.Err}})
 }
 
 // boolOutcome turns a yes/no answer with no error into the error Outcome

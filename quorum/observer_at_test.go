@@ -25,10 +25,12 @@ type latencyObserver struct {
 	d  map[string][]time.Duration
 }
 
-func (o *latencyObserver) NodeDone(node, op string, d time.Duration, err error) {
+func (o *latencyObserver) NodesDone(op string, calls []NodeResult) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.d[node] = append(o.d[node], d)
+	for _, c := range calls {
+		o.d[c.Node] = append(o.d[c.Node], c.D)
+	}
 }
 
 func (o *latencyObserver) OpDone(string, string, time.Duration, time.Duration, time.Duration) {}

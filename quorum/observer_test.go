@@ -24,10 +24,12 @@ type recObserver struct {
 	nodes []nodeRecord
 }
 
-func (r *recObserver) NodeDone(node, op string, d time.Duration, err error) {
+func (r *recObserver) NodesDone(op string, calls []NodeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.nodes = append(r.nodes, nodeRecord{node, op, err != nil})
+	for _, c := range calls {
+		r.nodes = append(r.nodes, nodeRecord{c.Node, op, c.Err != nil})
+	}
 }
 
 func (r *recObserver) OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration) {
@@ -135,5 +137,47 @@ func TestInspect(t *testing.T) {
 	fs[1].setBehavior(behaveErr)
 	if in := c.Inspect(ctx, "k"); in.HasQuorum() || in.Holder.Held {
 		t.Errorf("with 1 of 3 answering: %+v", in)
+	}
+}
+
+// batchObserver keeps every NodesDone call as it came, and signals each.
+type batchObserver struct {
+	mu      sync.Mutex
+	batches [][]NodeResult
+	got     chan struct{}
+}
+
+func (b *batchObserver) NodesDone(op string, calls []NodeResult) {
+	b.mu.Lock()
+	b.batches = append(b.batches, append([]NodeResult(nil), calls...))
+	b.mu.Unlock()
+	b.got <- struct{}{}
+}
+
+func (b *batchObserver) OpDone(string, string, time.Duration, time.Duration, time.Duration) {}
+
+// A round reports its node calls in one NodesDone once its last reply is
+// in, a late one included: each node once, by its index and name in
+// configuration order, with its error.
+func TestRoundReportsNodesOnce(t *testing.T) {
+	fs, nodes := newFakes(3)
+	fs[2].setBehavior(behaveStall)
+	obs := &batchObserver{got: make(chan struct{}, 8)}
+	cfg := testConfig()
+	cfg.Observer = obs
+	c := newCluster(t, nodes, cfg)
+	if _, err := c.Acquire(context.Background(), "k", "t1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	<-obs.got // the stalled node's deadline ends the round
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.batches) != 1 || len(obs.batches[0]) != 3 {
+		t.Fatalf("reports %+v, want one of 3 calls", obs.batches)
+	}
+	for i, r := range obs.batches[0] {
+		if r.Index != i || r.Node != fs[i].name || (r.Err != nil) != (i == 2) {
+			t.Errorf("call %d reported as %+v", i, r)
+		}
 	}
 }

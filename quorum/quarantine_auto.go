@@ -214,7 +214,7 @@ func (c *Cluster) readHorizons(i int, ask []bool, done func([]horizonRead)) {
 		mu.Unlock()
 		gen := c.horizons.genOf(j)
 		n.Do(start.Add(c.cfg.NodeTimeout), Cmd{Kind: ReadHorizon, Key: HorizonKey}, ReceiverFunc(func(rep Reply) {
-			c.reportNode(OpHorizon, n, start, rep)
+			c.reportNode(OpHorizon, j, start, rep)
 			rd := horizonRead{asked: true, at: c.cfg.Now()}
 			if rep.Err == nil && c.horizons.genOf(j) == gen {
 				rd.ok, rd.ttl = true, c.horizons.clampRead(j, rep.TTL)

@@ -37,6 +37,12 @@ func anyVote(Reply) bool  { return true }
 // an early threshold and that many nodes said yes. The hooks run on the
 // goroutine of the last reply they wait for (a node's reader), or on the
 // caller's within launch when a node answers at once; they must not block.
+//
+// A round is allocated for one fan-out (newRound, grantThen) and never
+// reused or pooled: its calls stay valid for as long as anything holds
+// the round, a caller that read an early decision or the goroutine of a
+// late reply alike. So the last reply can report the whole round's calls
+// from them (see report) after the decision went out.
 type round struct {
 	c     *Cluster
 	op    string
@@ -59,6 +65,10 @@ type round struct {
 	runAll  bool // run waits for every reply (see grantRun.ready)
 
 	inline [3]nodeCall // calls, for up to three nodes
+	// results is where report lists the calls for the Observer, written
+	// once, by the last reply; its array inline for up to three nodes.
+	results       []NodeResult
+	inlineResults [3]NodeResult
 }
 
 // nodeCall is the Receiver of one node's reply within a round.
@@ -70,6 +80,11 @@ type nodeCall struct {
 	kind CmdKind
 	ttl  time.Duration
 	rep  Reply
+	// took and err are the call's latency and error as the node gave
+	// them (before the veto and the naming by node), for the Observer;
+	// recorded on receipt, only with an Observer.
+	took time.Duration
+	err  error
 }
 
 // Receive takes the node's reply. A yes that left a key with an expiry
@@ -109,8 +124,12 @@ func (r *round) init(c *Cluster, op string, vote voter, early int) {
 	r.c, r.op, r.vote, r.early = c, op, vote, early
 	if n := len(c.nodes); n <= len(r.inline) {
 		r.calls = r.inline[:n]
+		r.results = r.inlineResults[:0]
 	} else {
 		r.calls = make([]nodeCall, n)
+		if c.cfg.Observer != nil {
+			r.results = make([]NodeResult, 0, n)
+		}
 	}
 }
 
@@ -142,14 +161,20 @@ func (r *round) launch(ask asker) {
 	}
 }
 
-// receive takes node nc.i's reply: reported, vetoed while the node's votes
-// do not count (checked after the call, so that a restart meanwhile counts
-// too), its error named by the node, and tallied.
+// receive takes node nc.i's reply: recorded for the report, vetoed while
+// the node's votes do not count (checked after the call, so that a
+// restart meanwhile counts too), its error named by the node, and
+// tallied. The last reply reports every call of the round, before the
+// hooks it runs.
 func (r *round) receive(nc *nodeCall, rep Reply) {
 	if nc.asked {
 		c := r.c
 		n := c.nodes[nc.i]
-		c.reportNode(r.op, n, r.start, rep)
+		if c.cfg.Observer != nil {
+			// Written before r.mu is taken below, and read by the last
+			// reply only after it took r.mu in turn.
+			nc.took, nc.err = nodeLatency(r.start, rep), rep.Err
+		}
 		if rep.Err == nil {
 			if err := c.health.veto(nc.i, rep.Shard); err != nil {
 				rep = Reply{Err: err}
@@ -175,6 +200,9 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 	}
 	t := r.t
 	r.mu.Unlock()
+	if last {
+		r.report()
+	}
 	switch {
 	case runReady:
 		r.run.ready(t)
@@ -186,6 +214,25 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 		r.run.failed(t)
 	case all != nil:
 		all(t)
+	}
+}
+
+// report gives the Observer the calls of every node the round asked, in
+// one NodesDone; only from the last reply, once. The round is not reused
+// (see round), so its calls and results are still this round's.
+func (r *round) report() {
+	o := r.c.cfg.Observer
+	if o == nil {
+		return
+	}
+	res := r.results[:0]
+	for i := range r.calls {
+		if nc := &r.calls[i]; nc.asked {
+			res = append(res, NodeResult{Index: i, Node: r.c.nodes[i].Name(), D: nc.took, Err: nc.err})
+		}
+	}
+	if len(res) > 0 {
+		o.NodesDone(r.op, res)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
@@ -671,28 +672,29 @@ func TestMemoryEvalHashAndNativeCommands(t *testing.T) {
 	}
 }
 
-// TestMemoryEvalFaultAndDelay: Eval goes through the node's fault and
-// delay hooks and is counted, like every other command.
+// TestMemoryEvalFaultAndDelay: Eval on a faultnode-wrapped node is
+// failed, delayed and counted like every other command.
 func TestMemoryEvalFaultAndDelay(t *testing.T) {
 	m, _ := newTestMemory(t)
+	f := faultnode.Wrap(m)
 	boom := errors.New("boom")
-	m.SetFault(boom)
-	if got := quorum.Call(t.Context(), m, memEvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, boom) {
+	f.SetFault(boom)
+	if got := quorum.Call(t.Context(), f, memEvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, boom) {
 		t.Fatalf("Eval with a fault = %+v", got)
 	}
 	checkMemKeys(t, m, map[string]string{k1[0]: ""}, nil)
-	m.SetFault(nil)
-	m.SetDelay(time.Hour)
+	f.SetFault(nil)
+	f.SetDelay(time.Hour)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	if got := quorum.Call(ctx, m, memEvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, context.DeadlineExceeded) {
+	if got := quorum.Call(ctx, f, memEvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, context.DeadlineExceeded) {
 		t.Fatalf("Eval delayed past its deadline = %+v", got)
 	}
-	m.SetDelay(time.Millisecond)
-	if got := quorum.Call(t.Context(), m, memEvalCmd(`return 5`, nil)); got.Value == nil || got.Value.Int != 5 {
+	f.SetDelay(time.Millisecond)
+	if got := quorum.Call(t.Context(), f, memEvalCmd(`return 5`, nil)); got.Value == nil || got.Value.Int != 5 {
 		t.Fatalf("delayed Eval = %+v", got)
 	}
-	if n := m.Calls("Eval"); n != 3 {
+	if n := f.Calls("Eval"); n != 3 {
 		t.Fatalf("Calls(Eval) = %d, want 3", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/faultnode"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 // memDoCase is one command on a fresh in-memory node whose clock stands
@@ -186,19 +187,19 @@ var memDoCases = []memDoCase{
 		want: quorum.Reply{OK: true, N: 12}, after: map[string]string{memK: "12"}, ttls: map[string]time.Duration{memK: time.Minute}},
 	{name: "RaiseFence overwrites a malformed one", before: []quorum.Cmd{{Kind: quorum.Set, Key: memK, Token: "x", TTL: time.Second}},
 		cmd: quorum.Cmd{Kind: quorum.RaiseFence, Key: memK, N: 3, TTL: time.Minute}, want: quorum.Reply{OK: true, N: 3}, after: map[string]string{memK: "3"}},
-	{name: "Eval", cmd: quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('set', KEYS[1], ARGV[1], 'PX', 5000)`), Keys: []string{memK}, Args: []string{"v"}},
+	{name: "Eval", cmd: quorum.Cmd{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('set', KEYS[1], ARGV[1], 'PX', 5000)`), Keys: []string{memK}, Args: []string{"v"}},
 		want:  quorum.Reply{OK: true, Value: &quorum.Value{Kind: quorum.StatusValue, Str: "OK"}, TTL: 5 * time.Second},
 		after: map[string]string{memK: "v"}, ttls: map[string]time.Duration{memK: 5 * time.Second}},
-	{name: "Eval marked without a ttl", cmd: quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1"},
+	{name: "Eval marked without a ttl", cmd: quorum.Cmd{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1"},
 		before: []quorum.Cmd{memSetNX(memK, "a", time.Minute)}, want: quorum.Reply{Err: backend.ErrInvalidTTL}, after: map[string]string{memK: "a"}},
 	{name: "Eval without a script", cmd: quorum.Cmd{Kind: quorum.Eval, Keys: []string{memK}}, want: quorum.Reply{Err: errAnyMem}},
 	{name: "UndoEval", before: []quorum.Cmd{memSetNX(memK, "a", 7*time.Second),
-		{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
+		{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
 		cmd:  quorum.Cmd{Kind: quorum.UndoEval, Keys: []string{memK}, Mark: "m1"},
 		want: quorum.Reply{OK: true}, after: map[string]string{memK: "a"}, ttls: map[string]time.Duration{memK: 7 * time.Second}},
 	{name: "UndoEval unknown mark", cmd: quorum.Cmd{Kind: quorum.UndoEval, Keys: []string{memK}, Mark: "m1"}},
 	{name: "ForgetEval", before: []quorum.Cmd{memSetNX(memK, "a", 7*time.Second),
-		{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
+		{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
 		cmd: quorum.Cmd{Kind: quorum.ForgetEval, Keys: []string{memK}, Mark: "m1"}, want: quorum.Reply{OK: true}},
 	{name: "unknown kind", cmd: quorum.Cmd{Kind: 0, Key: memK}, want: quorum.Reply{Err: errAnyMem}},
 }

@@ -8,10 +8,9 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// kind is everything the nodes know of one quorum.CmdKind: the name
-// the embedded engine's Calls counts it under, the name errors give it,
-// what its arguments must hold, and the command or script that runs it
-// and how its reply reads (build); read: it never changes a key;
+// kind is everything the nodes know of one quorum.CmdKind: its name
+// (KindName), the name errors give it, what its arguments must hold, and
+// the command or script that runs it and how its reply reads (build); read: it never changes a key;
 // server: it acts on the server's one lock horizon, in the server's db 0
 // whatever the command's database, on every shard of a cluster.
 type kind struct {
@@ -92,7 +91,9 @@ func IsRead(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.read }
 // IsServerWide reports whether k acts on the server's lock horizon.
 func IsServerWide(k quorum.CmdKind) bool { row, _ := kindOf(k); return row.server }
 
-// KindName is the name the embedded engine's Memory.Calls counts k under.
+// KindName names k as the quorum.Node method of old of the same name
+// ("SetNX", "HoldOwner"…; quorum.AddTTL is "CompareAndAddTTL"): the name
+// under which faultnode.Node.Calls counts it.
 func KindName(k quorum.CmdKind) string {
 	if row, ok := kindOf(k); ok {
 		return row.name

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
@@ -70,7 +71,7 @@ func TestClusterAskNoScriptResendsEval(t *testing.T) {
 	defer cl.Close()
 	src := `redis.call("set", KEYS[1], ARGV[1]) return ARGV[1]`
 	for i, arg := range []string{"a", "b"} { // the second: script cached
-		got := mustValue(t, quorum.Call(t.Context(), cl, evalCmd(src, []string{askKey}, arg)))
+		got := mustValue(t, quorum.Call(t.Context(), cl, nodetest.EvalCmd(src, []string{askKey}, arg)))
 		if got.Kind != quorum.BulkValue || got.Str != arg {
 			t.Fatalf("run %d through ASK after SCRIPT FLUSH = %+v; want %q", i, got, arg)
 		}
@@ -89,7 +90,7 @@ func TestRedisAskingMarkedNoScriptKeepsAsking(t *testing.T) {
 	r := newTestRedis(t, to.Addr())
 	src := `redis.call("set", KEYS[1], ARGV[1]) return ARGV[1]`
 	mark := "redlockd:script:{" + askKey + "}:m"
-	for i, cmd := range []quorum.Cmd{evalCmd(src, []string{askKey}, "a"), markedEvalCmd(mark, src, []string{askKey}, "b")} {
+	for i, cmd := range []quorum.Cmd{nodetest.EvalCmd(src, []string{askKey}, "a"), markedEvalCmd(mark, src, []string{askKey}, "b")} {
 		if err := to.Client().ScriptFlush(t.Context()).Err(); err != nil {
 			t.Fatal(err)
 		}

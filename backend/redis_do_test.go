@@ -243,24 +243,10 @@ func checkRedisReply(t *testing.T, tc redisDoCase, got quorum.Reply) {
 
 func checkState(t *testing.T, c *redis.Client, tc redisDoCase) {
 	t.Helper()
-	checkStrings(t, c, tc.state)
+	redistest.CheckStrings(t, c, tc.state)
 	for k, over := range tc.pttlOver {
 		if p := c.PTTL(t.Context(), k).Val(); p <= over {
 			t.Errorf("pttl of %s = %v, want over %v", k, p, over)
-		}
-	}
-}
-
-// checkStrings checks each key's string value on the server ("": absent).
-func checkStrings(t *testing.T, c *redis.Client, want map[string]string) {
-	t.Helper()
-	for k, w := range want {
-		v, err := c.Get(t.Context(), k).Result()
-		if errors.Is(err, redis.Nil) {
-			v, err = "", nil
-		}
-		if err != nil || v != w {
-			t.Errorf("%s = %q, %v; want %q", k, v, err, w)
 		}
 	}
 }

@@ -1,29 +1,19 @@
 package backend
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
-func userScript(src string) *quorum.Script {
-	sum := sha1.Sum([]byte(src))
-	return &quorum.Script{Src: src, SHA: hex.EncodeToString(sum[:])}
-}
-
-func evalCmd(src string, keys []string, args ...string) quorum.Cmd {
-	return quorum.Cmd{Kind: quorum.Eval, Script: userScript(src), Keys: keys, Args: args}
-}
-
-// marked is evalCmd with a mark, as the quorum sends a writing script.
+// markedEvalCmd is nodetest.EvalCmd with a mark, as the quorum sends a writing script.
 func markedEvalCmd(mark, src string, keys []string, args ...string) quorum.Cmd {
-	c := evalCmd(src, keys, args...)
+	c := nodetest.EvalCmd(src, keys, args...)
 	c.Mark, c.TTL, c.Limit = mark, time.Minute, 30*time.Second
 	return c
 }
@@ -66,7 +56,7 @@ func TestRedisEvalValues(t *testing.T) {
 		{`return {redis.call("set", KEYS[1], "v"), redis.call("get", KEYS[1])}`, arr(quorum.Value{Kind: quorum.StatusValue, Str: "OK"}, b("v"))},
 	}
 	for _, tc := range cases {
-		for _, cmd := range []quorum.Cmd{evalCmd(tc.src, []string{"k"}), markedEvalCmd("redlockd:script:{k}:m", tc.src, []string{"k"})} {
+		for _, cmd := range []quorum.Cmd{nodetest.EvalCmd(tc.src, []string{"k"}), markedEvalCmd("redlockd:script:{k}:m", tc.src, []string{"k"})} {
 			got := mustValue(t, quorum.Call(t.Context(), r, cmd))
 			if !quorum.EqualValues(got, tc.want) {
 				t.Errorf("%s (mark %q) = %+v; want %+v", tc.src, cmd.Mark, got, tc.want)
@@ -77,7 +67,7 @@ func TestRedisEvalValues(t *testing.T) {
 	if err := srv.Client().Set(t.Context(), "s", "text", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got := mustValue(t, quorum.Call(t.Context(), r, evalCmd(`return redis.call("incr", KEYS[1])`, []string{"s"})))
+	got := mustValue(t, quorum.Call(t.Context(), r, nodetest.EvalCmd(`return redis.call("incr", KEYS[1])`, []string{"s"})))
 	if got.Kind != quorum.ErrorValue || got.Str == "" {
 		t.Fatalf("INCR of a string = %+v; want an error value", got)
 	}
@@ -89,7 +79,7 @@ func TestRedisEvalNodeFailure(t *testing.T) {
 	primary := redistest.Start(t)
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port()))
 	r := newTestRedis(t, replica.Addr())
-	for _, cmd := range []quorum.Cmd{evalCmd(`return redis.call("set", KEYS[1], "v")`, []string{"k"}),
+	for _, cmd := range []quorum.Cmd{nodetest.EvalCmd(`return redis.call("set", KEYS[1], "v")`, []string{"k"}),
 		markedEvalCmd("redlockd:script:{k}:m", `return redis.call("set", KEYS[1], "v")`, []string{"k"})} {
 		rep := quorum.Call(t.Context(), r, cmd)
 		if rep.Err == nil || !errors.Is(rep.Err, ServerError{Code: "READONLY"}) && !isNodeFailure(rep.Err) {
@@ -105,7 +95,7 @@ func TestRedisEvalNoScript(t *testing.T) {
 	r := newTestRedis(t, srv.Addr())
 	c := srv.Client()
 	src := `redis.call("set", KEYS[1], ARGV[1]) return ARGV[1]`
-	for i, cmd := range []quorum.Cmd{evalCmd(src, []string{"k"}, "a"), markedEvalCmd("redlockd:script:{k}:m2", src, []string{"k"}, "b")} {
+	for i, cmd := range []quorum.Cmd{nodetest.EvalCmd(src, []string{"k"}, "a"), markedEvalCmd("redlockd:script:{k}:m2", src, []string{"k"}, "b")} {
 		if err := c.ScriptFlush(t.Context()).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +302,7 @@ func TestRedisEvalRESP3(t *testing.T) {
 	flat := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{
 		{Kind: quorum.BulkValue, Str: "a"}, {Kind: quorum.BulkValue, Str: "1.5"}}}
 	for _, flush := range []bool{false, true} {
-		for _, cmd := range []quorum.Cmd{evalCmd(src, []string{"k"}), markedEvalCmd("redlockd:script:{k}:m3", src, []string{"k"})} {
+		for _, cmd := range []quorum.Cmd{nodetest.EvalCmd(src, []string{"k"}), markedEvalCmd("redlockd:script:{k}:m3", src, []string{"k"})} {
 			// Loaded, the script keeps its place among the commands on
 			// the key; flushed, it is sent again behind them (NOSCRIPT).
 			setup := srv.Client().ScriptLoad(t.Context(), src).Err()
@@ -331,7 +321,7 @@ func TestRedisEvalRESP3(t *testing.T) {
 			r.Do(dl, three, quorum.ReceiverFunc(func(rep quorum.Reply) { got <- rep }))
 			gets := make(chan quorum.Reply, 1)
 			r.Do(dl, quorum.Cmd{Kind: quorum.Get, Key: "k"}, quorum.ReceiverFunc(func(rep quorum.Reply) { gets <- rep }))
-			r.Do(dl, evalCmd(src, []string{"k"}), quorum.ReceiverFunc(func(rep quorum.Reply) { got <- rep }))
+			r.Do(dl, nodetest.EvalCmd(src, []string{"k"}), quorum.ReceiverFunc(func(rep quorum.Reply) { got <- rep }))
 			if v := mustValue(t, <-got); !quorum.EqualValues(v, want) {
 				t.Errorf("RESP3 (mark %q, flushed %v) = %+v; want %+v", cmd.Mark, flush, v, want)
 			}

@@ -7,23 +7,9 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/internal/slot"
-	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
-
-// reportsOf collects a node's Invalidated reports (nil as "*").
-func reportsOf(n quorum.Node) <-chan string {
-	ch := make(chan string, 256)
-	n.Watch(quorum.Watcher{Invalidated: func(keys []string) {
-		if keys == nil {
-			ch <- "*"
-		}
-		for _, k := range keys {
-			ch <- k
-		}
-	}})
-	return ch
-}
 
 // awaitReport waits for key (or, with key "*", a flush) to be reported.
 func awaitReport(t *testing.T, ch <-chan string, key string) {
@@ -53,7 +39,7 @@ func TestRedisReportsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	ch := reportsOf(r)
+	ch := nodetest.WatchInvalidated(r)
 	awaitReport(t, ch, "*") // the link is up: nothing heard before it
 	ctx := context.Background()
 	direct := srv.Client()
@@ -84,7 +70,7 @@ func TestRedisUnreportedChangesFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	ch := reportsOf(r)
+	ch := nodetest.WatchInvalidated(r)
 	for range 4 {
 		awaitReport(t, ch, "*")
 	}
@@ -99,7 +85,7 @@ func TestClusterReportsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	ch := reportsOf(cl)
+	ch := nodetest.WatchInvalidated(cl)
 	for i, m := range c.Masters {
 		key := keyOnMaster(i, len(c.Masters))
 		awaitWritten(t, ch, key, func() {

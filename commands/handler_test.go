@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/leaktest"
 )
 
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	h     *Handler
 	s     *Session
-	nodes []*embedded.Memory
+	nodes []*faultnode.Node // in-memory nodes, each of which may be failed
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
@@ -27,7 +28,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	f := &fixture{}
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
-		m := embedded.New(n)
+		m := faultnode.Wrap(embedded.New(n))
 		f.nodes = append(f.nodes, m)
 		nodes = append(nodes, m)
 	}

@@ -11,19 +11,20 @@ import (
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
 // A pipelined batch of locks runs without a worker per command: each SET
 // NX PX is started in its asynchronous form and answered by its round's
-// last reply (from delayed in-memory nodes' timers, and from real
+// last reply (from delayed in-memory nodes' goroutines, and from real
 // redis-servers' connection readers). Commands without such
 // a form (GET) still go to workers, which shows the count is live.
 func TestPipelinedLocksNeedNoWorker(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		var nodes []quorum.Node
 		for i := range 3 {
-			m := embedded.New(fmt.Sprintf("slow-%d", i))
+			m := faultnode.Wrap(embedded.New(fmt.Sprintf("slow-%d", i)))
 			m.SetDelay(2 * time.Millisecond) // every reply comes from another goroutine
 			nodes = append(nodes, m)
 		}
@@ -90,7 +91,7 @@ func TestPipelinedUnlocksNeedNoWorker(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		var nodes []quorum.Node
 		for i := range 3 {
-			m := embedded.New(fmt.Sprintf("slow-%d", i))
+			m := faultnode.Wrap(embedded.New(fmt.Sprintf("slow-%d", i)))
 			m.SetDelay(2 * time.Millisecond)
 			nodes = append(nodes, m)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/leaktest"
 )
 
@@ -171,14 +172,17 @@ func TestDedupBounded(t *testing.T) {
 // Publish fails only when no node took the message.
 func TestHubPublishNoNode(t *testing.T) {
 	nodes := memNodes(t, 2)
-	for _, n := range nodes {
-		n.(*embedded.Memory).SetFault(fmt.Errorf("down"))
+	down := make([]*faultnode.Node, len(nodes))
+	for i, n := range nodes {
+		down[i] = faultnode.Wrap(n)
+		down[i].SetFault(fmt.Errorf("down"))
+		nodes[i] = down[i]
 	}
 	h := New(clusterOf(t, nodes), Options{})
 	if _, err := h.Publish(context.Background(), "ch", "m"); err == nil {
 		t.Fatal("Publish with every node down: no error")
 	}
-	nodes[1].(*embedded.Memory).SetFault(nil)
+	down[1].SetFault(nil)
 	if _, err := h.Publish(context.Background(), "ch", "m"); err != nil {
 		t.Fatalf("Publish with one node up: %v", err)
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 // TestBroadcastRepliesInNodeOrder: Broadcast asks every node, and hands
@@ -14,7 +14,9 @@ import (
 // node; a nil then is allowed.
 func TestBroadcastRepliesInNodeOrder(t *testing.T) {
 	nodes := memNodes(3)
-	nodes[1].(*embedded.Memory).SetFault(errors.New("down"))
+	down := faultnode.Wrap(nodes[1])
+	down.SetFault(errors.New("down"))
+	nodes[1] = down
 	c := slowRetryCluster(t, nodes)
 	defer c.Close()
 	sub := quorum.Cmd{Kind: quorum.Subscribe, Key: "ch"}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 // The views of one Cluster: made once, database 0's is the Cluster.
@@ -80,7 +81,8 @@ func TestWaitWokenInItsDB(t *testing.T) {
 // A release that one node missed is sent again in its own database.
 func TestPendingReleaseRetriedInItsDB(t *testing.T) {
 	mems := []*embedded.Memory{embedded.New("a"), embedded.New("b"), embedded.New("c")}
-	nodes := []quorum.Node{mems[0], mems[1], mems[2]}
+	first := faultnode.Wrap(mems[0])
+	nodes := []quorum.Node{first, mems[1], mems[2]}
 	cfg := quorum.DefaultConfig()
 	cfg.ReleaseRetry = 10 * time.Millisecond
 	c, err := quorum.New(nodes, cfg)
@@ -93,14 +95,14 @@ func TestPendingReleaseRetriedInItsDB(t *testing.T) {
 	if _, err := d3.Acquire(ctx, wkey, "t", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	mems[0].SetFault(errors.New("down"))
+	first.SetFault(errors.New("down"))
 	if ok, err := d3.Release(ctx, wkey, "t"); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
 	if p := c.PendingReleases(); p[0] != 1 {
 		t.Fatalf("pending %v, want one on the failed node", p)
 	}
-	mems[0].SetFault(nil)
+	first.SetFault(nil)
 	pollUntil(t, "the retry to end", func() bool { return c.PendingReleases()[0] == 0 })
 	if rep := quorum.Call(ctx, mems[0], quorum.Cmd{Kind: quorum.Get, Key: wkey, DB: 3}); rep.OK {
 		t.Fatalf("db 3 of the node that missed the release still holds %q", rep.Token)

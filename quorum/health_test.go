@@ -11,12 +11,14 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 // watchedNode is an in-memory node whose "server" the test describes by
-// hand, as the Redis node's INFO look would.
+// hand, as the Redis node's INFO look would; the node may be failed
+// (SetFault).
 type watchedNode struct {
-	*embedded.Memory
+	*faultnode.Node
 	mu  sync.Mutex
 	fns []func(quorum.ServerInfo)
 	// onSetNX runs inside SetNX, after the write: a restart noticed while
@@ -25,7 +27,7 @@ type watchedNode struct {
 }
 
 func (w *watchedNode) Watch(wt quorum.Watcher) bool {
-	w.Memory.Watch(quorum.Watcher{Released: wt.Released})
+	w.Node.Watch(quorum.Watcher{Released: wt.Released})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.fns = append(w.fns, wt.Server)
@@ -48,10 +50,10 @@ func (w *watchedNode) report(in quorum.ServerInfo) {
 
 func (w *watchedNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	if cmd.Kind != quorum.SetNX || w.onSetNX == nil {
-		w.Memory.Do(deadline, cmd, r)
+		w.Node.Do(deadline, cmd, r)
 		return
 	}
-	w.Memory.Do(deadline, cmd, quorum.ReceiverFunc(func(rep quorum.Reply) {
+	w.Node.Do(deadline, cmd, quorum.ReceiverFunc(func(rep quorum.Reply) {
 		w.onSetNX()
 		r.Receive(rep)
 	}))
@@ -91,7 +93,7 @@ func unseenCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*
 	ws := make([]*watchedNode, 3)
 	nodes := make([]quorum.Node, 3)
 	for i := range ws {
-		ws[i] = &watchedNode{Memory: embedded.New(string(rune('A' + i)))}
+		ws[i] = &watchedNode{Node: faultnode.Wrap(embedded.New(string(rune('A' + i))))}
 		nodes[i] = ws[i]
 	}
 	cfg := quorum.DefaultConfig()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 // raiseFault fails the RaiseHorizon commands of the node it wraps while
@@ -55,7 +56,7 @@ func horizonCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []
 	rs := make([]*raiseFault, 3)
 	nodes := make([]quorum.Node, 3)
 	for i := range rs {
-		rs[i] = &raiseFault{watchedNode: &watchedNode{Memory: embedded.New(string(rune('A' + i)))}}
+		rs[i] = &raiseFault{watchedNode: &watchedNode{Node: faultnode.Wrap(embedded.New(string(rune('A' + i))))}}
 		nodes[i] = rs[i]
 	}
 	cfg := quorum.DefaultConfig()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 const ownerTTL = 10 * time.Second
@@ -110,13 +111,14 @@ func TestLockOwnerUndoesMinorityHold(t *testing.T) {
 // back what it added: the holds on each token and the fresh token on the
 // free node.
 func TestLockOwnerSplitUndone(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	var first *faultnode.Node
+	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { first = faultnode.Wrap(m); return first })
 	seed(t, m[0], tokW, 1)
 	seed(t, m[1], tokW2, 2)
 	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
 	}
-	if got := m[0].Calls("HoldOwner"); got < 2 {
+	if got := first.Calls("HoldOwner"); got < 2 {
 		t.Fatalf("a split was tried %d times, want it retried", got)
 	}
 	wantState(t, m[0], tokW, 1)

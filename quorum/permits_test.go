@@ -11,6 +11,7 @@ import (
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/check"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
@@ -232,7 +233,8 @@ func (n refuseAcquire) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver)
 // the third leaves no slot and no marker anywhere.
 func TestPermitsFailedRoundLeavesNothing(t *testing.T) {
 	mems := []*embedded.Memory{embedded.New("m1"), embedded.New("m2"), embedded.New("m3")}
-	nodes := []quorum.Node{mems[0], lostPermitReply{mems[1]}, refuseAcquire{mems[2]}}
+	counted := []*faultnode.Node{faultnode.Wrap(mems[0]), faultnode.Wrap(lostPermitReply{mems[1]})}
+	nodes := []quorum.Node{counted[0], counted[1], refuseAcquire{mems[2]}}
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond
 	c, err := quorum.New(nodes, cfg)
@@ -249,7 +251,7 @@ func TestPermitsFailedRoundLeavesNothing(t *testing.T) {
 	if _, err := c.AcquirePermit(ctx, "k", 2, permitTTL); err == nil {
 		t.Fatal("a permit granted on one node of three")
 	}
-	if mems[0].Calls("AcquirePermit") == 0 || mems[1].Calls("AcquirePermit") == 0 {
+	if counted[0].Calls("AcquirePermit") == 0 || counted[1].Calls("AcquirePermit") == 0 {
 		t.Fatal("the rounds did not reach the nodes")
 	}
 	for _, m := range mems {

@@ -9,14 +9,17 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
-func memCluster(t *testing.T) (*quorum.Cluster, []*embedded.Memory) {
+// memCluster is a cluster over three in-memory nodes, each of which may
+// be failed.
+func memCluster(t *testing.T) (*quorum.Cluster, []*faultnode.Node) {
 	t.Helper()
-	var mems []*embedded.Memory
+	var mems []*faultnode.Node
 	var nodes []quorum.Node
 	for _, name := range []string{"m1", "m2", "m3"} {
-		m := embedded.New(name)
+		m := faultnode.Wrap(embedded.New(name))
 		mems = append(mems, m)
 		nodes = append(nodes, m)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
@@ -222,17 +223,18 @@ func waitMarked(t *testing.T, m []*embedded.Memory) {
 // A reader's release that a node missed is sent again once the node
 // answers, as a reader's release: the reader goes there too.
 func TestSharedReleaseRetried(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	var first *faultnode.Node
+	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { first = faultnode.Wrap(m); return first })
 	ctx := context.Background()
 	l, err := c.AcquireShared(ctx, "k", ownerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m[0].SetFault(errors.New("down"))
+	first.SetFault(errors.New("down"))
 	if ok, err := c.Release(ctx, "k", l.Token); !ok || err != nil {
 		t.Fatalf("Release with a node down = %v %v", ok, err)
 	}
-	m[0].SetFault(nil)
+	first.SetFault(nil)
 	for deadline := time.Now().Add(5 * time.Second); readers(t, m[0]) != -1; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the missed release never reached m1: %d readers", readers(t, m[0]))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
@@ -53,7 +54,7 @@ func effectEngines(t *testing.T) []effectEngine {
 
 // effectCmd is a marked Eval as the quorum sends it, with max-ttl 5s.
 func effectCmd(mark, src string, keys []string, args ...string) quorum.Cmd {
-	c := evalCmd(src, keys, args...)
+	c := nodetest.EvalCmd(src, keys, args...)
 	c.Mark, c.TTL, c.Limit, c.Max = "redlockd:script:{k}:"+mark, time.Hour, 3*time.Second, 5*time.Second
 	return c
 }

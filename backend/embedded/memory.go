@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// errMemLate is a delayed in-memory reply that its deadline overtook.
+// errMemLate is the reply to a command given after its deadline.
 var errMemLate = fmt.Errorf("backend: no reply by the deadline: %w", context.DeadlineExceeded)
 
 var _ quorum.Node = (*Memory)(nil)
@@ -23,8 +22,6 @@ var _ quorum.Node = (*Memory)(nil)
 // node, its command or script (backend.Build) run by the node's Lua engine over
 // the same keys, which may also hold hashes and sorted sets; replicated
 // client scripts (Eval) run on that engine too.
-//
-// SetFault, SetDelay and Calls are hooks for the quorum's unit tests.
 type Memory struct {
 	name string
 
@@ -32,9 +29,6 @@ type Memory struct {
 	keys   map[string]entry
 	writes int // writes since the last sweep
 	closed bool
-	fault  error
-	delay  time.Duration
-	calls  map[string]int
 	now    func() time.Time // time.Now; tests replace it
 
 	scripts memScripts // hashes and undo records, under mu
@@ -43,7 +37,6 @@ type Memory struct {
 	// command so that the native commands carry nothing more.
 	deadline time.Time
 
-	delayed  delayQueue
 	releases releaseWatchers
 	pubsub   memPubSub
 	tracking memTracking
@@ -59,49 +52,24 @@ type entry struct {
 // New returns an empty in-memory node called name.
 func New(name string) *Memory {
 	return &Memory{
-		name:  name,
-		keys:  make(map[string]entry),
-		calls: make(map[string]int),
-		now:   time.Now,
+		name: name,
+		keys: make(map[string]entry),
+		now:  time.Now,
 	}
 }
 
 // Name returns the name given to New.
 func (m *Memory) Name() string { return m.name }
 
-// SetFault makes every following operation fail with err (after any delay
-// set by SetDelay); nil restores normal service.
-func (m *Memory) SetFault(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.fault = err
-}
-
-// SetDelay makes every following operation answer after d, from a timer,
-// or fail at its deadline if that comes first (the operation then does
-// not run); 0 removes the delay. Delayed operations run in the order they
-// were given, so one may wait longer behind an earlier, longer delay.
-func (m *Memory) SetDelay(d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.delay = d
-}
-
-// Calls reports how many times op was asked of the node, counting calls
-// that failed. op is the name of the command kind as the quorum's tests
-// have always counted it: the quorum.Node method of the same name
-// ("SetNX", "CompareAndDelete", "HoldOwner"…), with quorum.AddTTL counted
-// as "CompareAndAddTTL"; see backend.KindName.
-func (m *Memory) Calls(op string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.calls[op]
-}
-
-// Do implements quorum.Node. Without a delay (and nothing delayed still
-// to run) it answers before it returns; with one it answers from a timer.
+// Do implements quorum.Node. It answers before it returns; a command
+// given at or past its deadline fails without running. A zero deadline is
+// none.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	m.start(deadline, memCmd{cmd}, r)
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		r.Receive(quorum.Reply{Err: errMemLate})
+		return
+	}
+	r.Receive(m.run(deadline, memCmd{cmd}))
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
@@ -132,44 +100,11 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-// start counts c, then runs it now or after the delay. A zero deadline is
-// none.
-func (m *Memory) start(deadline time.Time, c memCmd, r quorum.Receiver) {
-	m.mu.Lock()
-	m.calls[backend.KindName(c.Kind)]++
-	delay, fault := m.delay, m.fault
-	m.mu.Unlock()
-	left := time.Duration(math.MaxInt64)
-	if !deadline.IsZero() {
-		left = time.Until(deadline)
-	}
-	switch {
-	case left <= 0:
-		r.Receive(quorum.Reply{Err: errMemLate})
-	case left < delay:
-		// It would answer too late: the node never runs it.
-		time.AfterFunc(left, func() { r.Receive(quorum.Reply{Err: errMemLate}) })
-	case !m.delayed.push(delay, func() { r.Receive(m.runLate(deadline, c, fault)) }):
-		r.Receive(m.run(deadline, c, fault))
-	}
-}
-
-// runLate runs a delayed command unless its deadline passed meanwhile.
-func (m *Memory) runLate(deadline time.Time, c memCmd, fault error) quorum.Reply {
-	if !deadline.IsZero() && !time.Now().Before(deadline) {
-		return quorum.Reply{Err: errMemLate}
-	}
-	return m.run(deadline, c, fault)
-}
-
 // run executes c under the lock and announces what it released once the
 // lock is let go, so that a watcher may call back into the node. now is
 // read inside the lock so that expiry decisions are ordered with the
 // writes they race against.
-func (m *Memory) run(deadline time.Time, c memCmd, fault error) quorum.Reply {
-	if fault != nil {
-		return quorum.Reply{Err: fault}
-	}
+func (m *Memory) run(deadline time.Time, c memCmd) quorum.Reply {
 	if err := c.check(); err != nil {
 		return quorum.Reply{Err: err}
 	}

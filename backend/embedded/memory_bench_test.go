@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 // memNoReply takes a reply and drops it, without allocating.
@@ -39,7 +40,7 @@ func BenchmarkMemoryNative(b *testing.B) {
 func BenchmarkMemoryEval(b *testing.B) {
 	m := New("bench")
 	defer m.Close()
-	release := memEvalCmd(luaRelease, []string{"lock"}, "tok")
+	release := nodetest.EvalCmd(luaRelease, []string{"lock"}, "tok")
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Do(time.Time{}, memSetNX("lock", "tok", time.Minute), memNoReply)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 // memDoCase is one command on a fresh in-memory node whose clock stands
@@ -185,19 +187,19 @@ var memDoCases = []memDoCase{
 		want: quorum.Reply{OK: true, N: 12}, after: map[string]string{memK: "12"}, ttls: map[string]time.Duration{memK: time.Minute}},
 	{name: "RaiseFence overwrites a malformed one", before: []quorum.Cmd{{Kind: quorum.Set, Key: memK, Token: "x", TTL: time.Second}},
 		cmd: quorum.Cmd{Kind: quorum.RaiseFence, Key: memK, N: 3, TTL: time.Minute}, want: quorum.Reply{OK: true, N: 3}, after: map[string]string{memK: "3"}},
-	{name: "Eval", cmd: quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('set', KEYS[1], ARGV[1], 'PX', 5000)`), Keys: []string{memK}, Args: []string{"v"}},
+	{name: "Eval", cmd: quorum.Cmd{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('set', KEYS[1], ARGV[1], 'PX', 5000)`), Keys: []string{memK}, Args: []string{"v"}},
 		want:  quorum.Reply{OK: true, Value: &quorum.Value{Kind: quorum.StatusValue, Str: "OK"}, TTL: 5 * time.Second},
 		after: map[string]string{memK: "v"}, ttls: map[string]time.Duration{memK: 5 * time.Second}},
-	{name: "Eval marked without a ttl", cmd: quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1"},
+	{name: "Eval marked without a ttl", cmd: quorum.Cmd{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1"},
 		before: []quorum.Cmd{memSetNX(memK, "a", time.Minute)}, want: quorum.Reply{Err: backend.ErrInvalidTTL}, after: map[string]string{memK: "a"}},
 	{name: "Eval without a script", cmd: quorum.Cmd{Kind: quorum.Eval, Keys: []string{memK}}, want: quorum.Reply{Err: errAnyMem}},
 	{name: "UndoEval", before: []quorum.Cmd{memSetNX(memK, "a", 7*time.Second),
-		{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
+		{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
 		cmd:  quorum.Cmd{Kind: quorum.UndoEval, Keys: []string{memK}, Mark: "m1"},
 		want: quorum.Reply{OK: true}, after: map[string]string{memK: "a"}, ttls: map[string]time.Duration{memK: 7 * time.Second}},
 	{name: "UndoEval unknown mark", cmd: quorum.Cmd{Kind: quorum.UndoEval, Keys: []string{memK}, Mark: "m1"}},
 	{name: "ForgetEval", before: []quorum.Cmd{memSetNX(memK, "a", 7*time.Second),
-		{Kind: quorum.Eval, Script: luaScriptOf(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
+		{Kind: quorum.Eval, Script: nodetest.Script(`return redis.call('del', KEYS[1])`), Keys: []string{memK}, Mark: "m1", TTL: time.Minute}},
 		cmd: quorum.Cmd{Kind: quorum.ForgetEval, Keys: []string{memK}, Mark: "m1"}, want: quorum.Reply{OK: true}},
 	{name: "unknown kind", cmd: quorum.Cmd{Kind: 0, Key: memK}, want: quorum.Reply{Err: errAnyMem}},
 }
@@ -268,24 +270,25 @@ func TestMemoryKindTableComplete(t *testing.T) {
 	}
 }
 
-// TestMemoryCallsByKindName: Calls counts each kind under its old method
-// name, also when the call fails.
+// TestMemoryCallsByKindName: a wrapped node's Calls counts each kind
+// under its old method name, also when the call fails.
 func TestMemoryCallsByKindName(t *testing.T) {
 	m, _ := newTestMemory(t)
-	quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.AddTTL, Key: memK})
-	quorum.Call(t.Context(), m, memSetNX(memK, "a", time.Second))
-	m.SetFault(errors.New("down"))
-	quorum.Call(t.Context(), m, memSetNX(memK, "a", time.Second))
-	if got := m.Calls("CompareAndAddTTL"); got != 1 {
+	f := faultnode.Wrap(m)
+	quorum.Call(t.Context(), f, quorum.Cmd{Kind: quorum.AddTTL, Key: memK})
+	quorum.Call(t.Context(), f, memSetNX(memK, "a", time.Second))
+	f.SetFault(errors.New("down"))
+	quorum.Call(t.Context(), f, memSetNX(memK, "a", time.Second))
+	if got := f.Calls("CompareAndAddTTL"); got != 1 {
 		t.Errorf("Calls(CompareAndAddTTL) = %d, want 1", got)
 	}
-	if got := m.Calls("SetNX"); got != 2 {
+	if got := f.Calls("SetNX"); got != 2 {
 		t.Errorf("Calls(SetNX) = %d, want 2", got)
 	}
 }
 
-// TestMemoryDoAnswersBeforeReturning: without a delay the receiver has its
-// reply when Do returns.
+// TestMemoryDoAnswersBeforeReturning: the receiver has its reply when Do
+// returns.
 func TestMemoryDoAnswersBeforeReturning(t *testing.T) {
 	m, _ := newTestMemory(t)
 	var got *quorum.Reply
@@ -299,29 +302,30 @@ func TestMemoryDoErrors(t *testing.T) {
 	boom := errors.New("boom")
 	tests := []struct {
 		name     string
-		setup    func(m *Memory)
+		setup    func(f *faultnode.Node)
 		deadline time.Time
 		want     error
 	}{
-		{"fault", func(m *Memory) { m.SetFault(boom) }, time.Now().Add(time.Minute), boom},
-		{"closed", func(m *Memory) { _ = m.Close() }, time.Now().Add(time.Minute), backend.ErrClosed},
+		{"fault", func(f *faultnode.Node) { f.SetFault(boom) }, time.Now().Add(time.Minute), boom},
+		{"closed", func(f *faultnode.Node) { _ = f.Close() }, time.Now().Add(time.Minute), backend.ErrClosed},
 		{"deadline passed", nil, time.Now().Add(-time.Millisecond), context.DeadlineExceeded},
-		{"delay past the deadline", func(m *Memory) { m.SetDelay(time.Hour) }, time.Now().Add(20 * time.Millisecond), context.DeadlineExceeded},
-		{"delayed fault", func(m *Memory) { m.SetDelay(time.Millisecond); m.SetFault(boom) }, time.Now().Add(time.Minute), boom},
+		{"delay past the deadline", func(f *faultnode.Node) { f.SetDelay(time.Hour) }, time.Now().Add(20 * time.Millisecond), context.DeadlineExceeded},
+		{"delayed fault", func(f *faultnode.Node) { f.SetDelay(time.Millisecond); f.SetFault(boom) }, time.Now().Add(time.Minute), boom},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := newTestMemory(t)
+			f := faultnode.Wrap(m)
 			if tc.setup != nil {
-				tc.setup(m)
+				tc.setup(f)
 			}
-			got := memReceive(t, m, tc.deadline, memSetNX(memK, "a", time.Minute))
+			got := memReceive(t, f, tc.deadline, memSetNX(memK, "a", time.Minute))
 			if !errors.Is(got.Err, tc.want) || got.OK {
 				t.Fatalf("reply = %+v, want error %v", got, tc.want)
 			}
-			m.SetDelay(0)
-			m.SetFault(nil)
-			if r := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Get, Key: memK}); r.OK {
+			f.SetDelay(0)
+			f.SetFault(nil)
+			if r := quorum.Call(t.Context(), f, quorum.Cmd{Kind: quorum.Get, Key: memK}); r.OK {
 				t.Fatalf("the failed SetNX stored %q", r.Token)
 			}
 		})
@@ -329,16 +333,17 @@ func TestMemoryDoErrors(t *testing.T) {
 }
 
 // TestMemoryDoDelayed: with a delay, Do returns at once and the reply
-// comes from a timer, with the command done.
+// comes later, with the command done.
 func TestMemoryDoDelayed(t *testing.T) {
 	m, _ := newTestMemory(t)
-	m.SetDelay(10 * time.Millisecond)
-	got := memReceive(t, m, time.Now().Add(time.Minute), memSetNX(memK, "a", time.Minute))
+	f := faultnode.Wrap(m)
+	f.SetDelay(10 * time.Millisecond)
+	got := memReceive(t, f, time.Now().Add(time.Minute), memSetNX(memK, "a", time.Minute))
 	if !got.OK || got.Err != nil {
 		t.Fatalf("delayed SetNX = %+v, want OK", got)
 	}
-	m.SetDelay(0)
-	if r := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Get, Key: memK}); r.Token != "a" {
+	f.SetDelay(0)
+	if r := quorum.Call(t.Context(), f, quorum.Cmd{Kind: quorum.Get, Key: memK}); r.Token != "a" {
 		t.Fatalf("after the delayed SetNX the key holds %q, want a", r.Token)
 	}
 }
@@ -346,10 +351,10 @@ func TestMemoryDoDelayed(t *testing.T) {
 // receive runs Do and waits for its one reply; Do itself must return
 // first, before the reply of a delayed node, whose timer is an hour away
 // at worst.
-func memReceive(t *testing.T, m *Memory, deadline time.Time, c quorum.Cmd) quorum.Reply {
+func memReceive(t *testing.T, n quorum.Node, deadline time.Time, c quorum.Cmd) quorum.Reply {
 	t.Helper()
 	ch := make(chan quorum.Reply, 2)
-	m.Do(deadline, c, quorum.ReceiverFunc(func(r quorum.Reply) { ch <- r }))
+	n.Do(deadline, c, quorum.ReceiverFunc(func(r quorum.Reply) { ch <- r }))
 	select {
 	case r := <-ch:
 		select {
@@ -415,20 +420,21 @@ func TestMemoryWatchAnnouncesMarkedReleases(t *testing.T) {
 // overtakes the SET it undoes.
 func TestMemoryDelayedKeepsOrder(t *testing.T) {
 	m, _ := newTestMemory(t)
+	f := faultnode.Wrap(m)
 	deadline := time.Now().Add(time.Minute)
 	set, release := make(chan quorum.Reply, 1), make(chan quorum.Reply, 1)
-	m.SetDelay(50 * time.Millisecond)
-	m.Do(deadline, memSetNX(memK, "a", time.Minute), quorum.ReceiverFunc(func(r quorum.Reply) { set <- r }))
-	m.SetDelay(time.Millisecond)
-	m.Do(deadline, quorum.Cmd{Kind: quorum.CompareAndDelete, Key: memK, Token: "a"}, quorum.ReceiverFunc(func(r quorum.Reply) { release <- r }))
+	f.SetDelay(50 * time.Millisecond)
+	f.Do(deadline, memSetNX(memK, "a", time.Minute), quorum.ReceiverFunc(func(r quorum.Reply) { set <- r }))
+	f.SetDelay(time.Millisecond)
+	f.Do(deadline, quorum.Cmd{Kind: quorum.CompareAndDelete, Key: memK, Token: "a"}, quorum.ReceiverFunc(func(r quorum.Reply) { release <- r }))
 	if r := <-set; !r.OK || r.Err != nil {
 		t.Fatalf("SetNX = %+v", r)
 	}
 	if r := <-release; !r.OK || r.N != 1 {
 		t.Fatalf("the release after the SetNX = %+v, want it deleted (N 1)", r)
 	}
-	m.SetDelay(0)
-	if r := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Get, Key: memK}); r.OK {
+	f.SetDelay(0)
+	if r := quorum.Call(t.Context(), f, quorum.Cmd{Kind: quorum.Get, Key: memK}); r.OK {
 		t.Fatalf("the key outlived its release: %q", r.Token)
 	}
 }

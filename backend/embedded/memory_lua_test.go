@@ -2,8 +2,6 @@ package embedded
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -20,6 +18,8 @@ import (
 
 	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
@@ -34,15 +34,6 @@ type luaCase struct {
 	keys   []string
 	args   []string
 	status bool
-}
-
-func luaScriptOf(src string) *quorum.Script {
-	sum := sha1.Sum([]byte(src))
-	return &quorum.Script{Src: src, SHA: hex.EncodeToString(sum[:])}
-}
-
-func memEvalCmd(src string, keys []string, args ...string) quorum.Cmd {
-	return quorum.Cmd{Kind: quorum.Eval, Script: luaScriptOf(src), Keys: keys, Args: args}
 }
 
 var (
@@ -214,14 +205,14 @@ func compareWithRedis(t *testing.T, rdb *redis.Client, tc luaCase) {
 		if err := rdb.Eval(ctx, tc.setup, tc.keys, strArgs(tc.args)...).Err(); err != nil && err != redis.Nil {
 			t.Fatalf("setup on redis: %v", err)
 		}
-		rep := quorum.Call(ctx, m, memEvalCmd(tc.setup, tc.keys, tc.args...))
+		rep := quorum.Call(ctx, m, nodetest.EvalCmd(tc.setup, tc.keys, tc.args...))
 		if rep.Err != nil || rep.Value == nil || rep.Value.Kind == quorum.ErrorValue {
 			t.Fatalf("setup on the node: %+v %+v", rep, rep.Value)
 		}
 	}
 	res, err := rdb.Eval(ctx, tc.script, tc.keys, strArgs(tc.args)...).Result()
 	want := fromGoRedis(res, err)
-	rep := quorum.Call(ctx, m, memEvalCmd(tc.script, tc.keys, tc.args...))
+	rep := quorum.Call(ctx, m, nodetest.EvalCmd(tc.script, tc.keys, tc.args...))
 	if rep.Err != nil || rep.Value == nil {
 		t.Fatalf("node: %+v", rep)
 	}
@@ -339,7 +330,7 @@ func compareKey(t *testing.T, rdb *redis.Client, m *Memory, db int, key string) 
 	t.Helper()
 	res, err := rdb.Eval(t.Context(), luaDump, []string{key}, db).Result()
 	want := fromGoRedis(res, err)
-	rep := quorum.Call(t.Context(), m, memEvalCmd(luaDump, []string{key}, fmt.Sprint(db)))
+	rep := quorum.Call(t.Context(), m, nodetest.EvalCmd(luaDump, []string{key}, fmt.Sprint(db)))
 	if rep.Value == nil || want.Kind != quorum.ArrayValue || len(want.Elems) != 3 {
 		t.Fatalf("dump of %s: node %+v, redis %s", key, rep, showValue(want))
 	}
@@ -419,12 +410,12 @@ func TestMemoryEvalDeadline(t *testing.T) {
 			quorum.Call(t.Context(), m, memSetNX("{t}k2", "held", time.Minute))
 			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 			defer cancel()
-			rep := quorum.Call(ctx, m, memEvalCmd(src, k12))
+			rep := quorum.Call(ctx, m, nodetest.EvalCmd(src, k12))
 			if !errors.Is(rep.Err, context.DeadlineExceeded) {
 				t.Fatalf("reply %+v, want a deadline error", rep)
 			}
 			checkMemKeys(t, m, map[string]string{"{t}k1": "", "{t}k2": "held"}, map[string]time.Duration{"{t}k2": time.Minute})
-			after := quorum.Call(t.Context(), m, memEvalCmd(`return 7`, nil))
+			after := quorum.Call(t.Context(), m, nodetest.EvalCmd(`return 7`, nil))
 			if after.Value == nil || after.Value.Int != 7 {
 				t.Fatalf("node after the stopped script: %+v", after)
 			}
@@ -472,7 +463,7 @@ func TestMemoryEvalNodeOnly(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := newTestMemory(t)
-			got := evalOn(t, m, memEvalCmd(tc.src, k1)).Value
+			got := evalOn(t, m, nodetest.EvalCmd(tc.src, k1)).Value
 			s := showValue(*got)
 			if got.Kind == quorum.ErrorValue {
 				s, _, _ = strings.Cut(got.Str, " ")
@@ -488,7 +479,7 @@ func TestMemoryEvalNodeOnly(t *testing.T) {
 // at a bounded depth with an error, not converted forever.
 func TestMemoryEvalSelfHoldingTable(t *testing.T) {
 	m, _ := newTestMemory(t)
-	v := *evalOn(t, m, memEvalCmd(`local t = {}; t[1] = t; return t`, nil)).Value
+	v := *evalOn(t, m, nodetest.EvalCmd(`local t = {}; t[1] = t; return t`, nil)).Value
 	depth := 0
 	for v.Kind == quorum.ArrayValue && len(v.Elems) == 1 {
 		v = v.Elems[0]
@@ -503,7 +494,7 @@ func TestMemoryEvalSelfHoldingTable(t *testing.T) {
 // each db's key lives at memKey.
 func TestMemoryEvalDB(t *testing.T) {
 	m, _ := newTestMemory(t)
-	cmd := memEvalCmd(`redis.call('set', KEYS[1], 'in2', 'PX', 1000); redis.call('select', 5); redis.call('hset', KEYS[1], 'f', 'in5'); return redis.call('exists', KEYS[1])`, k1)
+	cmd := nodetest.EvalCmd(`redis.call('set', KEYS[1], 'in2', 'PX', 1000); redis.call('select', 5); redis.call('hset', KEYS[1], 'f', 'in5'); return redis.call('exists', KEYS[1])`, k1)
 	cmd.DB = 2
 	if rep := evalOn(t, m, cmd); rep.Value.Kind != quorum.IntValue || rep.Value.Int != 1 {
 		t.Fatalf("reply %+v", rep.Value)
@@ -518,7 +509,7 @@ func TestMemoryEvalDB(t *testing.T) {
 	if v, _ := h.get("f"); v != "in5" {
 		t.Fatalf("hash field = %q", v)
 	}
-	bad := memEvalCmd(`return 1`, nil)
+	bad := nodetest.EvalCmd(`return 1`, nil)
 	bad.DB = 16
 	if rep := quorum.Call(t.Context(), m, bad); rep.Err == nil {
 		t.Fatalf("db 16: %+v, want an error", rep)
@@ -530,7 +521,7 @@ func TestMemoryEvalDB(t *testing.T) {
 func TestMemoryEvalLimitAndTTL(t *testing.T) {
 	m, _ := newTestMemory(t)
 	src := `redis.call('set', KEYS[1], 'a'); redis.call('hset', KEYS[2], 'f', 1); redis.call('set', 'other', 'x', 'PX', 90000); return 1`
-	cmd := memEvalCmd(src, k12)
+	cmd := nodetest.EvalCmd(src, k12)
 	cmd.Limit = 30 * time.Second
 	rep := evalOn(t, m, cmd)
 	if rep.TTL != 90*time.Second {
@@ -538,14 +529,14 @@ func TestMemoryEvalLimitAndTTL(t *testing.T) {
 	}
 	checkMemKeys(t, m, map[string]string{k12[0]: "a"}, map[string]time.Duration{k12[0]: 30 * time.Second, k12[1]: 30 * time.Second})
 
-	rep = evalOn(t, m, memEvalCmd(`redis.call('set', KEYS[1], 'b'); return 1`, k1))
+	rep = evalOn(t, m, nodetest.EvalCmd(`redis.call('set', KEYS[1], 'b'); return 1`, k1))
 	if rep.TTL >= 0 {
 		t.Errorf("TTL %v for a key left without expiry, want negative", rep.TTL)
 	}
 	if got := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Get, Key: k1[0]}); !got.OK || got.TTL >= 0 {
 		t.Errorf("Get of a key without expiry: %+v", got)
 	}
-	rep = evalOn(t, m, memEvalCmd(`return redis.call('get', KEYS[1])`, k1))
+	rep = evalOn(t, m, nodetest.EvalCmd(`return redis.call('get', KEYS[1])`, k1))
 	if rep.TTL != 0 {
 		t.Errorf("TTL %v of a script that wrote nothing, want 0", rep.TTL)
 	}
@@ -560,7 +551,7 @@ return 1`
 
 // markedEval is an Eval recorded at mark for a minute.
 func memMarkedEval(src, mark string, keys []string, args ...string) quorum.Cmd {
-	c := memEvalCmd(src, keys, args...)
+	c := nodetest.EvalCmd(src, keys, args...)
 	c.Mark, c.TTL, c.Limit = mark, time.Minute, 30*time.Second
 	return c
 }
@@ -629,7 +620,7 @@ func TestMemoryUndoEval(t *testing.T) {
 				t.Fatalf("UndoEval = %+v, want OK %v", got, tc.undone)
 			}
 			checkMemKeys(t, m, tc.vals, tc.ttls)
-			if got := evalOn(t, m, memEvalCmd(`return redis.call('type', KEYS[1])`, k1)).Value.Str == "hash"; got != tc.hash {
+			if got := evalOn(t, m, nodetest.EvalCmd(`return redis.call('type', KEYS[1])`, k1)).Value.Str == "hash"; got != tc.hash {
 				t.Errorf("k1 is a hash: %v, want %v", got, tc.hash)
 			}
 			if again := quorum.Call(t.Context(), m, memUndoEval("m", k1)); again.OK {
@@ -654,7 +645,7 @@ func TestMemoryUndoEvalRecordExpires(t *testing.T) {
 // key for the native claims, and a native SET replaces it.
 func TestMemoryEvalHashAndNativeCommands(t *testing.T) {
 	m, _ := newTestMemory(t)
-	evalOn(t, m, memEvalCmd(luaHashLock, k1, "10000", "tok"))
+	evalOn(t, m, nodetest.EvalCmd(luaHashLock, k1, "10000", "tok"))
 	if got := quorum.Call(t.Context(), m, memSetNX(k1[0], "a", time.Minute)); got.OK {
 		t.Fatalf("SetNX over a hash lock = %+v", got)
 	}
@@ -663,36 +654,37 @@ func TestMemoryEvalHashAndNativeCommands(t *testing.T) {
 		t.Fatalf("Get of a hash lock = %+v, want WRONGTYPE", got)
 	}
 	quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Set, Key: k1[0], Token: "a", TTL: time.Minute})
-	if got := evalOn(t, m, memEvalCmd(`return redis.call('type', KEYS[1])`, k1)).Value.Str; got != "string" {
+	if got := evalOn(t, m, nodetest.EvalCmd(`return redis.call('type', KEYS[1])`, k1)).Value.Str; got != "string" {
 		t.Fatalf("type after a native SET: %q", got)
 	}
-	if got := evalOn(t, m, memEvalCmd(luaHashLock, k1, "10000", "tok")).Value; got.Kind != quorum.ErrorValue {
+	if got := evalOn(t, m, nodetest.EvalCmd(luaHashLock, k1, "10000", "tok")).Value; got.Kind != quorum.ErrorValue {
 		t.Fatalf("hash lock over a string: %+v, want WRONGTYPE", got)
 	}
 }
 
-// TestMemoryEvalFaultAndDelay: Eval goes through the node's fault and
-// delay hooks and is counted, like every other command.
+// TestMemoryEvalFaultAndDelay: Eval on a faultnode-wrapped node is
+// failed, delayed and counted like every other command.
 func TestMemoryEvalFaultAndDelay(t *testing.T) {
 	m, _ := newTestMemory(t)
+	f := faultnode.Wrap(m)
 	boom := errors.New("boom")
-	m.SetFault(boom)
-	if got := quorum.Call(t.Context(), m, memEvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, boom) {
+	f.SetFault(boom)
+	if got := quorum.Call(t.Context(), f, nodetest.EvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, boom) {
 		t.Fatalf("Eval with a fault = %+v", got)
 	}
 	checkMemKeys(t, m, map[string]string{k1[0]: ""}, nil)
-	m.SetFault(nil)
-	m.SetDelay(time.Hour)
+	f.SetFault(nil)
+	f.SetDelay(time.Hour)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	if got := quorum.Call(ctx, m, memEvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, context.DeadlineExceeded) {
+	if got := quorum.Call(ctx, f, nodetest.EvalCmd(`return redis.call('set', KEYS[1], 'v')`, k1)); !errors.Is(got.Err, context.DeadlineExceeded) {
 		t.Fatalf("Eval delayed past its deadline = %+v", got)
 	}
-	m.SetDelay(time.Millisecond)
-	if got := quorum.Call(t.Context(), m, memEvalCmd(`return 5`, nil)); got.Value == nil || got.Value.Int != 5 {
+	f.SetDelay(time.Millisecond)
+	if got := quorum.Call(t.Context(), f, nodetest.EvalCmd(`return 5`, nil)); got.Value == nil || got.Value.Int != 5 {
 		t.Fatalf("delayed Eval = %+v", got)
 	}
-	if n := m.Calls("Eval"); n != 3 {
+	if n := f.Calls("Eval"); n != 3 {
 		t.Fatalf("Calls(Eval) = %d, want 3", n)
 	}
 }
@@ -710,7 +702,7 @@ func TestMemoryEvalAnnouncesRelease(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer cancel()
-	if rep := quorum.Call(ctx, m, memEvalCmd(`redis.call('del', KEYS[1]); while true do end`, k1)); rep.Err == nil {
+	if rep := quorum.Call(ctx, m, nodetest.EvalCmd(`redis.call('del', KEYS[1]); while true do end`, k1)); rep.Err == nil {
 		t.Fatalf("runaway script: %+v", rep)
 	}
 	if len(released) != 0 {
@@ -718,7 +710,7 @@ func TestMemoryEvalAnnouncesRelease(t *testing.T) {
 	}
 	checkMemKeys(t, m, map[string]string{k1[0]: "a"}, nil)
 
-	if rep := evalOn(t, m, memEvalCmd(luaRelease, k1, "a")); rep.Value.Int != 1 {
+	if rep := evalOn(t, m, nodetest.EvalCmd(luaRelease, k1, "a")); rep.Value.Int != 1 {
 		t.Fatalf("release script: %+v", rep.Value)
 	}
 	if len(released) != 1 || released[0] != k1[0] {
@@ -736,7 +728,7 @@ func TestMemoryEvalPublishes(t *testing.T) {
 	if rep := quorum.Call(t.Context(), m, quorum.Cmd{Kind: quorum.Subscribe, Key: "unlocks"}); rep.Err != nil {
 		t.Fatal(rep.Err)
 	}
-	rep := quorum.Call(t.Context(), m, memEvalCmd(`return redis.call(ARGV[2], KEYS[1], ARGV[1])`, []string{"unlocks"}, "0", "publish"))
+	rep := quorum.Call(t.Context(), m, nodetest.EvalCmd(`return redis.call(ARGV[2], KEYS[1], ARGV[1])`, []string{"unlocks"}, "0", "publish"))
 	if v := rep.Value; rep.Err != nil || v == nil || v.Kind != quorum.IntValue || v.Int != 1 {
 		t.Fatalf("publish from a script: %+v", rep)
 	}
@@ -765,8 +757,8 @@ func TestMemoryEvalStatesShareNothing(t *testing.T) {
 		{`redis.call = nil`, `return type(redis.call)`, "function"},
 	} {
 		for range 3 { // more than once: the pool may hand back either state
-			evalOn(t, m, memEvalCmd(tc.change+" return 1", nil))
-			rep := evalOn(t, m, memEvalCmd(`local v = (function() `+tc.check+` end)() return tostring(v)`, nil))
+			evalOn(t, m, nodetest.EvalCmd(tc.change+" return 1", nil))
+			rep := evalOn(t, m, nodetest.EvalCmd(`local v = (function() `+tc.check+` end)() return tostring(v)`, nil))
 			if got := showValue(*rep.Value); got != showValue(bulkValue(tc.want)) {
 				t.Errorf("after %q, %q = %s, want %s", tc.change, tc.check, got, tc.want)
 			}
@@ -780,7 +772,7 @@ func TestMemoryEvalKindOnlyCommands(t *testing.T) {
 	m := New("kind-only")
 	defer m.Close()
 	for _, call := range []string{`'zadd', KEYS[1], 1, 'a'`, `'zcard', KEYS[1]`, `'time'`} {
-		rep := evalOn(t, m, memEvalCmd(`return redis.pcall(`+call+`)`, k1))
+		rep := evalOn(t, m, nodetest.EvalCmd(`return redis.pcall(`+call+`)`, k1))
 		if rep.Value.Kind != quorum.ErrorValue || rep.Value.Str != errNotAllowed {
 			t.Errorf("redis.pcall(%s) = %s, want %q", call, showValue(*rep.Value), errNotAllowed)
 		}

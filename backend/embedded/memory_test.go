@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 	"strconv"
 	"sync"
@@ -210,15 +211,15 @@ func TestMemoryErrors(t *testing.T) {
 	defer cancel()
 	tests := []struct {
 		name    string
-		setup   func(m *Memory)
+		setup   func(f *faultnode.Node)
 		ctx     context.Context
 		st      step
 		wantErr error
 	}{
 		{"expired deadline", nil, expired, step{op: "setnx", key: "k", token: "a", ttl: time.Second}, context.DeadlineExceeded},
 		{"expired deadline on get", nil, expired, step{op: "get", key: "k"}, context.DeadlineExceeded},
-		{"fault", func(m *Memory) { m.SetFault(boom) }, nil, step{op: "cad", key: "k", token: "a"}, boom},
-		{"closed", func(m *Memory) { _ = m.Close() }, nil, step{op: "del", key: "k"}, backend.ErrClosed},
+		{"fault", func(f *faultnode.Node) { f.SetFault(boom) }, nil, step{op: "cad", key: "k", token: "a"}, boom},
+		{"closed", func(f *faultnode.Node) { _ = f.Close() }, nil, step{op: "del", key: "k"}, backend.ErrClosed},
 		{"zero ttl", nil, nil, step{op: "setnx", key: "k", token: "a"}, backend.ErrInvalidTTL},
 		{"negative ttl on expire", nil, nil, step{op: "expire", key: "k", ttl: -time.Second}, backend.ErrInvalidTTL},
 		{"zero ttl on extend", nil, nil, step{op: "cae", key: "k", token: "a"}, backend.ErrInvalidTTL},
@@ -227,14 +228,15 @@ func TestMemoryErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := newTestMemory(t)
+			f := faultnode.Wrap(m)
 			if tc.setup != nil {
-				tc.setup(m)
+				tc.setup(f)
 			}
 			ctx := tc.ctx
 			if ctx == nil {
 				ctx = t.Context()
 			}
-			if _, _, err := runStep(ctx, m, tc.st); !errors.Is(err, tc.wantErr) {
+			if _, _, err := runStep(ctx, f, tc.st); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
 		})
@@ -243,38 +245,41 @@ func TestMemoryErrors(t *testing.T) {
 
 func TestMemoryFaultCleared(t *testing.T) {
 	m, _ := newTestMemory(t)
-	m.SetFault(errors.New("down"))
-	if _, err := nodetest.SetNX(t.Context(), m, "k", "a", time.Second); err == nil {
+	f := faultnode.Wrap(m)
+	f.SetFault(errors.New("down"))
+	if _, err := nodetest.SetNX(t.Context(), f, "k", "a", time.Second); err == nil {
 		t.Fatal("SetNX succeeded on a faulted node")
 	}
-	m.SetFault(nil)
-	if ok, err := nodetest.SetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
+	f.SetFault(nil)
+	if ok, err := nodetest.SetNX(t.Context(), f, "k", "a", time.Second); !ok || err != nil {
 		t.Fatalf("SetNX after clearing fault = %v, %v", ok, err)
 	}
-	if got := m.Calls("SetNX"); got != 2 {
+	if got := f.Calls("SetNX"); got != 2 {
 		t.Fatalf("Calls(SetNX) = %d, want 2 (failed calls count)", got)
 	}
 }
 
 func TestMemoryDelayHonoursDeadline(t *testing.T) {
 	m, _ := newTestMemory(t)
-	m.SetDelay(time.Hour)
+	f := faultnode.Wrap(m)
+	f.SetDelay(time.Hour)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := nodetest.SetNX(ctx, m, "k", "a", time.Second); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := nodetest.SetNX(ctx, f, "k", "a", time.Second); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want DeadlineExceeded", err)
 	}
 	// The timed-out call must not have written.
-	m.SetDelay(0)
-	if _, _, ok, err := nodetest.Get(t.Context(), m, "k"); ok || err != nil {
+	f.SetDelay(0)
+	if _, _, ok, err := nodetest.Get(t.Context(), f, "k"); ok || err != nil {
 		t.Fatalf("Get after timed-out SetNX = %v, %v; want absent", ok, err)
 	}
 }
 
 func TestMemoryDelayThenSucceeds(t *testing.T) {
 	m, _ := newTestMemory(t)
-	m.SetDelay(time.Millisecond)
-	if ok, err := nodetest.SetNX(t.Context(), m, "k", "a", time.Second); !ok || err != nil {
+	f := faultnode.Wrap(m)
+	f.SetDelay(time.Millisecond)
+	if ok, err := nodetest.SetNX(t.Context(), f, "k", "a", time.Second); !ok || err != nil {
 		t.Fatalf("SetNX = %v, %v", ok, err)
 	}
 }

@@ -7,21 +7,8 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
-
-// reportsOf collects a node's Invalidated reports (nil as "*").
-func reportsOf(n quorum.Node) <-chan string {
-	ch := make(chan string, 256)
-	n.Watch(quorum.Watcher{Invalidated: func(keys []string) {
-		if keys == nil {
-			ch <- "*"
-		}
-		for _, k := range keys {
-			ch <- k
-		}
-	}})
-	return ch
-}
 
 // TestMemoryReportsChanges: the in-memory node reports the keys its
 // commands changed (not those they only read or left as they were) and
@@ -30,7 +17,7 @@ func reportsOf(n quorum.Node) <-chan string {
 func TestMemoryReportsChanges(t *testing.T) {
 	m := New("m")
 	t.Cleanup(func() { m.Close() })
-	ch := reportsOf(m)
+	ch := nodetest.WatchInvalidated(m)
 	call := func(cmd quorum.Cmd) quorum.Reply {
 		t.Helper()
 		return quorum.Call(context.Background(), m, cmd)

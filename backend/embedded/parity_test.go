@@ -36,7 +36,7 @@ func TestKindParity(t *testing.T) {
 			}
 			got := quorum.Call(t.Context(), r, tc.cmd)
 			checkParityReply(t, got, tc.want)
-			checkStrings(t, c, tc.after)
+			redistest.CheckStrings(t, c, tc.after)
 			for k, want := range tc.ttls {
 				if p := c.PTTL(t.Context(), k).Val(); !ttlClose(p, want) {
 					t.Errorf("pttl of %s = %v, want %v", k, p, want)

@@ -1,15 +1,9 @@
 package embedded
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
-	"errors"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/leaktest"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
@@ -30,30 +24,6 @@ func newTestRedis(t *testing.T, addr string) *backend.Redis {
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	return r
-}
-
-// checkStrings compares the string keys of c's server with want ("" for
-// absent).
-func checkStrings(t *testing.T, c *redis.Client, want map[string]string) {
-	t.Helper()
-	for k, w := range want {
-		v, err := c.Get(t.Context(), k).Result()
-		if errors.Is(err, redis.Nil) {
-			v, err = "", nil
-		}
-		if err != nil || v != w {
-			t.Errorf("%s = %q, %v; want %q", k, v, err, w)
-		}
-	}
-}
-
-func userScript(src string) *quorum.Script {
-	sum := sha1.Sum([]byte(src))
-	return &quorum.Script{Src: src, SHA: hex.EncodeToString(sum[:])}
-}
-
-func evalCmd(src string, keys []string, args ...string) quorum.Cmd {
-	return quorum.Cmd{Kind: quorum.Eval, Script: userScript(src), Keys: keys, Args: args}
 }
 
 // TestRedisSemantics runs semanticsCases, which TestMemorySemantics runs

@@ -122,3 +122,18 @@ func WatchServer(n quorum.Node, fn func(quorum.ServerInfo)) { n.Watch(quorum.Wat
 func WatchReleases(n quorum.Node, fn func(key string)) {
 	n.Watch(quorum.Watcher{Released: func(_ int, key string) { fn(key) }})
 }
+
+// WatchInvalidated collects n's Invalidated reports, one key at a time,
+// with a nil report (a flush, or the start of the reports) as "*".
+func WatchInvalidated(n quorum.Node) <-chan string {
+	ch := make(chan string, 256)
+	n.Watch(quorum.Watcher{Invalidated: func(keys []string) {
+		if keys == nil {
+			ch <- "*"
+		}
+		for _, k := range keys {
+			ch <- k
+		}
+	}})
+	return ch
+}

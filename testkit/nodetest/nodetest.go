@@ -11,9 +11,10 @@ import (
 
 // Hooked is a node whose commands pass through hooks. Before runs on a
 // goroutine of its own (it may block), under a context that ends at the
-// command's deadline; a non-nil error from it is the reply, and the node
-// never sees the command. After runs on the reply the node gave and may
-// change it. Either may be nil; a Hooked with neither is its node.
+// command's deadline (a zero deadline is none); a non-nil error from it
+// is the reply, and the node never sees the command. After runs on the
+// reply the node gave and may change it. Either may be nil; a Hooked
+// with neither is its node.
 type Hooked struct {
 	quorum.Node
 	Before func(ctx context.Context, cmd quorum.Cmd) error
@@ -36,7 +37,10 @@ func (h *Hooked) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if !deadline.IsZero() {
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+		}
 		defer cancel()
 		if err := h.Before(ctx, cmd); err != nil {
 			r.Receive(quorum.Reply{Err: err})

@@ -283,3 +283,18 @@ func freePort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// CheckStrings compares the string keys of c's server with want ("" for
+// absent).
+func CheckStrings(t *testing.T, c *redis.Client, want map[string]string) {
+	t.Helper()
+	for k, w := range want {
+		v, err := c.Get(t.Context(), k).Result()
+		if errors.Is(err, redis.Nil) {
+			v, err = "", nil
+		}
+		if err != nil || v != w {
+			t.Errorf("%s = %q, %v; want %q", k, v, err, w)
+		}
+	}
+}

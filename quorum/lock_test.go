@@ -36,7 +36,7 @@ var (
 	otherN = nodeSetup{tok: other}
 	errN   = nodeSetup{fault: errBoom}
 	stallN = nodeSetup{stall: true}
-	noN    = nodeSetup{fault: faultnode.Refused}
+	noN    = nodeSetup{fault: faultnode.ErrAnswerNo}
 	lostN  = nodeSetup{fault: faultnode.ReplyLost(errLost)}
 )
 

@@ -23,10 +23,10 @@ import (
 // was over.
 var errLate = fmt.Errorf("faultnode: no reply by the deadline: %w", context.DeadlineExceeded)
 
-// Refused is a fault (for SetFault and SetOpFault) under which a command
+// ErrAnswerNo is a fault (for SetFault and SetOpFault) under which a command
 // answers "no" without reaching the node: a reply with neither OK nor an
 // error, as a node that refused it would give.
-var Refused = errors.New("faultnode: refused")
+var ErrAnswerNo = errors.New("faultnode: answers no")
 
 // ReplyLost returns a fault (for SetFault and SetOpFault) under which a
 // command reaches the node and runs there, and then its reply is lost:
@@ -75,7 +75,7 @@ func Wrap(n quorum.Node) *Node {
 
 // SetFault makes every following command fail with err, without reaching
 // the node (after any delay set by SetDelay); nil restores normal
-// service. Refused makes them answer "no" instead, and ReplyLost(err)
+// service. ErrAnswerNo makes them answer "no" instead, and ReplyLost(err)
 // lets them run on the node and loses their replies.
 func (f *Node) SetFault(err error) {
 	f.mu.Lock()
@@ -234,7 +234,7 @@ func (f *Node) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 
 // answer is the receiver that counts the reply to cmd (named op), has
 // OnReply's fn see it, and passes it on to r: as the node gave it, or
-// as fault makes it (Refused: no; ReplyLost: an error). f.mu is held.
+// as fault makes it (ErrAnswerNo: no; ReplyLost: an error). f.mu is held.
 func (f *Node) answer(op string, cmd quorum.Cmd, fault error, fn func(quorum.Cmd, quorum.Reply), r quorum.Receiver) quorum.Receiver {
 	var lost *lostReply
 	errors.As(fault, &lost)
@@ -242,7 +242,7 @@ func (f *Node) answer(op string, cmd quorum.Cmd, fault error, fn func(quorum.Cmd
 		switch {
 		case lost != nil:
 			rep = quorum.Reply{Err: lost}
-		case errors.Is(rep.Err, Refused):
+		case errors.Is(rep.Err, ErrAnswerNo):
 			rep = quorum.Reply{}
 		}
 		f.mu.Lock()

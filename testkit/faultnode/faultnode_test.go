@@ -78,7 +78,7 @@ func TestOpFaults(t *testing.T) {
 		t.Fatalf("Set beside a SetNX fault = %+v, want OK", r)
 	}
 	f.SetFault(errBoom)
-	f.SetOpFault("Get", faultnode.Refused)
+	f.SetOpFault("Get", faultnode.ErrAnswerNo)
 	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.Get, Key: "k"}); r.OK || r.Err != nil {
 		t.Fatalf("refused Get = %+v, want no, without an error", r)
 	}

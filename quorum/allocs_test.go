@@ -116,21 +116,3 @@ func TestRefusedAcquireAllocations(t *testing.T) {
 		t.Errorf("a refused AcquireAsync allocates %.1f times per call, budget 3", got)
 	}
 }
-
-// A round's launch time starts its validity only when the clock is
-// time.Now: a Config's own clock (a test's, say) is read for it.
-func TestRealClockDetected(t *testing.T) {
-	_, nodes := newFakes(3)
-	if c := newCluster(t, nodes, DefaultConfig()); !c.realClock {
-		t.Error("DefaultConfig's clock not seen as time.Now")
-	}
-	cfg := testConfig()
-	cfg.Now = nil
-	if c := newCluster(t, nodes, cfg); !c.realClock {
-		t.Error("a nil clock not seen as time.Now")
-	}
-	cfg.Now = newFakeClock(time.Millisecond).Now
-	if c := newCluster(t, nodes, cfg); c.realClock {
-		t.Error("a fake clock seen as time.Now")
-	}
-}

@@ -1,4 +1,4 @@
-package quorum
+package quorum_test
 
 import (
 	"cmp"
@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 const (
@@ -19,53 +22,40 @@ const (
 	ttl   = 10 * time.Second
 )
 
-// nodeSetup prepares one fake node: what it stores at key and how it behaves.
+// nodeSetup prepares one node: what it stores at key and how it fails.
 type nodeSetup struct {
-	tok string        // stored at key before the call; "" = absent
-	ttl time.Duration // ttl of tok; 0 = the package's ttl
-	b   behavior
+	tok   string        // stored at key before the call; "" = absent
+	ttl   time.Duration // ttl of tok; 0 = the package's ttl
+	fault error         // the node's fault (faultnode.SetFault)
+	stall bool          // the node answers no call in time
 }
 
 var (
 	okN    = nodeSetup{}
 	mineN  = nodeSetup{tok: mine}
 	otherN = nodeSetup{tok: other}
-	errN   = nodeSetup{b: behaveErr}
-	stallN = nodeSetup{b: behaveStall}
-	noN    = nodeSetup{b: behaveNo}
-	lostN  = nodeSetup{b: behaveLostReply}
+	errN   = nodeSetup{fault: errBoom}
+	stallN = nodeSetup{stall: true}
+	noN    = nodeSetup{fault: faultnode.ErrAnswerNo}
+	lostN  = nodeSetup{fault: faultnode.ReplyLost(errLost)}
 )
 
-func setupNodes(setups []nodeSetup) ([]*fakeNode, []Node) {
-	fs, nodes := newFakes(len(setups))
+// healthy reports whether the node answers, and carries out, every call.
+func (s nodeSetup) healthy() bool { return s.fault == nil && !s.stall }
+
+func setupNodes(t *testing.T, setups []nodeSetup) ([]*faultnode.Node, []quorum.Node) {
+	t.Helper()
+	fs, nodes := newNodes(len(setups))
 	for i, s := range setups {
 		if s.tok != "" {
-			d := s.ttl
-			if d == 0 {
-				d = ttl
-			}
-			fs[i].put(key, s.tok, d)
+			put(t, fs[i], key, s.tok, cmp.Or(s.ttl, ttl))
 		}
-		fs[i].setBehavior(s.b)
+		fs[i].SetFault(s.fault)
+		if s.stall {
+			fs[i].SetDelay(stall)
+		}
 	}
 	return fs, nodes
-}
-
-// waitAll waits until op has completed n times on every node, so that the
-// goroutines an early-returning Acquire left behind have done their work.
-func waitAll(t *testing.T, fs []*fakeNode, op string, n int) {
-	t.Helper()
-	for _, f := range fs {
-		f.waitCalls(t, op, n)
-	}
-}
-
-func names(fs []*fakeNode) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = f.name
-	}
-	return out
 }
 
 // TestAcquireVotes runs Acquire with k of N nodes granting, for N = 1..7 and
@@ -89,10 +79,10 @@ func TestAcquireVotes(t *testing.T) {
 					for i := k; i < n; i++ {
 						setups[i] = m.refuse
 					}
-					fs, nodes := setupNodes(setups)
+					fs, nodes := setupNodes(t, setups)
 					c := newCluster(t, nodes, testConfig())
 					l, err := c.Acquire(context.Background(), key, mine, ttl)
-					q := Quorum(n)
+					q := quorum.Quorum(n)
 					switch {
 					case k >= q:
 						if err != nil {
@@ -102,17 +92,17 @@ func TestAcquireVotes(t *testing.T) {
 							t.Errorf("Acquire = %+v", l)
 						}
 						waitAll(t, fs, opSetNX, 1)
-						if got, want := holders(fs, key, mine), names(fs[:k]); !slices.Equal(got, want) {
+						if got, want := holders(t, fs, key, mine), names(fs[:k]); !slices.Equal(got, want) {
 							t.Errorf("holders = %v, want %v", got, want)
 						}
 						for _, f := range fs {
-							if f.callCount(opCAD) != 0 {
-								t.Errorf("%s: released after a successful acquire", f.name)
+							if f.Calls(opCAD) != 0 {
+								t.Errorf("%s: released after a successful acquire", f.Name())
 							}
 						}
 						return
 					case m.answered:
-						if !errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNoQuorum) {
+						if !errors.Is(err, quorum.ErrNotAcquired) || errors.Is(err, quorum.ErrNoQuorum) {
 							t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
 						}
 					default:
@@ -121,7 +111,7 @@ func TestAcquireVotes(t *testing.T) {
 							t.Errorf("errors.Is(err, node error) = false for %v", err)
 						}
 					}
-					if l != (Lock{}) {
+					if l != (quorum.Lock{}) {
 						t.Errorf("failed Acquire returned %+v", l)
 					}
 					assertNowhere(t, fs, key, mine)
@@ -131,12 +121,12 @@ func TestAcquireVotes(t *testing.T) {
 						if i >= k && m.answered {
 							want = 0
 						}
-						if f.callCount(opCAD) != want {
-							t.Errorf("%s: %d releases after a failed acquire, want %d", f.name, f.callCount(opCAD), want)
+						if f.Calls(opCAD) != want {
+							t.Errorf("%s: %d releases after a failed acquire, want %d", f.Name(), f.Calls(opCAD), want)
 						}
 					}
 					if m.name == "held" {
-						if got := holders(fs, key, other); len(got) != n-k {
+						if got := holders(t, fs, key, other); len(got) != n-k {
 							t.Errorf("other token now on %v, want on all %d refusing nodes", got, n-k)
 						}
 					}
@@ -167,7 +157,7 @@ func TestAcquireMixedAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			c := newCluster(t, nodes, testConfig())
 			_, err := c.Acquire(context.Background(), key, mine, ttl)
 			switch {
@@ -179,7 +169,7 @@ func TestAcquireMixedAnswers(t *testing.T) {
 			case tt.wantNoQ:
 				assertNoQuorum(t, err, tt.answered, len(tt.nodes), tt.failed...)
 			default:
-				if !errors.Is(err, ErrNotAcquired) {
+				if !errors.Is(err, quorum.ErrNotAcquired) {
 					t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
 				}
 			}
@@ -191,16 +181,16 @@ func TestAcquireMixedAnswers(t *testing.T) {
 }
 
 func TestAcquireInvalidTTL(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
 	for _, d := range []time.Duration{0, -time.Second} {
-		if _, err := c.Acquire(context.Background(), key, mine, d); !errors.Is(err, ErrInvalidTTL) {
+		if _, err := c.Acquire(context.Background(), key, mine, d); !errors.Is(err, quorum.ErrInvalidTTL) {
 			t.Errorf("Acquire(ttl %v) = %v, want ErrInvalidTTL", d, err)
 		}
 	}
 	for _, f := range fs {
-		if n := f.callCount(opSetNX); n != 0 {
-			t.Errorf("%s: %d SetNX calls for an invalid ttl", f.name, n)
+		if n := f.Calls(opSetNX); n != 0 {
+			t.Errorf("%s: %d SetNX calls for an invalid ttl", f.Name(), n)
 		}
 	}
 }
@@ -224,10 +214,10 @@ func TestAcquireValidityClock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := newFakes(3)
+			fs, nodes := newNodes(3)
 			cfg := testConfig()
 			cfg.DriftFactor = tt.drift
-			cfg.Now = newFakeClock(tt.step).Now
+			cfg.Now = newStepClock(tt.step).Now
 			c := newCluster(t, nodes, cfg)
 			l, err := c.Acquire(context.Background(), key, mine, time.Second)
 			if tt.want > 0 {
@@ -236,16 +226,16 @@ func TestAcquireValidityClock(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrNotAcquired) {
+			if !errors.Is(err, quorum.ErrNotAcquired) {
 				t.Fatalf("Acquire = %+v, %v; want ErrNotAcquired", l, err)
 			}
 			// Every node granted, yet the lock is worthless: it must be
 			// released on every one of them.
 			assertNowhere(t, fs, key, mine)
 			for _, f := range fs {
-				if f.callCount(opSetNX) != 1 || f.callCount(opCAD) != 1 {
+				if f.Calls(opSetNX) != 1 || f.Calls(opCAD) != 1 {
 					t.Errorf("%s: SetNX %d, CompareAndDelete %d; want 1 and 1",
-						f.name, f.callCount(opSetNX), f.callCount(opCAD))
+						f.Name(), f.Calls(opSetNX), f.Calls(opCAD))
 				}
 			}
 		})
@@ -256,20 +246,20 @@ func TestAcquireValidityClock(t *testing.T) {
 // has answered the SetNX round, before Acquire's release: the release must
 // still reach every node.
 func TestAcquireReleaseSurvivesCancel(t *testing.T) {
-	fs, nodes := setupNodes([]nodeSetup{okN, okN, otherN, otherN, otherN})
+	fs, nodes := setupNodes(t, []nodeSetup{okN, okN, otherN, otherN, otherN})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var answered atomic.Int32
 	for _, f := range fs {
-		f.setHook(func(op, _, _ string, _ bool, _ error) {
-			if op == opSetNX && answered.Add(1) == int32(len(fs)) {
+		f.OnReply(func(cmd quorum.Cmd, _ quorum.Reply) {
+			if cmd.Kind == quorum.SetNX && answered.Add(1) == int32(len(fs)) {
 				cancel()
 			}
 		})
 	}
 	c := newCluster(t, nodes, testConfig())
 	_, err := c.Acquire(ctx, key, mine, ttl)
-	if !errors.Is(err, ErrNotAcquired) {
+	if !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
 	}
 	if ctx.Err() == nil {
@@ -281,18 +271,18 @@ func TestAcquireReleaseSurvivesCancel(t *testing.T) {
 		if i >= 2 { // answered nil: never stored this SET
 			want = 0
 		}
-		if f.callCount(opCAD) != want {
-			t.Errorf("%s: %d releases, want %d", f.name, f.callCount(opCAD), want)
+		if f.Calls(opCAD) != want {
+			t.Errorf("%s: %d releases, want %d", f.Name(), f.Calls(opCAD), want)
 		}
 	}
-	if got := holders(fs, key, other); len(got) != 3 {
+	if got := holders(t, fs, key, other); len(got) != 3 {
 		t.Errorf("other token on %v, want untouched on 3 nodes", got)
 	}
 }
 
 // TestAcquireCancelledCtx: a ctx cancelled before the call starts no round.
 func TestAcquireCancelledCtx(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -301,8 +291,8 @@ func TestAcquireCancelledCtx(t *testing.T) {
 		t.Errorf("Acquire with a cancelled ctx = %v, want context.Canceled", err)
 	}
 	for _, f := range fs {
-		if n := f.callCount(opSetNX) + f.callCount(opCAD); n != 0 {
-			t.Errorf("%s: %d calls, want none", f.name, n)
+		if n := f.Calls(opSetNX) + f.Calls(opCAD); n != 0 {
+			t.Errorf("%s: %d calls, want none", f.Name(), n)
 		}
 	}
 }
@@ -310,15 +300,15 @@ func TestAcquireCancelledCtx(t *testing.T) {
 // TestAcquireRoundOutlivesCancel: a client that hangs up during a round
 // does not leave it half done: every node still gets its SET.
 func TestAcquireRoundOutlivesCancel(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := newCluster(t, nodes, testConfig())
 	// Cancel as soon as the first node answers; the others' calls carry on.
 	var once sync.Once
 	for _, f := range fs[:1] {
-		f.setHook(func(op, _, _ string, _ bool, _ error) {
-			if op == opSetNX {
+		f.OnReply(func(cmd quorum.Cmd, _ quorum.Reply) {
+			if cmd.Kind == quorum.SetNX {
 				once.Do(cancel)
 			}
 		})
@@ -327,7 +317,7 @@ func TestAcquireRoundOutlivesCancel(t *testing.T) {
 		t.Fatalf("Acquire = %v, want success", err)
 	}
 	waitAll(t, fs, opSetNX, 1)
-	if got := holders(fs, key, mine); len(got) != 3 {
+	if got := holders(t, fs, key, mine); len(got) != 3 {
 		t.Fatalf("token on %v, want all 3 nodes", got)
 	}
 }
@@ -354,7 +344,7 @@ func TestAcquireStalledNodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			cfg := testConfig()
 			cfg.NodeTimeout = nodeTimeout
 			c := newCluster(t, nodes, cfg)
@@ -370,7 +360,7 @@ func TestAcquireStalledNodes(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Acquire = %v, want success", err)
 				}
-				if got := holders(fs, key, mine); len(got) < Quorum(len(fs)) {
+				if got := holders(t, fs, key, mine); len(got) < quorum.Quorum(len(fs)) {
 					t.Errorf("holders = %v, want a majority", got)
 				}
 				return
@@ -387,12 +377,11 @@ func TestAcquireStalledNodes(t *testing.T) {
 
 func TestAcquireSlowNodes(t *testing.T) {
 	t.Run("slow but within the node timeout counts", func(t *testing.T) {
-		fs, nodes := newFakes(3)
+		fs, nodes := newNodes(3)
 		for _, f := range fs[1:] {
-			f.setBehavior(behaveDelay)
-			f.setDelay(2 * time.Millisecond)
+			f.SetDelay(2 * time.Millisecond)
 		}
-		fs[0].setBehavior(behaveErr)
+		fs[0].SetFault(errBoom)
 		cfg := testConfig()
 		cfg.NodeTimeout = time.Second // generous: the delay must never reach it
 		c := newCluster(t, nodes, cfg)
@@ -401,10 +390,9 @@ func TestAcquireSlowNodes(t *testing.T) {
 		}
 	})
 	t.Run("slower than the node timeout fails", func(t *testing.T) {
-		fs, nodes := newFakes(3)
+		fs, nodes := newNodes(3)
 		for _, f := range fs[1:] {
-			f.setBehavior(behaveDelay)
-			f.setDelay(time.Hour)
+			f.SetDelay(time.Hour)
 		}
 		c := newCluster(t, nodes, testConfig())
 		_, err := c.Acquire(context.Background(), key, mine, ttl)
@@ -416,10 +404,9 @@ func TestAcquireSlowNodes(t *testing.T) {
 // TestAcquireMutualExclusion: concurrent acquirers with distinct tokens; at
 // most one of them may win each round.
 func TestAcquireMutualExclusion(t *testing.T) {
-	fs, nodes := newFakes(5)
+	fs, nodes := newNodes(5)
 	for i, f := range fs {
-		f.setBehavior(behaveDelay)
-		f.setDelay(time.Duration(i) * 100 * time.Microsecond)
+		f.SetDelay(time.Duration(i) * 100 * time.Microsecond)
 	}
 	cfg := testConfig()
 	cfg.NodeTimeout = time.Second
@@ -450,7 +437,12 @@ func TestAcquireMutualExclusion(t *testing.T) {
 func TestExtend(t *testing.T) {
 	ms := time.Millisecond
 	step := 10 * ms
-	const newTTL = time.Second
+	// A minute, far from the ttl of the locks it finds (10s), so that a
+	// ttl read back from a node tells the two apart.
+	const newTTL = time.Minute
+	// Its validity: newTTL less the clock's step and the drift, 1% of
+	// newTTL plus 2ms.
+	const drift = 602 * time.Millisecond
 	tests := []struct {
 		name     string
 		nodes    []nodeSetup
@@ -459,19 +451,19 @@ func TestExtend(t *testing.T) {
 		wantErr  error         // ErrNotHeld or ErrNoQuorum
 		answered int
 	}{
-		{name: "held everywhere", nodes: []nodeSetup{mineN, mineN, mineN}, want: newTTL - step - 12*ms},
-		{name: "held on a majority", nodes: []nodeSetup{mineN, mineN, otherN}, want: newTTL - step - 12*ms},
-		{name: "majority with an error", nodes: []nodeSetup{mineN, errN, mineN}, want: newTTL - step - 12*ms},
-		{name: "minority", nodes: []nodeSetup{mineN, otherN, okN}, wantErr: ErrNotHeld},
-		{name: "held nowhere", nodes: []nodeSetup{okN, okN, okN}, wantErr: ErrNotHeld},
-		{name: "too few answered", nodes: []nodeSetup{mineN, errN, stallN}, wantErr: ErrNoQuorum, answered: 1},
-		{name: "validity ran out", nodes: []nodeSetup{mineN, mineN, mineN}, step: 988 * ms, wantErr: ErrNotHeld},
+		{name: "held everywhere", nodes: []nodeSetup{mineN, mineN, mineN}, want: newTTL - step - drift},
+		{name: "held on a majority", nodes: []nodeSetup{mineN, mineN, otherN}, want: newTTL - step - drift},
+		{name: "majority with an error", nodes: []nodeSetup{mineN, errN, mineN}, want: newTTL - step - drift},
+		{name: "minority", nodes: []nodeSetup{mineN, otherN, okN}, wantErr: quorum.ErrNotHeld},
+		{name: "held nowhere", nodes: []nodeSetup{okN, okN, okN}, wantErr: quorum.ErrNotHeld},
+		{name: "too few answered", nodes: []nodeSetup{mineN, errN, stallN}, wantErr: quorum.ErrNoQuorum, answered: 1},
+		{name: "validity ran out", nodes: []nodeSetup{mineN, mineN, mineN}, step: newTTL - drift, wantErr: quorum.ErrNotHeld},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			cfg := testConfig()
-			cfg.Now = newFakeClock(cmp.Or(tt.step, step)).Now
+			cfg.Now = newStepClock(cmp.Or(tt.step, step)).Now
 			c := newCluster(t, nodes, cfg)
 			v, err := c.Extend(context.Background(), key, mine, newTTL)
 			if tt.wantErr == nil {
@@ -479,12 +471,15 @@ func TestExtend(t *testing.T) {
 					t.Fatalf("Extend = %v, %v; want %v", v, err, tt.want)
 				}
 				for i, f := range fs {
-					e, _ := f.peek(key)
-					if tt.nodes[i] == mineN && e.ttl != newTTL {
-						t.Errorf("%s: ttl %v, want extended to %v", f.name, e.ttl, newTTL)
+					e := peek(t, f, key)
+					if tt.nodes[i] == mineN {
+						assertTTL(t, f.Name()+", extended", e.ttl, newTTL)
 					}
-					if tt.nodes[i] == otherN && (e.token != other || e.ttl != ttl) {
-						t.Errorf("%s: other's lock touched: %+v", f.name, e)
+					if tt.nodes[i] == otherN {
+						if e.token != other {
+							t.Errorf("%s: other's lock touched: %+v", f.Name(), e)
+						}
+						assertTTL(t, f.Name()+", other's lock", e.ttl, ttl)
 					}
 				}
 				return
@@ -492,7 +487,7 @@ func TestExtend(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || v != 0 {
 				t.Fatalf("Extend = %v, %v; want %v", v, err, tt.wantErr)
 			}
-			if tt.wantErr == ErrNoQuorum {
+			if tt.wantErr == quorum.ErrNoQuorum {
 				assertNoQuorum(t, err, tt.answered, len(fs))
 			}
 			// A failed extend deletes nothing: every node that held the
@@ -500,28 +495,28 @@ func TestExtend(t *testing.T) {
 			var want []string
 			for i, f := range fs {
 				if tt.nodes[i] == mineN {
-					want = append(want, f.name)
+					want = append(want, f.Name())
 				}
 			}
-			if got := holders(fs, key, mine); !slices.Equal(got, want) {
+			if got := holders(t, fs, key, mine); !slices.Equal(got, want) {
 				t.Errorf("after a failed extend the token is on %v, want %v (where it was)", got, want)
 			}
 			for i, f := range fs {
 				if tt.nodes[i] == otherN {
-					if e, _ := f.peek(key); e.token != other {
-						t.Errorf("%s: other's lock removed", f.name)
+					if e := peek(t, f, key); e.token != other {
+						t.Errorf("%s: other's lock removed", f.Name())
 					}
 				}
 			}
 		})
 	}
 	t.Run("invalid ttl", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		fs, nodes := setupNodes(t, []nodeSetup{mineN, mineN, mineN})
 		c := newCluster(t, nodes, testConfig())
-		if _, err := c.Extend(context.Background(), key, mine, 0); !errors.Is(err, ErrInvalidTTL) {
+		if _, err := c.Extend(context.Background(), key, mine, 0); !errors.Is(err, quorum.ErrInvalidTTL) {
 			t.Errorf("Extend(0) = %v, want ErrInvalidTTL", err)
 		}
-		if h := holders(fs, key, mine); len(h) != 3 {
+		if h := holders(t, fs, key, mine); len(h) != 3 {
 			t.Errorf("invalid Extend changed the lock: holders %v", h)
 		}
 	})
@@ -538,7 +533,7 @@ func TestRelease(t *testing.T) {
 	}{
 		{name: "held everywhere", nodes: []nodeSetup{mineN, mineN, mineN}, want: true},
 		{name: "held on a majority", nodes: []nodeSetup{mineN, otherN, mineN}, want: true},
-		{name: "majority incl. a lost reply", nodes: []nodeSetup{mineN, mineN, {tok: mine, b: behaveLostReply}}, want: true},
+		{name: "majority incl. a lost reply", nodes: []nodeSetup{mineN, mineN, {tok: mine, fault: faultnode.ReplyLost(errLost)}}, want: true},
 		{name: "minority", nodes: []nodeSetup{mineN, otherN, okN}, want: false},
 		{name: "held nowhere", nodes: []nodeSetup{okN, okN, okN}, want: false},
 		{name: "held by another token", nodes: []nodeSetup{otherN, otherN, otherN}, want: false},
@@ -548,7 +543,7 @@ func TestRelease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			c := newCluster(t, nodes, testConfig())
 			got, err := c.Release(context.Background(), key, mine)
 			if tt.noQuorum {
@@ -562,15 +557,15 @@ func TestRelease(t *testing.T) {
 			assertNowhere(t, fs, key, mine)
 			for i, f := range fs {
 				if tt.nodes[i] == otherN {
-					if e, ok := f.peek(key); !ok || e.token != other {
-						t.Errorf("%s: Release deleted another token's key", f.name)
+					if s := peek(t, f, key); !s.ok || s.token != other {
+						t.Errorf("%s: Release deleted another token's key", f.Name())
 					}
 				}
 			}
 		})
 	}
 	t.Run("cancelled ctx still releases", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		fs, nodes := setupNodes(t, []nodeSetup{mineN, mineN, mineN})
 		c := newCluster(t, nodes, testConfig())
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -582,14 +577,14 @@ func TestRelease(t *testing.T) {
 }
 
 func TestAcquireThenReleaseRoundTrip(t *testing.T) {
-	fs, nodes := newFakes(5)
+	fs, nodes := newNodes(5)
 	c := newCluster(t, nodes, testConfig())
-	tok := NewToken()
+	tok := quorum.NewToken()
 	l, err := c.Acquire(context.Background(), key, tok, ttl)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	if _, err := c.Acquire(context.Background(), key, NewToken(), ttl); !errors.Is(err, ErrNotAcquired) {
+	if _, err := c.Acquire(context.Background(), key, quorum.NewToken(), ttl); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("second Acquire = %v, want ErrNotAcquired", err)
 	}
 	waitAll(t, fs, opSetNX, 2)
@@ -603,7 +598,7 @@ func TestAcquireThenReleaseRoundTrip(t *testing.T) {
 	if ok, err := c.Release(context.Background(), key, tok); ok || err != nil {
 		t.Fatalf("second Release = %v, %v; want false, nil", ok, err)
 	}
-	if _, err := c.Acquire(context.Background(), key, NewToken(), ttl); err != nil {
+	if _, err := c.Acquire(context.Background(), key, quorum.NewToken(), ttl); err != nil {
 		t.Fatalf("Acquire after release: %v", err)
 	}
 }
@@ -614,17 +609,16 @@ func TestAcquireThenReleaseRoundTrip(t *testing.T) {
 // way, or that node keeps the token for the whole ttl after the caller was
 // told it did not get the lock.
 func TestAcquireExpiredValidityReleasesStragglers(t *testing.T) {
-	fs, nodes := newFakes(3)
-	fs[2].setOpBehavior(opSetNX, behaveDelay) // grants, but late
-	fs[2].setDelay(30 * time.Millisecond)
+	fs, nodes := newNodes(3)
+	fs[2].SetOpDelay(opSetNX, 30*time.Millisecond) // grants, but late
 	cfg := testConfig()
 	cfg.NodeTimeout = time.Second                      // the late answer is well within it
-	cfg.Now = newFakeClock(988 * time.Millisecond).Now // validity = 1s - 988ms - 12ms = 0
+	cfg.Now = newStepClock(988 * time.Millisecond).Now // validity = 1s - 988ms - 12ms = 0
 	c := newCluster(t, nodes, cfg)
-	if _, err := c.Acquire(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNotAcquired) {
+	if _, err := c.Acquire(context.Background(), key, mine, time.Second); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("Acquire = %v, want ErrNotAcquired", err)
 	}
-	fs[2].waitCalls(t, opSetNX, 1)
+	fs[2].WaitAnswered(t, opSetNX, 1)
 	assertNowhere(t, fs, key, mine)
 }
 
@@ -632,16 +626,16 @@ func TestAcquireExpiredValidityReleasesStragglers(t *testing.T) {
 // token it already holds gets "not acquired", as from Redis, and its lock
 // stays: the nodes that refused hold that earlier acquisition.
 func TestFailedAcquireKeepsOwnEarlierLock(t *testing.T) {
-	fs, nodes := setupNodes([]nodeSetup{okN, okN, okN})
+	fs, nodes := setupNodes(t, []nodeSetup{okN, okN, okN})
 	c := newCluster(t, nodes, testConfig())
 	if _, err := c.Acquire(context.Background(), key, mine, ttl); err != nil {
 		t.Fatalf("first Acquire = %v", err)
 	}
 	waitAll(t, fs, opSetNX, 1)
-	if _, err := c.Acquire(context.Background(), key, mine, ttl); !errors.Is(err, ErrNotAcquired) {
+	if _, err := c.Acquire(context.Background(), key, mine, ttl); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("repeated Acquire = %v, want ErrNotAcquired", err)
 	}
-	if got := holders(fs, key, mine); len(got) != 3 {
+	if got := holders(t, fs, key, mine); len(got) != 3 {
 		t.Fatalf("after a repeated acquire the token is on %v, want all 3 nodes", got)
 	}
 }

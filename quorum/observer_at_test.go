@@ -1,19 +1,21 @@
-package quorum
+package quorum_test
 
 import (
 	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // atNode stamps every reply of its node with a read time an hour after
 // the call, as a node that says when it read the reply does.
-type atNode struct{ *fakeNode }
+type atNode struct{ quorum.Node }
 
-func (a atNode) Do(deadline time.Time, cmd Cmd, rcv Receiver) {
+func (a atNode) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 	at := time.Now().Add(time.Hour)
-	a.fakeNode.Do(deadline, cmd, ReceiverFunc(func(rep Reply) {
+	a.Node.Do(deadline, cmd, quorum.ReceiverFunc(func(rep quorum.Reply) {
 		rep.At = at
 		rcv.Receive(rep)
 	}))
@@ -25,7 +27,7 @@ type latencyObserver struct {
 	d  map[string][]time.Duration
 }
 
-func (o *latencyObserver) NodesDone(op string, calls []NodeResult) {
+func (o *latencyObserver) NodesDone(op string, calls []quorum.NodeResult) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, c := range calls {
@@ -38,7 +40,7 @@ func (o *latencyObserver) OpDone(string, string, time.Duration, time.Duration, t
 // A node's latency runs to the read time its reply carries; a reply
 // without one is timed on receipt.
 func TestReportNodeUsesReplyReadTime(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	nodes[0], nodes[1] = atNode{fs[0]}, atNode{fs[1]}
 	obs := &latencyObserver{d: map[string][]time.Duration{}}
 	cfg := testConfig()
@@ -50,11 +52,11 @@ func TestReportNodeUsesReplyReadTime(t *testing.T) {
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	for _, f := range fs[:2] {
-		if d := obs.d[f.name]; len(d) != 1 || d[0] < time.Hour-time.Minute {
-			t.Errorf("%s: durations %v, want one of about an hour (its reply's read time)", f.name, d)
+		if d := obs.d[f.Name()]; len(d) != 1 || d[0] < time.Hour-time.Minute {
+			t.Errorf("%s: durations %v, want one of about an hour (its reply's read time)", f.Name(), d)
 		}
 	}
-	if d := obs.d[fs[2].name]; len(d) != 1 || d[0] < 0 || d[0] >= time.Hour-time.Minute {
-		t.Errorf("%s: durations %v, want one measured on receipt", fs[2].name, d)
+	if d := obs.d[fs[2].Name()]; len(d) != 1 || d[0] < 0 || d[0] >= time.Hour-time.Minute {
+		t.Errorf("%s: durations %v, want one measured on receipt", fs[2].Name(), d)
 	}
 }

@@ -1,10 +1,12 @@
-package quorum
+package quorum_test
 
 import (
 	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 type opRecord struct {
@@ -24,7 +26,7 @@ type recObserver struct {
 	nodes []nodeRecord
 }
 
-func (r *recObserver) NodesDone(op string, calls []NodeResult) {
+func (r *recObserver) NodesDone(op string, calls []quorum.NodeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range calls {
@@ -47,7 +49,7 @@ func (r *recObserver) take() ([]opRecord, []nodeRecord) {
 }
 
 func TestObserverReportsOperations(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	rec := &recObserver{}
 	cfg := testConfig()
 	cfg.Observer = rec
@@ -61,13 +63,13 @@ func TestObserverReportsOperations(t *testing.T) {
 		op      string
 		outcome string
 	}{
-		{"acquire ok", func() { _, _ = c.Acquire(ctx, "k", "t1", ttl) }, OpAcquire, OutcomeOK},
-		{"acquire contended", func() { _, _ = c.Acquire(ctx, "k", "t2", ttl) }, OpAcquire, OutcomeContended},
-		{"extend ok", func() { _, _ = c.Extend(ctx, "k", "t1", ttl) }, OpExtend, OutcomeOK},
-		{"get ok", func() { _, _ = c.Get(ctx, "k") }, OpGet, OutcomeOK},
-		{"release ok", func() { _, _ = c.Release(ctx, "k", "t1") }, OpRelease, OutcomeOK},
-		{"release not held", func() { _, _ = c.Release(ctx, "k", "t1") }, OpRelease, OutcomeContended},
-		{"bad ttl", func() { _, _ = c.Acquire(ctx, "k", "t1", 0) }, OpAcquire, OutcomeError},
+		{"acquire ok", func() { _, _ = c.Acquire(ctx, "k", "t1", ttl) }, quorum.OpAcquire, quorum.OutcomeOK},
+		{"acquire contended", func() { _, _ = c.Acquire(ctx, "k", "t2", ttl) }, quorum.OpAcquire, quorum.OutcomeContended},
+		{"extend ok", func() { _, _ = c.Extend(ctx, "k", "t1", ttl) }, quorum.OpExtend, quorum.OutcomeOK},
+		{"get ok", func() { _, _ = c.Get(ctx, "k") }, quorum.OpGet, quorum.OutcomeOK},
+		{"release ok", func() { _, _ = c.Release(ctx, "k", "t1") }, quorum.OpRelease, quorum.OutcomeOK},
+		{"release not held", func() { _, _ = c.Release(ctx, "k", "t1") }, quorum.OpRelease, quorum.OutcomeContended},
+		{"bad ttl", func() { _, _ = c.Acquire(ctx, "k", "t1", 0) }, quorum.OpAcquire, quorum.OutcomeError},
 	}
 	for _, tc := range cases {
 		tc.run()
@@ -81,7 +83,7 @@ func TestObserverReportsOperations(t *testing.T) {
 				t.Errorf("%s: node call labelled %q, want %q", tc.name, n.op, tc.op)
 			}
 		}
-		if tc.outcome == OutcomeOK && (tc.op == OpAcquire || tc.op == OpExtend) {
+		if tc.outcome == quorum.OutcomeOK && (tc.op == quorum.OpAcquire || tc.op == quorum.OpExtend) {
 			if ops[0].ttl != ttl || ops[0].validity <= 0 || ops[0].validity >= ttl {
 				t.Errorf("%s: validity %v of ttl %v", tc.name, ops[0].validity, ops[0].ttl)
 			}
@@ -89,11 +91,11 @@ func TestObserverReportsOperations(t *testing.T) {
 	}
 
 	for _, f := range fs[:2] {
-		f.setBehavior(behaveErr)
+		f.SetFault(errBoom)
 	}
 	_, _ = c.Acquire(ctx, "k2", "t", ttl)
 	ops, nodeCalls := rec.take()
-	if len(ops) != 1 || ops[0].outcome != OutcomeNoQuorum {
+	if len(ops) != 1 || ops[0].outcome != quorum.OutcomeNoQuorum {
 		t.Fatalf("ops = %+v, want one no_quorum", ops)
 	}
 	failed := 0
@@ -108,12 +110,12 @@ func TestObserverReportsOperations(t *testing.T) {
 }
 
 func TestInspect(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
 	ctx := context.Background()
-	fs[0].put("k", "a", 5*time.Second)
-	fs[1].put("k", "a", 4*time.Second)
-	fs[2].setBehavior(behaveErr)
+	put(t, fs[0], "k", "a", 5*time.Second)
+	put(t, fs[1], "k", "a", 4*time.Second)
+	fs[2].SetFault(errBoom)
 
 	in := c.Inspect(ctx, "k")
 	if !in.HasQuorum() || in.Answered != 2 || in.Quorum != 2 {
@@ -134,7 +136,7 @@ func TestInspect(t *testing.T) {
 		}
 	}
 
-	fs[1].setBehavior(behaveErr)
+	fs[1].SetFault(errBoom)
 	if in := c.Inspect(ctx, "k"); in.HasQuorum() || in.Holder.Held {
 		t.Errorf("with 1 of 3 answering: %+v", in)
 	}
@@ -143,13 +145,13 @@ func TestInspect(t *testing.T) {
 // batchObserver keeps every NodesDone call as it came, and signals each.
 type batchObserver struct {
 	mu      sync.Mutex
-	batches [][]NodeResult
+	batches [][]quorum.NodeResult
 	got     chan struct{}
 }
 
-func (b *batchObserver) NodesDone(op string, calls []NodeResult) {
+func (b *batchObserver) NodesDone(op string, calls []quorum.NodeResult) {
 	b.mu.Lock()
-	b.batches = append(b.batches, append([]NodeResult(nil), calls...))
+	b.batches = append(b.batches, append([]quorum.NodeResult(nil), calls...))
 	b.mu.Unlock()
 	b.got <- struct{}{}
 }
@@ -160,8 +162,8 @@ func (b *batchObserver) OpDone(string, string, time.Duration, time.Duration, tim
 // in, a late one included: each node once, by its index and name in
 // configuration order, with its error.
 func TestRoundReportsNodesOnce(t *testing.T) {
-	fs, nodes := newFakes(3)
-	fs[2].setBehavior(behaveStall)
+	fs, nodes := newNodes(3)
+	fs[2].SetDelay(stall)
 	obs := &batchObserver{got: make(chan struct{}, 8)}
 	cfg := testConfig()
 	cfg.Observer = obs
@@ -176,7 +178,7 @@ func TestRoundReportsNodesOnce(t *testing.T) {
 		t.Fatalf("reports %+v, want one of 3 calls", obs.batches)
 	}
 	for i, r := range obs.batches[0] {
-		if r.Index != i || r.Node != fs[i].name || (r.Err != nil) != (i == 2) {
+		if r.Index != i || r.Node != fs[i].Name() || (r.Err != nil) != (i == 2) {
 			t.Errorf("call %d reported as %+v", i, r)
 		}
 	}

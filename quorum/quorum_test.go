@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"errors"
-	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,22 +15,6 @@ import (
 
 func TestMain(m *testing.M) {
 	leaktest.VerifyTestMain(m)
-}
-
-func TestQuorum(t *testing.T) {
-	want := map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4}
-	for n := 1; n <= 7; n++ {
-		if got := Quorum(n); got != want[n] {
-			t.Errorf("Quorum(%d) = %d, want %d", n, got, want[n])
-		}
-		if q := Quorum(n); 2*q <= n {
-			t.Errorf("Quorum(%d) = %d is not a strict majority", n, q)
-		}
-		_, nodes := newFakes(n)
-		if got := newCluster(t, nodes, testConfig()).Quorum(); got != want[n] {
-			t.Errorf("Cluster(%d nodes).Quorum() = %d, want %d", n, got, want[n])
-		}
-	}
 }
 
 func TestValidity(t *testing.T) {
@@ -61,86 +44,11 @@ func TestValidity(t *testing.T) {
 	}
 }
 
-func TestConfigValidate(t *testing.T) {
-	ok := DefaultConfig()
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		wantErr bool
-	}{
-		{"defaults", func(*Config) {}, false},
-		{"zero retry delays", func(c *Config) { c.RetryDelayMin, c.RetryDelayMax = 0, 0 }, false},
-		{"equal retry delays", func(c *Config) { c.RetryDelayMin, c.RetryDelayMax = 7, 7 }, false},
-		{"zero drift", func(c *Config) { c.DriftFactor = 0 }, false},
-		{"zero node timeout", func(c *Config) { c.NodeTimeout = 0 }, true},
-		{"negative node timeout", func(c *Config) { c.NodeTimeout = -time.Millisecond }, true},
-		{"negative drift", func(c *Config) { c.DriftFactor = -0.01 }, true},
-		{"drift one", func(c *Config) { c.DriftFactor = 1 }, true},
-		{"drift above one", func(c *Config) { c.DriftFactor = 2 }, true},
-		{"drift +Inf", func(c *Config) { c.DriftFactor = math.Inf(1) }, true},
-		{"drift -Inf", func(c *Config) { c.DriftFactor = math.Inf(-1) }, true},
-		{"drift NaN", func(c *Config) { c.DriftFactor = math.NaN() }, true},
-		{"negative retry min", func(c *Config) { c.RetryDelayMin = -1 }, true},
-		{"retry max below min", func(c *Config) { c.RetryDelayMin, c.RetryDelayMax = 10, 9 }, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.mod(&c)
-			err := c.Validate()
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Validate() = %v, wantErr %v", err, tt.wantErr)
-			}
-			if err != nil && !strings.HasPrefix(err.Error(), "quorum: ") {
-				t.Errorf("error %q lacks the package prefix", err)
-			}
-			_, nodes := newFakes(3)
-			if _, nerr := New(nodes, c); (nerr != nil) != tt.wantErr {
-				t.Errorf("New() = %v, wantErr %v", nerr, tt.wantErr)
-			}
-		})
-	}
-}
-
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
 	if c.NodeTimeout != 50*time.Millisecond || c.DriftFactor != 0.01 ||
 		c.RetryDelayMin != 5*time.Millisecond || c.RetryDelayMax != 50*time.Millisecond || c.Now == nil {
 		t.Errorf("DefaultConfig() = %+v, not the documented defaults", c)
-	}
-}
-
-func TestNew(t *testing.T) {
-	if _, err := New(nil, DefaultConfig()); err == nil {
-		t.Error("New(nil) succeeded, want an error")
-	}
-	if _, err := New([]Node{}, DefaultConfig()); err == nil {
-		t.Error("New(empty) succeeded, want an error")
-	}
-
-	_, nodes := newFakes(3)
-	cfg := testConfig()
-	cfg.Now = nil
-	c := newCluster(t, nodes, cfg)
-	if c.Config().Now == nil {
-		t.Error("New left Config.Now nil; want time.Now")
-	}
-	if c.Config().NodeTimeout != cfg.NodeTimeout {
-		t.Errorf("Config().NodeTimeout = %v, want %v", c.Config().NodeTimeout, cfg.NodeTimeout)
-	}
-
-	// The cluster keeps its own copy of the node list, and hands out copies.
-	nodes[0] = newFakeNode("intruder")
-	got := c.Nodes()
-	if got[0].Name() != "n0" {
-		t.Errorf("cluster follows the caller's slice: Nodes()[0] = %s", got[0].Name())
-	}
-	got[1] = newFakeNode("intruder")
-	if c.Nodes()[1].Name() != "n1" {
-		t.Error("Nodes() returns the cluster's own slice")
-	}
-	if len(got) != 3 {
-		t.Errorf("len(Nodes()) = %d, want 3", len(got))
 	}
 }
 
@@ -236,42 +144,5 @@ func TestNewTokenConcurrent(t *testing.T) {
 			}
 			seen[tok] = struct{}{}
 		}
-	}
-}
-
-func TestJitter(t *testing.T) {
-	ms := time.Millisecond
-	tests := []struct {
-		name     string
-		min, max time.Duration
-	}{
-		{"defaults", 5 * ms, 50 * ms},
-		{"equal", 7 * ms, 7 * ms},
-		{"zero", 0, 0},
-		{"from zero", 0, 3 * ms},
-		{"narrow", 10 * ms, 10*ms + 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := testConfig()
-			cfg.RetryDelayMin, cfg.RetryDelayMax = tt.min, tt.max
-			_, nodes := newFakes(1)
-			c := newCluster(t, nodes, cfg)
-			lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
-			for range 20_000 {
-				d := c.jitter()
-				if d < tt.min || d > tt.max {
-					t.Fatalf("jitter() = %v outside [%v, %v]", d, tt.min, tt.max)
-				}
-				lo, hi = min(lo, d), max(hi, d)
-			}
-			// The draw is spread over the range, not stuck at one end. With
-			// 20k uniform draws, missing the outer 10% at either end has
-			// probability far below 1e-100.
-			span := tt.max - tt.min
-			if lo > tt.min+span/10 || hi < tt.max-span/10 {
-				t.Errorf("jitter() ranged over [%v, %v], want it to cover [%v, %v]", lo, hi, tt.min, tt.max)
-			}
-		})
 	}
 }

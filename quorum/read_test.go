@@ -1,4 +1,4 @@
-package quorum
+package quorum_test
 
 import (
 	"cmp"
@@ -6,11 +6,17 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 func TestGet(t *testing.T) {
-	s := time.Second
+	// The ttls are minutes apart: the nodes' clocks run, so a pttl read
+	// back is a little less than the ttl stored, and the q-th largest is
+	// told from its neighbours by a bound (getSlack) far below a minute.
+	s := time.Minute
 	ms := time.Millisecond
+	held := func(d time.Duration) quorum.Holder { return quorum.Holder{Held: true, Token: "A", PTTL: d} }
 	a := func(d time.Duration) nodeSetup { return nodeSetup{tok: "A", ttl: d} }
 	b := nodeSetup{tok: "B"}
 	c := nodeSetup{tok: "C"}
@@ -18,34 +24,34 @@ func TestGet(t *testing.T) {
 		name     string
 		nodes    []nodeSetup
 		step     time.Duration // clock step; elapsed of the read. Default 1ms
-		want     Holder
+		want     quorum.Holder
 		noQuorum bool
 		answered int
 		failed   []string
 	}{
 		{name: "3 of 3, q-th largest", nodes: []nodeSetup{a(10 * s), a(8 * s), a(9 * s)},
-			want: Holder{true, "A", 9*s - ms}},
+			want: held(9*s - ms)},
 		{name: "2 of 3", nodes: []nodeSetup{a(10 * s), a(8 * s), okN},
-			want: Holder{true, "A", 8*s - ms}},
+			want: held(8*s - ms)},
 		{name: "3 of 5", nodes: []nodeSetup{a(5 * s), b, a(4 * s), okN, a(3 * s)},
-			want: Holder{true, "A", 3*s - ms}},
+			want: held(3*s - ms)},
 		{name: "4 of 5 takes the 3rd largest", nodes: []nodeSetup{a(5 * s), a(2 * s), a(4 * s), okN, a(3 * s)},
-			want: Holder{true, "A", 3*s - ms}},
-		{name: "1 of 1", nodes: []nodeSetup{a(7 * s)}, want: Holder{true, "A", 7*s - ms}},
+			want: held(3*s - ms)},
+		{name: "1 of 1", nodes: []nodeSetup{a(7 * s)}, want: held(7*s - ms)},
 		{name: "majority with an error", nodes: []nodeSetup{a(10 * s), errN, a(8 * s)},
-			want: Holder{true, "A", 8*s - ms}},
+			want: held(8*s - ms)},
 		{name: "majority with a stalled node", nodes: []nodeSetup{a(10 * s), stallN, a(8 * s)},
-			want: Holder{true, "A", 8*s - ms}},
+			want: held(8*s - ms)},
 		{name: "split A B absent", nodes: []nodeSetup{a(s), b, okN}},
 		{name: "split A B C", nodes: []nodeSetup{a(s), b, c}},
 		{name: "split 2-2 of 4", nodes: []nodeSetup{a(s), a(s), b, b}},
 		{name: "absent everywhere", nodes: []nodeSetup{okN, okN, okN}},
 		{name: "no expiry sorts largest", nodes: []nodeSetup{a(-1), a(5 * s), a(4 * s)},
-			want: Holder{true, "A", 5*s - ms}},
+			want: held(5*s - ms)},
 		{name: "no expiry on a majority", nodes: []nodeSetup{a(-1), a(-1), a(4 * s)},
-			want: Holder{true, "A", -1}},
-		{name: "floor of 1ms", nodes: []nodeSetup{a(ms), a(ms), okN}, step: 5 * ms,
-			want: Holder{true, "A", ms}},
+			want: held(-1)},
+		{name: "floor of 1ms", nodes: []nodeSetup{a(s), a(s), okN}, step: 2 * s,
+			want: held(ms)},
 		{name: "too few answered", nodes: []nodeSetup{a(s), errN, stallN},
 			noQuorum: true, answered: 1, failed: []string{"n1", "n2"}},
 		{name: "nobody answered", nodes: []nodeSetup{errN, errN, errN},
@@ -54,9 +60,9 @@ func TestGet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, nodes := setupNodes(tt.nodes)
+			_, nodes := setupNodes(t, tt.nodes)
 			cfg := testConfig()
-			cfg.Now = newFakeClock(cmp.Or(tt.step, ms)).Now
+			cfg.Now = newStepClock(cmp.Or(tt.step, ms)).Now
 			cl := newCluster(t, nodes, cfg)
 			h, err := cl.Get(context.Background(), key)
 			if tt.noQuorum {
@@ -66,34 +72,15 @@ func TestGet(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get = %v", err)
 			}
-			if h != tt.want {
-				t.Errorf("Get = %+v, want %+v", h, tt.want)
-			}
-		})
-	}
-}
-
-func TestAgreedTTL(t *testing.T) {
-	s := time.Second
-	tests := []struct {
-		name    string
-		pttls   []time.Duration
-		q       int
-		elapsed time.Duration
-		want    time.Duration
-	}{
-		{"q=1", []time.Duration{3 * s}, 1, 0, 3 * s},
-		{"q-th largest", []time.Duration{1 * s, 5 * s, 3 * s, 4 * s, 2 * s}, 3, 0, 3 * s},
-		{"elapsed subtracted", []time.Duration{5 * s, 4 * s}, 2, s, 3 * s},
-		{"floor", []time.Duration{5 * s, 10 * time.Millisecond}, 2, s, time.Millisecond},
-		{"no expiry largest", []time.Duration{-1, 2 * s, 1 * s}, 2, 0, 2 * s},
-		{"no expiry q-th", []time.Duration{-1, -1, 1 * s}, 2, 0, -1},
-		{"ties", []time.Duration{2 * s, 2 * s, 2 * s}, 2, 0, 2 * s},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := agreedTTL(tt.pttls, tt.q, tt.elapsed); got != tt.want {
-				t.Errorf("agreedTTL(%v, %d, %v) = %v, want %v", tt.pttls, tt.q, tt.elapsed, got, tt.want)
+			// No expiry (-1) and the floor (1ms) are exact; any other
+			// pttl is the one stored, less the time since, by under
+			// getSlack.
+			const getSlack = 20 * time.Second
+			w := tt.want
+			exact := w.PTTL <= ms
+			if h.Held != w.Held || h.Token != w.Token ||
+				(exact && h.PTTL != w.PTTL) || (!exact && (h.PTTL > w.PTTL || h.PTTL <= w.PTTL-getSlack)) {
+				t.Errorf("Get = %+v, want %+v (pttl less under %v if not exact)", h, w, getSlack)
 			}
 		})
 	}
@@ -115,7 +102,7 @@ func TestDelete(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			c := newCluster(t, nodes, testConfig())
 			got, err := c.Delete(context.Background(), key)
 			if tt.noQuorum {
@@ -127,14 +114,14 @@ func TestDelete(t *testing.T) {
 				t.Errorf("Delete = %v, want %v", got, tt.want)
 			}
 			for _, f := range fs {
-				if _, ok := f.peek(key); ok {
-					t.Errorf("%s: key survived Delete", f.name)
+				if peek(t, f, key).ok {
+					t.Errorf("%s: key survived Delete", f.Name())
 				}
 			}
 		})
 	}
 	t.Run("unconditional, any token", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{otherN, otherN, mineN})
+		fs, nodes := setupNodes(t, []nodeSetup{otherN, otherN, mineN})
 		c := newCluster(t, nodes, testConfig())
 		if got, err := c.Delete(context.Background(), key); !got || err != nil {
 			t.Errorf("Delete = %v, %v; want true, nil", got, err)
@@ -143,7 +130,7 @@ func TestDelete(t *testing.T) {
 		assertNowhere(t, fs, key, mine)
 	})
 	t.Run("cancelled ctx still deletes", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		fs, nodes := setupNodes(t, []nodeSetup{mineN, mineN, mineN})
 		c := newCluster(t, nodes, testConfig())
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -155,7 +142,9 @@ func TestDelete(t *testing.T) {
 }
 
 func TestExpire(t *testing.T) {
-	const newTTL = 3 * time.Second
+	// Minutes, far from the ttl of the keys it finds (10s), so that a ttl
+	// read back from a node tells the two apart.
+	const newTTL = 3 * time.Minute
 	tests := []struct {
 		name     string
 		nodes    []nodeSetup
@@ -171,7 +160,7 @@ func TestExpire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			c := newCluster(t, nodes, testConfig())
 			got, err := c.Expire(context.Background(), key, newTTL)
 			if tt.noQuorum {
@@ -183,31 +172,31 @@ func TestExpire(t *testing.T) {
 				t.Errorf("Expire = %v, want %v", got, tt.want)
 			}
 			for i, f := range fs {
-				e, ok := f.peek(key)
+				e := peek(t, f, key)
 				if tt.nodes[i].tok == "" {
-					if ok {
-						t.Errorf("%s: Expire created the key", f.name)
+					if e.ok {
+						t.Errorf("%s: Expire created the key", f.Name())
 					}
 					continue
 				}
-				if tt.nodes[i].b == behaveOK && e.ttl != newTTL {
-					t.Errorf("%s: ttl %v, want %v (unconditional)", f.name, e.ttl, newTTL)
+				if tt.nodes[i].healthy() {
+					assertTTL(t, f.Name()+" (unconditional)", e.ttl, newTTL)
 				}
 				if e.token != tt.nodes[i].tok {
-					t.Errorf("%s: Expire changed the token to %q", f.name, e.token)
+					t.Errorf("%s: Expire changed the token to %q", f.Name(), e.token)
 				}
 			}
 		})
 	}
 	t.Run("invalid ttl", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{mineN, mineN, mineN})
+		fs, nodes := setupNodes(t, []nodeSetup{mineN, mineN, mineN})
 		c := newCluster(t, nodes, testConfig())
 		for _, d := range []time.Duration{0, -time.Millisecond} {
-			if _, err := c.Expire(context.Background(), key, d); !errors.Is(err, ErrInvalidTTL) {
+			if _, err := c.Expire(context.Background(), key, d); !errors.Is(err, quorum.ErrInvalidTTL) {
 				t.Errorf("Expire(%v) = %v, want ErrInvalidTTL", d, err)
 			}
 		}
-		if fs[0].callCount(opExpire) != 0 {
+		if fs[0].Calls(opExpire) != 0 {
 			t.Error("Expire with an invalid ttl reached a node")
 		}
 	})
@@ -215,6 +204,11 @@ func TestExpire(t *testing.T) {
 
 func TestForceSet(t *testing.T) {
 	ms := time.Millisecond
+	// A minute, far from the ttl of the locks it takes over (10s), so
+	// that a ttl read back from a node tells the two apart. Its validity
+	// is less the clock's step (10ms) and the drift (1% of it, plus 2ms).
+	const setTTL = time.Minute
+	const valid = setTTL - 10*time.Millisecond - 602*time.Millisecond
 	tests := []struct {
 		name     string
 		nodes    []nodeSetup
@@ -222,48 +216,52 @@ func TestForceSet(t *testing.T) {
 		noQuorum bool
 		answered int
 	}{
-		{name: "takes over everywhere", nodes: []nodeSetup{otherN, otherN, okN}, want: time.Second - 10*ms - 12*ms},
-		{name: "majority stored", nodes: []nodeSetup{otherN, errN, okN}, want: time.Second - 10*ms - 12*ms},
+		{name: "takes over everywhere", nodes: []nodeSetup{otherN, otherN, okN}, want: valid},
+		{name: "majority stored", nodes: []nodeSetup{otherN, errN, okN}, want: valid},
 		{name: "too few stored", nodes: []nodeSetup{otherN, errN, stallN}, noQuorum: true, answered: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			cfg := testConfig()
-			cfg.Now = newFakeClock(10 * ms).Now
+			cfg.Now = newStepClock(10 * ms).Now
 			c := newCluster(t, nodes, cfg)
-			l, err := c.ForceSet(context.Background(), key, mine, time.Second)
+			l, err := c.ForceSet(context.Background(), key, mine, setTTL)
 			if tt.noQuorum {
 				assertNoQuorum(t, err, tt.answered, len(fs))
 				return
 			}
-			if err != nil || l != (Lock{Key: key, Token: mine, Validity: tt.want}) {
+			if err != nil || l != (quorum.Lock{Key: key, Token: mine, Validity: tt.want}) {
 				t.Fatalf("ForceSet = %+v, %v; want validity %v", l, err, tt.want)
 			}
 			for i, f := range fs {
-				e, ok := f.peek(key)
-				if tt.nodes[i].b == behaveOK && (!ok || e.token != mine || e.ttl != time.Second) {
-					t.Errorf("%s: stores %+v, want %s for 1s", f.name, e, mine)
+				if !tt.nodes[i].healthy() {
+					continue
+				}
+				if e := peek(t, f, key); !e.ok || e.token != mine {
+					t.Errorf("%s: stores %+v, want %s", f.Name(), e, mine)
+				} else {
+					assertTTL(t, f.Name(), e.ttl, setTTL)
 				}
 			}
 		})
 	}
 	t.Run("invalid ttl", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+		fs, nodes := setupNodes(t, []nodeSetup{otherN, otherN, otherN})
 		c := newCluster(t, nodes, testConfig())
-		if _, err := c.ForceSet(context.Background(), key, mine, 0); !errors.Is(err, ErrInvalidTTL) {
+		if _, err := c.ForceSet(context.Background(), key, mine, 0); !errors.Is(err, quorum.ErrInvalidTTL) {
 			t.Errorf("ForceSet(0) = %v, want ErrInvalidTTL", err)
 		}
-		if h := holders(fs, key, other); len(h) != 3 {
+		if h := holders(t, fs, key, other); len(h) != 3 {
 			t.Errorf("invalid ForceSet touched the nodes: other on %v", h)
 		}
 	})
 	t.Run("validity ran out", func(t *testing.T) {
-		_, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+		_, nodes := setupNodes(t, []nodeSetup{otherN, otherN, otherN})
 		cfg := testConfig()
-		cfg.Now = newFakeClock(time.Second).Now
+		cfg.Now = newStepClock(time.Second).Now
 		c := newCluster(t, nodes, cfg)
-		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNotAcquired) {
+		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, quorum.ErrNotAcquired) {
 			t.Errorf("ForceSet = %v, want ErrNotAcquired", err)
 		}
 	})
@@ -276,19 +274,19 @@ func TestForceSet(t *testing.T) {
 // for the whole ttl, and Get would name it as the holder.
 func TestForceSetFailureReleases(t *testing.T) {
 	t.Run("validity ran out", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+		fs, nodes := setupNodes(t, []nodeSetup{otherN, otherN, otherN})
 		cfg := testConfig()
-		cfg.Now = newFakeClock(time.Second).Now
+		cfg.Now = newStepClock(time.Second).Now
 		c := newCluster(t, nodes, cfg)
-		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNotAcquired) {
+		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, quorum.ErrNotAcquired) {
 			t.Fatalf("ForceSet = %v, want ErrNotAcquired", err)
 		}
 		assertNowhere(t, fs, key, mine)
 	})
 	t.Run("too few stored", func(t *testing.T) {
-		fs, nodes := setupNodes([]nodeSetup{otherN, errN, errN})
+		fs, nodes := setupNodes(t, []nodeSetup{otherN, errN, errN})
 		c := newCluster(t, nodes, testConfig())
-		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, ErrNoQuorum) {
+		if _, err := c.ForceSet(context.Background(), key, mine, time.Second); !errors.Is(err, quorum.ErrNoQuorum) {
 			t.Fatalf("ForceSet = %v, want ErrNoQuorum", err)
 		}
 		assertNowhere(t, fs, key, mine)

@@ -235,11 +235,33 @@ func TestEvalUndoRetried(t *testing.T) {
 	}
 }
 
+// evalObserver records each operation's name and outcome, and the
+// operation each node call was reported under.
+type evalObserver struct {
+	mu    sync.Mutex
+	ops   []struct{ op, outcome string }
+	nodes []string
+}
+
+func (r *evalObserver) NodesDone(op string, calls []NodeResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for range calls {
+		r.nodes = append(r.nodes, op)
+	}
+}
+
+func (r *evalObserver) OpDone(op, outcome string, _, _, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, struct{ op, outcome string }{op, outcome})
+}
+
 // TestEvalReported: a script's round is one "script" operation, its node
 // calls (the undo's too) reported under it.
 func TestEvalReported(t *testing.T) {
 	_, ns := evalNodes(val(iv(1)), val(iv(1)), did(iv(0), "A"))
-	rec := &recObserver{}
+	rec := &evalObserver{}
 	cfg := testConfig()
 	cfg.Observer = rec
 	c := newCluster(t, ns, cfg)
@@ -247,16 +269,18 @@ func TestEvalReported(t *testing.T) {
 	if _, err := c.Eval(context.Background(), &Script{Src: "x", SHA: "y"}, []string{"k"}, nil, true); err != nil {
 		t.Fatal(err)
 	}
-	ops, nodes := rec.take()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	ops, nodes := rec.ops, rec.nodes
 	if len(ops) != 1 || ops[0].op != OpScript || ops[0].outcome != OutcomeOK {
 		t.Fatalf("ops = %+v", ops)
 	}
 	if len(nodes) != 4 {
 		t.Fatalf("node calls = %+v; want 3 runs and 1 undo", nodes)
 	}
-	for _, n := range nodes {
-		if n.op != OpScript {
-			t.Fatalf("node call reported as %q", n.op)
+	for _, op := range nodes {
+		if op != OpScript {
+			t.Fatalf("node call reported as %q", op)
 		}
 	}
 }

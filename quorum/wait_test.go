@@ -1,4 +1,4 @@
-package quorum
+package quorum_test
 
 import (
 	"context"
@@ -6,14 +6,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 // signalRefused makes node f send on a channel each time it refuses token's
 // SetNX (without blocking: the channel is buffered and extra signals drop).
-func signalRefused(f *fakeNode, token string) <-chan struct{} {
+func signalRefused(f *faultnode.Node, token string) <-chan struct{} {
 	ch := make(chan struct{}, 1)
-	f.setHook(func(op, _, tok string, yes bool, _ error) {
-		if op == opSetNX && tok == token && !yes {
+	f.OnReply(func(cmd quorum.Cmd, rep quorum.Reply) {
+		if cmd.Kind == quorum.SetNX && cmd.Token == token && !rep.OK {
 			select {
 			case ch <- struct{}{}:
 			default:
@@ -24,14 +27,14 @@ func signalRefused(f *fakeNode, token string) <-chan struct{} {
 }
 
 type waitResult struct {
-	l   Lock
+	l   quorum.Lock
 	err error
 }
 
-func acquireWaitAsync(c *Cluster, ctx context.Context, wait time.Duration) <-chan waitResult {
+func acquireWaitAsync(c *quorum.Cluster, ctx context.Context, wait time.Duration) <-chan waitResult {
 	ch := make(chan waitResult, 1)
 	go func() {
-		l, err := c.Acquire(ctx, key, mine, ttl, Wait(wait))
+		l, err := c.Acquire(ctx, key, mine, ttl, quorum.Wait(wait))
 		ch <- waitResult{l, err}
 	}()
 	return ch
@@ -49,7 +52,7 @@ func recvResult(t *testing.T, ch <-chan waitResult) waitResult {
 }
 
 func TestAcquireWaitSucceedsAfterRelease(t *testing.T) {
-	fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+	fs, nodes := setupNodes(t, []nodeSetup{otherN, otherN, otherN})
 	refused := signalRefused(fs[0], mine)
 	c := newCluster(t, nodes, testConfig())
 	res := acquireWaitAsync(c, context.Background(), time.Minute)
@@ -66,22 +69,22 @@ func TestAcquireWaitSucceedsAfterRelease(t *testing.T) {
 	if r.err != nil || r.l.Token != mine || r.l.Validity <= 0 {
 		t.Fatalf("AcquireWait = %+v, %v; want the lock", r.l, r.err)
 	}
-	if h := holders(fs, key, mine); len(h) < 2 {
+	if h := holders(t, fs, key, mine); len(h) < 2 {
 		t.Errorf("holders = %v, want a majority", h)
 	}
 }
 
 func TestAcquireWaitFreeFirstRound(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
-	l, err := c.Acquire(context.Background(), key, mine, ttl, Wait(time.Minute))
+	l, err := c.Acquire(context.Background(), key, mine, ttl, quorum.Wait(time.Minute))
 	if err != nil || l.Token != mine {
 		t.Fatalf("AcquireWait = %+v, %v", l, err)
 	}
 	waitAll(t, fs, opSetNX, 1)
 	for _, f := range fs {
-		if n := f.callCount(opSetNX); n != 1 {
-			t.Errorf("%s: %d rounds for a free lock, want 1", f.name, n)
+		if n := f.Calls(opSetNX); n != 1 {
+			t.Errorf("%s: %d rounds for a free lock, want 1", f.Name(), n)
 		}
 	}
 }
@@ -97,25 +100,25 @@ func TestAcquireWaitGivesUp(t *testing.T) {
 		minRounds int
 		maxRounds int
 	}{
-		{"contention", []nodeSetup{otherN, otherN, otherN}, 30 * time.Millisecond, ErrNotAcquired, 2, 30},
-		{"no quorum is retried", []nodeSetup{okN, errN, errN}, 30 * time.Millisecond, ErrNoQuorum, 2, 30},
-		{"zero wait is one round", []nodeSetup{otherN, otherN, otherN}, 0, ErrNotAcquired, 1, 1},
+		{"contention", []nodeSetup{otherN, otherN, otherN}, 30 * time.Millisecond, quorum.ErrNotAcquired, 2, 30},
+		{"no quorum is retried", []nodeSetup{okN, errN, errN}, 30 * time.Millisecond, quorum.ErrNoQuorum, 2, 30},
+		{"zero wait is one round", []nodeSetup{otherN, otherN, otherN}, 0, quorum.ErrNotAcquired, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, nodes := setupNodes(tt.nodes)
+			fs, nodes := setupNodes(t, tt.nodes)
 			cfg := testConfig()
-			cfg.Now = newFakeClock(time.Millisecond).Now
+			cfg.Now = newStepClock(time.Millisecond).Now
 			c := newCluster(t, nodes, cfg)
 			res := acquireWaitAsync(c, context.Background(), tt.wait)
 			r := recvResult(t, res)
 			if !errors.Is(r.err, tt.wantErr) {
 				t.Fatalf("AcquireWait = %+v, %v; want %v", r.l, r.err, tt.wantErr)
 			}
-			if r.l != (Lock{}) {
+			if r.l != (quorum.Lock{}) {
 				t.Errorf("failed AcquireWait returned %+v", r.l)
 			}
-			rounds := fs[0].callCount(opSetNX)
+			rounds := fs[0].Calls(opSetNX)
 			if rounds < tt.minRounds || rounds > tt.maxRounds {
 				t.Errorf("%d rounds, want %d..%d", rounds, tt.minRounds, tt.maxRounds)
 			}
@@ -125,7 +128,7 @@ func TestAcquireWaitGivesUp(t *testing.T) {
 }
 
 func TestAcquireWaitStopsOnCancel(t *testing.T) {
-	fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+	fs, nodes := setupNodes(t, []nodeSetup{otherN, otherN, otherN})
 	refused := signalRefused(fs[0], mine)
 	cfg := testConfig()
 	// Long pauses: the cancellation must cut the pause short.
@@ -144,33 +147,33 @@ func TestAcquireWaitStopsOnCancel(t *testing.T) {
 	if r.err == nil {
 		t.Fatalf("AcquireWait after cancel = %+v, want an error", r.l)
 	}
-	if !errors.Is(r.err, ErrNotAcquired) && !errors.Is(r.err, context.Canceled) {
+	if !errors.Is(r.err, quorum.ErrNotAcquired) && !errors.Is(r.err, context.Canceled) {
 		t.Errorf("AcquireWait after cancel = %v, want ErrNotAcquired or context.Canceled", r.err)
 	}
 	assertNowhere(t, fs, key, mine)
 }
 
 func TestAcquireWaitCancelledBefore(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := c.Acquire(ctx, key, mine, ttl, Wait(time.Hour))
+	_, err := c.Acquire(ctx, key, mine, ttl, quorum.Wait(time.Hour))
 	if err == nil {
 		t.Fatal("AcquireWait with a cancelled ctx succeeded")
 	}
-	if n := fs[0].callCount(opSetNX); n > 1 {
+	if n := fs[0].Calls(opSetNX); n > 1 {
 		t.Errorf("%d rounds with a cancelled ctx, want at most 1", n)
 	}
 }
 
 func TestAcquireWaitInvalidTTL(t *testing.T) {
-	fs, nodes := newFakes(3)
+	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
-	if _, err := c.Acquire(context.Background(), key, mine, 0, Wait(time.Hour)); !errors.Is(err, ErrInvalidTTL) {
+	if _, err := c.Acquire(context.Background(), key, mine, 0, quorum.Wait(time.Hour)); !errors.Is(err, quorum.ErrInvalidTTL) {
 		t.Fatalf("AcquireWait(ttl 0) = %v, want ErrInvalidTTL", err)
 	}
-	if n := fs[0].callCount(opSetNX); n != 0 {
+	if n := fs[0].Calls(opSetNX); n != 0 {
 		t.Errorf("%d SetNX calls for an invalid ttl", n)
 	}
 }
@@ -180,11 +183,11 @@ func TestAcquireWaitInvalidTTL(t *testing.T) {
 // flaky timing assertion). The wait budget runs on a fake clock.
 func TestAcquireWaitPausesBetweenRounds(t *testing.T) {
 	const pause = 10 * time.Millisecond
-	fs, nodes := setupNodes([]nodeSetup{otherN, otherN, otherN})
+	fs, nodes := setupNodes(t, []nodeSetup{otherN, otherN, otherN})
 	var mu sync.Mutex
 	var starts []time.Time
-	fs[0].setHook(func(op, _, tok string, _ bool, _ error) {
-		if op == opSetNX && tok == mine {
+	fs[0].OnReply(func(cmd quorum.Cmd, _ quorum.Reply) {
+		if cmd.Kind == quorum.SetNX && cmd.Token == mine {
 			mu.Lock()
 			starts = append(starts, time.Now())
 			mu.Unlock()
@@ -192,9 +195,9 @@ func TestAcquireWaitPausesBetweenRounds(t *testing.T) {
 	})
 	cfg := testConfig()
 	cfg.RetryDelayMin, cfg.RetryDelayMax = pause, pause
-	cfg.Now = newFakeClock(time.Millisecond).Now
+	cfg.Now = newStepClock(time.Millisecond).Now
 	c := newCluster(t, nodes, cfg)
-	if _, err := c.Acquire(context.Background(), key, mine, ttl, Wait(40*time.Millisecond)); !errors.Is(err, ErrNotAcquired) {
+	if _, err := c.Acquire(context.Background(), key, mine, ttl, quorum.Wait(40*time.Millisecond)); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("AcquireWait = %v, want ErrNotAcquired", err)
 	}
 	mu.Lock()

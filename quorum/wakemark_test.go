@@ -1,4 +1,4 @@
-package quorum
+package quorum_test
 
 import (
 	"context"
@@ -6,23 +6,26 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
-// markingNode is a fakeNode that records each wait mark it is asked for.
+// markingNode is a node that records each wait mark it is asked for.
 type markingNode struct {
-	*fakeNode
+	*faultnode.Node
 	mu    sync.Mutex
 	marks []time.Duration
 }
 
 // Do records the wait mark of every SetNX that carries one.
-func (m *markingNode) Do(deadline time.Time, cmd Cmd, r Receiver) {
-	if cmd.Kind == SetNX && cmd.Add > 0 {
+func (m *markingNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	if cmd.Kind == quorum.SetNX && cmd.Add > 0 {
 		m.mu.Lock()
 		m.marks = append(m.marks, cmd.Add)
 		m.mu.Unlock()
 	}
-	m.fakeNode.Do(deadline, cmd, r)
+	m.Node.Do(deadline, cmd, r)
 }
 
 func (m *markingNode) marked() []time.Duration {
@@ -33,24 +36,24 @@ func (m *markingNode) marked() []time.Duration {
 
 func markingCluster(t *testing.T, holder string) []*markingNode {
 	t.Helper()
-	fs, _ := newFakes(3)
+	fs, _ := newNodes(3)
 	ms := make([]*markingNode, len(fs))
 	for i, f := range fs {
 		if holder != "" {
-			f.put(key, holder, time.Minute)
+			put(t, f, key, holder, time.Minute)
 		}
-		ms[i] = &markingNode{fakeNode: f}
+		ms[i] = &markingNode{Node: f}
 	}
 	return ms
 }
 
-func clusterOfMarking(t *testing.T, ms []*markingNode, cfg Config) *Cluster {
+func clusterOfMarking(t *testing.T, ms []*markingNode, cfg quorum.Config) *quorum.Cluster {
 	t.Helper()
-	nodes := make([]Node, len(ms))
+	nodes := make([]quorum.Node, len(ms))
 	for i, m := range ms {
 		nodes[i] = m
 	}
-	c, err := New(nodes, cfg)
+	c, err := quorum.New(nodes, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,7 @@ func TestAcquireWaitMarksOnlyWhenRefused(t *testing.T) {
 	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour
 
 	free := markingCluster(t, "")
-	if _, err := clusterOfMarking(t, free, cfg).Acquire(context.Background(), key, mine, ttl, Wait(time.Minute)); err != nil {
+	if _, err := clusterOfMarking(t, free, cfg).Acquire(context.Background(), key, mine, ttl, quorum.Wait(time.Minute)); err != nil {
 		t.Fatalf("uncontended AcquireWait: %v", err)
 	}
 	for _, m := range free {
@@ -76,8 +79,8 @@ func TestAcquireWaitMarksOnlyWhenRefused(t *testing.T) {
 
 	held := markingCluster(t, other)
 	const wait = 300 * time.Millisecond
-	_, err := clusterOfMarking(t, held, cfg).Acquire(context.Background(), key, mine, ttl, Wait(wait))
-	if !errors.Is(err, ErrNotAcquired) {
+	_, err := clusterOfMarking(t, held, cfg).Acquire(context.Background(), key, mine, ttl, quorum.Wait(wait))
+	if !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("AcquireWait behind a holder = %v, want ErrNotAcquired", err)
 	}
 	for _, m := range held {
@@ -85,7 +88,7 @@ func TestAcquireWaitMarksOnlyWhenRefused(t *testing.T) {
 		if len(got) != 1 || got[0] <= 0 || got[0] > wait {
 			t.Errorf("%s marks = %v, want one in (0, %v]", m.Name(), got, wait)
 		}
-		if n := m.callCount(opSetNX); n != 2 {
+		if n := m.Calls(opSetNX); n != 2 {
 			t.Errorf("%s ran %d SET NX, want 2 (the plain round, then the marked one)", m.Name(), n)
 		}
 	}

@@ -7,9 +7,11 @@ package faultnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/redlockd/redlockd/backend"
@@ -21,18 +23,40 @@ import (
 // was over.
 var errLate = fmt.Errorf("faultnode: no reply by the deadline: %w", context.DeadlineExceeded)
 
-// Node is a quorum node whose commands can be failed (SetFault), held up
-// (SetDelay) and counted (Calls). Its methods are safe for concurrent
-// use. With neither a fault nor a delay set, and no delayed command still
-// waiting, a command goes straight to the wrapped node, so a node that
-// answers before Do returns still does.
+// ErrAnswerNo is a fault (for SetFault and SetOpFault) under which a command
+// answers "no" without reaching the node: a reply with neither OK nor an
+// error, as a node that refused it would give.
+var ErrAnswerNo = errors.New("faultnode: answers no")
+
+// ReplyLost returns a fault (for SetFault and SetOpFault) under which a
+// command reaches the node and runs there, and then its reply is lost:
+// what arrives instead is an error that wraps err.
+func ReplyLost(err error) error { return &lostReply{err} }
+
+type lostReply struct{ err error }
+
+func (l *lostReply) Error() string { return "faultnode: reply lost: " + l.err.Error() }
+func (l *lostReply) Unwrap() error { return l.err }
+
+// Node is a quorum node whose commands can be failed (SetFault,
+// SetOpFault), held up (SetDelay, SetOpDelay), counted (Calls, Answered,
+// WaitAnswered) and watched (OnReply). Its methods are safe for
+// concurrent use. With neither a fault nor a delay set, and no delayed
+// command still waiting, a command goes straight to the wrapped node, so
+// a node that answers before Do returns still does.
 type Node struct {
 	quorum.Node
 
-	mu    sync.Mutex
-	fault error
-	delay time.Duration
-	calls map[string]int
+	mu       sync.Mutex
+	fault    error
+	delay    time.Duration
+	opFaults map[string]error
+	opDelays map[string]time.Duration
+	calls    map[string]int
+	answered map[string]int
+	// more is closed, and replaced, whenever a command is answered.
+	more    chan struct{}
+	onReply func(cmd quorum.Cmd, rep quorum.Reply)
 	// tail is closed once the last delayed command given to Do, and every
 	// one before it, has finished; nil before the first.
 	tail chan struct{}
@@ -42,16 +66,89 @@ var _ quorum.Node = (*Node)(nil)
 
 // Wrap returns n with no fault and no delay.
 func Wrap(n quorum.Node) *Node {
-	return &Node{Node: n, calls: make(map[string]int)}
+	return &Node{
+		Node: n, calls: make(map[string]int), answered: make(map[string]int),
+		opFaults: make(map[string]error), opDelays: make(map[string]time.Duration),
+		more: make(chan struct{}),
+	}
 }
 
 // SetFault makes every following command fail with err, without reaching
 // the node (after any delay set by SetDelay); nil restores normal
-// service.
+// service. ErrAnswerNo makes them answer "no" instead, and ReplyLost(err)
+// lets them run on the node and loses their replies.
 func (f *Node) SetFault(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fault = err
+}
+
+// SetOpFault is SetFault for the commands that Calls names op alone: it
+// overrides SetFault's fault for them, and nil ends the override (they
+// then follow SetFault again).
+func (f *Node) SetOpFault(op string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		delete(f.opFaults, op)
+		return
+	}
+	f.opFaults[op] = err
+}
+
+// SetOpDelay holds up the commands that Calls names op for d (0 ends
+// it), each apart from the others: unlike SetDelay's, such a command does
+// not wait in line, so a command given after it may reach the node first,
+// as over another connection. It replaces SetDelay for those commands,
+// and fails at its deadline if that comes first (the node then never sees
+// it); a fault set for it applies once d is over.
+func (f *Node) SetOpDelay(op string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d <= 0 {
+		delete(f.opDelays, op)
+		return
+	}
+	f.opDelays[op] = d
+}
+
+// OnReply has fn called with every command's reply, a failed one
+// included, before the reply is passed on (so before whoever gave the
+// command sees it); nil removes it. fn must not block.
+func (f *Node) OnReply(fn func(cmd quorum.Cmd, rep quorum.Reply)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onReply = fn
+}
+
+// Answered reports how many of the commands that Calls names op have been
+// answered, failed ones included.
+func (f *Node) Answered(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.answered[op]
+}
+
+// WaitAnswered waits until n commands that Calls names op have been
+// answered, and fails t if that takes longer than a generous timeout
+// (which only keeps a test from hanging).
+func (f *Node) WaitAnswered(t testing.TB, op string, n int) {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		f.mu.Lock()
+		got, more := f.answered[op], f.more
+		f.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-more:
+		case <-timeout.C:
+			t.Fatalf("%s: %s answered %d times, want %d", f.Name(), op, got, n)
+		}
+	}
 }
 
 // SetDelay makes every following command answer after d, from another
@@ -79,9 +176,24 @@ func (f *Node) Calls(op string) int {
 
 // Do implements quorum.Node. A zero deadline is none.
 func (f *Node) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
+	op := backend.KindName(cmd.Kind)
 	f.mu.Lock()
-	f.calls[backend.KindName(cmd.Kind)]++
+	f.calls[op]++
 	fault, delay := f.fault, f.delay
+	if err, ok := f.opFaults[op]; ok {
+		fault = err
+	}
+	opDelay := f.opDelays[op]
+	r = f.answer(op, cmd, fault, f.onReply, r)
+	var lost *lostReply
+	if errors.As(fault, &lost) {
+		fault = nil // the node runs the command; answer loses its reply
+	}
+	if opDelay > 0 {
+		f.mu.Unlock()
+		f.doApart(deadline, opDelay, fault, cmd, r)
+		return
+	}
 	waiting := f.tail != nil && !closed(f.tail)
 	if fault == nil && delay <= 0 && !waiting {
 		f.mu.Unlock()
@@ -118,6 +230,48 @@ func (f *Node) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 			close(w.done)
 		}
 	}))
+}
+
+// answer is the receiver that counts the reply to cmd (named op), has
+// OnReply's fn see it, and passes it on to r: as the node gave it, or
+// as fault makes it (ErrAnswerNo: no; ReplyLost: an error). f.mu is held.
+func (f *Node) answer(op string, cmd quorum.Cmd, fault error, fn func(quorum.Cmd, quorum.Reply), r quorum.Receiver) quorum.Receiver {
+	var lost *lostReply
+	errors.As(fault, &lost)
+	return quorum.ReceiverFunc(func(rep quorum.Reply) {
+		switch {
+		case lost != nil:
+			rep = quorum.Reply{Err: lost}
+		case errors.Is(rep.Err, ErrAnswerNo):
+			rep = quorum.Reply{}
+		}
+		f.mu.Lock()
+		f.answered[op]++
+		close(f.more)
+		f.more = make(chan struct{})
+		f.mu.Unlock()
+		if fn != nil {
+			fn(cmd, rep)
+		}
+		r.Receive(rep)
+	})
+}
+
+// doApart gives cmd to the node after delay, from a goroutine of its own
+// and out of line, or fails it with fault then; at its deadline, if that
+// comes first, it fails late.
+func (f *Node) doApart(deadline time.Time, delay time.Duration, fault error, cmd quorum.Cmd, r quorum.Receiver) {
+	h := nodetest.Hooked{Node: f.Node, Before: func(ctx context.Context, _ quorum.Cmd) error {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return fault
+		case <-ctx.Done():
+			return errLate
+		}
+	}}
+	h.Do(deadline, cmd, r)
 }
 
 // wait is one delayed command's place in line. done is closed once it

@@ -1,6 +1,9 @@
 package faultnode_test
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/leaktest"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
@@ -54,5 +58,88 @@ func TestZeroDeadlineIsNone(t *testing.T) {
 	f.SetDelay(time.Millisecond)
 	if r := <-reply(f, time.Time{}, quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: "a", TTL: time.Minute}); !r.OK || r.Err != nil {
 		t.Fatalf("SetNX without a deadline = %+v, want OK", r)
+	}
+}
+
+var errBoom = errors.New("boom")
+
+// TestOpFaults: a per-command fault overrides the node's, for that
+// command only, and nil ends the override.
+func TestOpFaults(t *testing.T) {
+	m := embedded.New("m")
+	defer m.Close()
+	f := faultnode.Wrap(m)
+	far := time.Now().Add(time.Minute)
+	f.SetOpFault("SetNX", errBoom)
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: "a", TTL: time.Minute}); !errors.Is(r.Err, errBoom) {
+		t.Fatalf("SetNX under its fault = %+v, want boom", r)
+	}
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.Set, Key: "k", Token: "a", TTL: time.Minute}); !r.OK || r.Err != nil {
+		t.Fatalf("Set beside a SetNX fault = %+v, want OK", r)
+	}
+	f.SetFault(errBoom)
+	f.SetOpFault("Get", faultnode.ErrAnswerNo)
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.Get, Key: "k"}); r.OK || r.Err != nil {
+		t.Fatalf("refused Get = %+v, want no, without an error", r)
+	}
+	f.SetFault(nil)
+	f.SetOpFault("Get", nil)
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.Get, Key: "k"}); !r.OK || r.Token != "a" {
+		t.Fatalf("Get once the faults are gone = %+v, want a", r)
+	}
+}
+
+// TestReplyLost: the command runs on the node, and only its reply is lost.
+func TestReplyLost(t *testing.T) {
+	m := embedded.New("m")
+	defer m.Close()
+	f := faultnode.Wrap(m)
+	f.SetFault(faultnode.ReplyLost(errBoom))
+	far := time.Now().Add(time.Minute)
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: "a", TTL: time.Minute}); !errors.Is(r.Err, errBoom) || r.OK {
+		t.Fatalf("SetNX with its reply lost = %+v, want boom", r)
+	}
+	if tok, _, ok, err := nodetest.Get(context.Background(), m, "k"); !ok || err != nil || tok != "a" {
+		t.Fatalf("the node holds %q, %v, %v; want the lost reply's write a", tok, ok, err)
+	}
+}
+
+// TestOpDelayApart: a command held up by SetOpDelay does not hold up the
+// commands given after it, and OnReply and WaitAnswered see each reply.
+func TestOpDelayApart(t *testing.T) {
+	m := embedded.New("m")
+	defer m.Close()
+	f := faultnode.Wrap(m)
+	var mu sync.Mutex
+	var seen []string
+	f.OnReply(func(cmd quorum.Cmd, _ quorum.Reply) {
+		mu.Lock()
+		seen = append(seen, cmd.Token)
+		mu.Unlock()
+	})
+	far := time.Now().Add(time.Minute)
+	f.SetOpDelay("SetNX", time.Hour)
+	// It fails at its deadline, which the Set must not wait for (2s:
+	// far longer than the Set takes on any machine).
+	late := reply(f, time.Now().Add(2*time.Second), quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: "late", TTL: time.Minute})
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.Set, Key: "k", Token: "now", TTL: time.Minute}); !r.OK {
+		t.Fatalf("Set behind a held-up SetNX = %+v, want OK", r)
+	}
+	f.WaitAnswered(t, "Set", 1)
+	if n := f.Answered("SetNX"); n != 0 {
+		t.Fatalf("Answered(SetNX) = %d while it is held up", n)
+	}
+	mu.Lock()
+	if len(seen) != 1 || seen[0] != "now" {
+		t.Errorf("OnReply saw %v, want [now]", seen)
+	}
+	mu.Unlock()
+	if r := <-late; !errors.Is(r.Err, context.DeadlineExceeded) {
+		t.Fatalf("held-up SetNX at its deadline = %+v, want DeadlineExceeded", r)
+	}
+	f.WaitAnswered(t, "SetNX", 1)
+	f.SetOpDelay("SetNX", 0)
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.SetNX, Key: "j", Token: "a", TTL: time.Minute}); !r.OK {
+		t.Fatalf("SetNX with its delay removed = %+v, want OK", r)
 	}
 }

@@ -2,11 +2,11 @@ package quorum_test
 
 import (
 	"context"
-	"github.com/redlockd/redlockd/testkit/nodetest"
 	"testing"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
 // A kept owner lock is restored on a node that lost it with the hold count
@@ -14,7 +14,7 @@ import (
 func TestKeepRestoresOwnerHolds(t *testing.T) {
 	ctx := context.Background()
 	c, mems := memCluster(t)
-	r, err := c.LockOwner(ctx, "k", "w", time.Second)
+	r, err := c.LockOwner(ctx, "k", "w", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +27,11 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 		}
 		return true
 	})
-	if r, err = c.LockOwner(ctx, "k", "w", time.Second); err != nil || r.Token != tok {
+	if r, err = c.LockOwner(ctx, "k", "w", 10*time.Second); err != nil || r.Token != tok {
 		t.Fatalf("second hold: %+v, %v", r, err)
 	}
 	l := r.Lock
-	k := c.Keep("k", tok, 90*time.Millisecond, l.Validity, func(err error) { t.Errorf("lost: %v", err) })
+	k := c.Keep("k", tok, time.Second, l.Validity, func(err error) { t.Errorf("lost: %v", err) })
 	defer k.Stop(false)
 	nodetest.Delete(ctx, mems[2], "k", false)
 	nodetest.Delete(ctx, mems[2], quorum.HoldsKey("k"), false)

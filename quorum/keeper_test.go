@@ -12,12 +12,13 @@ import (
 func TestKeepRenewsUntilStopped(t *testing.T) {
 	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
-	if _, err := c.Acquire(context.Background(), "k", "tok", time.Second); err != nil {
+	if _, err := c.Acquire(context.Background(), "k", "tok", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	// Renewed every 200 ms; 600 ms of validity leaves a busy machine room
-	// for a late renewal, which this test is not about.
-	k := c.Keep("k", "tok", 600*time.Millisecond, 600*time.Millisecond, func(err error) { t.Errorf("lost: %v", err) })
+	// Renewed every 500 ms; the nodes expire the key 1.5 s after a
+	// renewal, which leaves a busy machine room for a late one: this test
+	// is not about that.
+	k := c.Keep("k", "tok", 1500*time.Millisecond, 10*time.Second, func(err error) { t.Errorf("lost: %v", err) })
 	for _, f := range fs {
 		f.WaitAnswered(t, opCAE, 3) // renewed again and again
 	}
@@ -60,12 +61,13 @@ func TestKeepReportsLoss(t *testing.T) {
 func TestKeepWhileHoldsOffRenewals(t *testing.T) {
 	fs, nodes := newNodes(3)
 	c := newCluster(t, nodes, testConfig())
-	if _, err := c.Acquire(context.Background(), "k", "tok", time.Second); err != nil {
+	if _, err := c.Acquire(context.Background(), "k", "tok", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	// The first renewal must get through within the validity: 300ms, not
-	// less, so that a loaded machine cannot make it lose the lock first.
-	const ttl = 300 * time.Millisecond
+	// Each renewal must get through before the nodes expire the key: 900
+	// ms, not less, so that a loaded machine cannot make it lose the lock
+	// first.
+	const ttl = 900 * time.Millisecond
 	k := c.Keep("k", "tok", ttl, ttl, func(err error) { t.Errorf("lost: %v", err) })
 	fs[0].WaitAnswered(t, opCAE, 1) // the loop runs
 	k.While(func() bool {
@@ -94,7 +96,10 @@ func TestKeepRetriesWithinValidity(t *testing.T) {
 	}
 	fs[0].SetOpFault(opCAE, errBoom)
 	fs[1].SetOpFault(opCAE, errBoom)
-	k := c.Keep("k", "tok", 300*time.Millisecond, time.Minute, func(err error) { t.Errorf("lost: %v", err) })
+	// Each failed renewal still extends the key on the third node, by a
+	// ttl long enough that a loaded machine's pause between two tries
+	// cannot let it expire there.
+	k := c.Keep("k", "tok", 1500*time.Millisecond, time.Minute, func(err error) { t.Errorf("lost: %v", err) })
 	defer k.Stop(false)
 	n := fs[2].Calls(opCAE)
 	fs[2].WaitAnswered(t, opCAE, n+4) // failed renewals, retried
@@ -146,7 +151,9 @@ func TestKeepRestoresWhereMissing(t *testing.T) {
 	put(t, fs[0], "k", "tok", time.Minute)
 	put(t, fs[1], "k", "tok", time.Minute)
 	put(t, fs[2], "k", "other", time.Minute)
-	k := c.Keep("k", "tok", 60*time.Millisecond, time.Minute, func(err error) { t.Errorf("lost: %v", err) })
+	// The renewals' ttl is long enough that a loaded machine's pause
+	// cannot let the key expire on the two nodes that hold it.
+	k := c.Keep("k", "tok", 600*time.Millisecond, time.Minute, func(err error) { t.Errorf("lost: %v", err) })
 	defer k.Stop(false)
 	fs[0].WaitAnswered(t, opCAE, 2)
 	fs[2].WaitAnswered(t, opCAE, 2)

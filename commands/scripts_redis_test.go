@@ -1,12 +1,18 @@
 package commands
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
@@ -74,6 +80,84 @@ func TestScriptRepliesMatchRedis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRueidisLockScriptRepliesMatchRedis is TestScriptRepliesMatchRedis
+// for rueidislock's scripts, read off the wire: an acquire answers the
+// status OK, which go-redis would not tell from a bulk string.
+func TestRueidisLockScriptRepliesMatchRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := srv.Client()
+	held := []string{"SET", "k", "t", "PX", "10000"}
+	at := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
+	cases := []struct {
+		name  string
+		setup []string
+		body  string
+		keys  []string
+		args  []string
+	}{
+		{"rueidislock acquire free", nil, rueidisAcquireAt, k1("k"), []string{"t", at}},
+		{"rueidislock acquire held", held, rueidisAcquireAt, k1("k"), []string{"x", at}},
+		{"rueidislock acquire px free", nil, rueidisAcquirePX, k1("k"), []string{"t", "5000"}},
+		{"rueidislock acquire px held", held, rueidisAcquirePX, k1("k"), []string{"x", "5000"}},
+		{"rueidislock force held", held, rueidisForceAt, k1("k"), []string{"x", at}},
+		{"rueidislock force px free", nil, rueidisForcePX, k1("k"), []string{"t", "5000"}},
+		{"rueidislock extend own", held, rueidisExtend, k1("k"), []string{"t", at}},
+		{"rueidislock extend other", held, rueidisExtend, k1("k"), []string{"x", at}},
+		{"rueidislock extend absent", nil, rueidisExtend, k1("k"), []string{"t", at}},
+		{"rueidislock extend own past", held, rueidisExtend, k1("k"), []string{"t", "1000"}},
+		{"rueidislock release own", held, rueidisRelease, k1("k"), []string{"t", at}},
+		{"rueidislock release other", held, rueidisRelease, k1("k"), []string{"x", at}},
+		{"rueidislock release absent", nil, rueidisRelease, k1("k"), []string{"t", at}},
+	}
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	rd := bufio.NewReader(nc)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rc.FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t, Options{})
+			if tc.setup != nil {
+				if err := rc.Do(t.Context(), anys(tc.setup)...).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if got := f.do(tc.setup...); got != "+OK" {
+					t.Fatalf("setup %v = %s", tc.setup, got)
+				}
+			}
+			want := rawReply(t, nc, rd, eval(tc.body, tc.keys, tc.args...))
+			if got := f.do(evalsha(tc.body, tc.keys, tc.args...)...); got != want {
+				t.Fatalf("proxy %s, redis %s", got, want)
+			}
+		})
+	}
+}
+
+// rawReply sends cmd and reads a one-line reply (status, error, integer
+// or null), written as the fixture writes it.
+func rawReply(t *testing.T, nc net.Conn, rd *bufio.Reader, cmd []string) string {
+	t.Helper()
+	if _, err := nc.Write(resp.AppendCommand(nil, cmd)); err != nil {
+		t.Fatal(err)
+	}
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "$-1" {
+		return "nil"
+	}
+	if line[0] == '$' {
+		t.Fatalf("a bulk reply %q: rawReply reads one-line replies only", line)
+	}
+	return line
 }
 
 func anys(s []string) []any {

@@ -28,6 +28,12 @@ func TestLockScriptSHA1s(t *testing.T) {
 		"f5f7bd3a3aa4a63c507c1155c5ea1219b350d992": potteryAcquired,
 		"ba015a80261b616e7a62d35df0b8e3edbe6c9414": potteryExtend,
 		"a4aada0b36710970eedaaaeec4a6b7d8c78c4f80": potteryRelease,
+		"3875d208d9e377969d2022550302cc83ad17b584": rueidisAcquireAt,
+		"fa3d1aaa7e4145457755016a3d5daf72fa7a11bf": rueidisAcquirePX,
+		"c10e8119872659b926e8e28002d9b7fccbf15617": rueidisForceAt,
+		"4384ed08baff4dd7071b6c78c516a2fded4ee3e7": rueidisForcePX,
+		"852ba6ec6104340ced36643283c856d4698569e4": rueidisExtend,
+		"9eb62214c9af87ae5f9a9f12bb4520281c0d2ae1": rueidisRelease,
 	}
 	f := newFixture(t, Options{})
 	for sha, body := range want {
@@ -107,6 +113,42 @@ func TestRedsyncScripts(t *testing.T) {
 	if p := parseReplyInt(t, f.do("PTTL", "k")); p <= 20000 || p > 30000 {
 		t.Fatalf("PTTL after touch-or-setnx 30000 = %d", p)
 	}
+}
+
+// rueidislock's scripts run as SET, RENEW and UNLOCK: the key holds the
+// value with the expiry the script names, the extend moves it to the
+// deadline (or deletes the key once the deadline is past, as PEXPIREAT
+// does), the release deletes it.
+func TestRueidisLockScripts(t *testing.T) {
+	f := newFixture(t, Options{})
+	at := func(d time.Duration) string { return strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10) }
+	runSteps(t, f, []step{
+		{evalsha(rueidisAcquireAt, k1("k"), "t", at(20*time.Second)), "+OK"},
+		{evalsha(rueidisAcquireAt, k1("k"), "u", at(20*time.Second)), "nil"},
+		{evalsha(rueidisAcquirePX, k1("k"), "u", "20000"), "nil"},
+		{[]string{"GET", "k"}, "$t"},
+		{evalsha(rueidisExtend, k1("k"), "u", at(time.Minute)), ":0"},
+		{evalsha(rueidisExtend, k1("k"), "t", at(time.Minute)), ":1"},
+	})
+	if p := parseReplyInt(t, f.do("PTTL", "k")); p <= 40000 || p > 60000 {
+		t.Fatalf("PTTL after the extend to a minute from now = %d", p)
+	}
+	runSteps(t, f, []step{
+		{evalsha(rueidisRelease, k1("k"), "u", at(time.Minute)), ":0"},
+		{evalsha(rueidisRelease, k1("k"), "t", at(time.Minute)), ":1"},
+		{[]string{"GET", "k"}, "nil"},
+		{evalsha(rueidisAcquirePX, k1("k"), "t", "20000"), "+OK"},
+		{evalsha(rueidisForceAt, k1("k"), "u", at(30*time.Second)), "+OK"},
+		{[]string{"GET", "k"}, "$u"},
+		{evalsha(rueidisForcePX, k1("k"), "v", "30000"), "+OK"},
+		{[]string{"GET", "k"}, "$v"},
+		{evalsha(rueidisExtend, k1("k"), "v", "1000"), ":1"}, // a deadline in 1970: deleted
+		{[]string{"GET", "k"}, "nil"},
+		{evalsha(rueidisAcquireAt, k1("k"), "t", "1000"), "-ERR invalid expire time in 'set' command"},
+		{evalsha(rueidisAcquireAt, k1("k"), "t", at(100*24*time.Hour)), "-ERR"},
+		{evalsha(rueidisExtend, k1("k"), "t", "soon"), "-ERR value is not an integer"},
+		{evalsha(rueidisRelease, k1("k"), "t"), "-ERR the rueidislock release script takes 1 key(s) and 2 argument(s)"},
+	})
 }
 
 func TestRedisPyScripts(t *testing.T) {

@@ -61,10 +61,39 @@ func newLocker(t testing.TB, addr string, validity, extend time.Duration, spy *t
 // through the other proxy (its only other way out is its context, long),
 // and a holder whose keys expire loses the lock (its context is
 // cancelled) on the invalidation, long before its next extension.
+//
+// Through redlockd its scripts run as quorum operations (SET, RENEW,
+// UNLOCK), never as replicated scripts: no backend is ever asked to load
+// one.
 func TestRueidisLock(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
 		rueidisLockScenario(t, tg.addr, tg.other, len(tg.backends))
+		if tg.name != redlockdTarget {
+			return
+		}
+		for _, b := range tg.backends {
+			loaded, err := b.Client().ScriptExists(testCtx(t), rueidisLockSHAs...).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, yes := range loaded {
+				if yes {
+					t.Errorf("backend %s has rueidislock's script %s: it ran as a replicated script", b.Addr(), rueidisLockSHAs[i])
+				}
+			}
+		}
 	})
+}
+
+// rueidisLockSHAs name rueidislock's scripts (acquire, acquire with
+// FallbackSETPX, the two forced acquires, extend, release).
+var rueidisLockSHAs = []string{
+	"3875d208d9e377969d2022550302cc83ad17b584",
+	"fa3d1aaa7e4145457755016a3d5daf72fa7a11bf",
+	"c10e8119872659b926e8e28002d9b7fccbf15617",
+	"4384ed08baff4dd7071b6c78c516a2fded4ee3e7",
+	"852ba6ec6104340ced36643283c856d4698569e4",
+	"9eb62214c9af87ae5f9a9f12bb4520281c0d2ae1",
 }
 
 // validity is the lock's ttl in the scenarios: long, so that nothing but

@@ -59,6 +59,14 @@ func TestScriptRepliesMatchRedis(t *testing.T) {
 		{"redlock v4.0 release own", held, redlockReleaseV40, k1("k"), []string{"t"}},
 		{"redlock v4.2 extend other", held, redlockExtendV42, k1("k"), []string{"x", "1000"}},
 		{"redlock v4.0 acquire free", nil, redlockAcquireV40, []string{"a", "b", "c"}, []string{"t", "1000"}},
+		{"bsm refresh own", held, bsmRefresh, k1("k"), []string{"t", "5000"}},
+		{"bsm refresh other", held, bsmRefresh, k1("k"), []string{"x", "5000"}},
+		{"bsm refresh absent", nil, bsmRefresh, k1("k"), []string{"t", "5000"}},
+		{"bsm release own", held, bsmRelease, k1("k"), []string{"t"}},
+		{"bsm release other", held, bsmRelease, k1("k"), []string{"x"}},
+		{"bsm release absent", nil, bsmRelease, k1("k"), []string{"t"}},
+		{"bsm ttl other", held, bsmPTTL, k1("k"), []string{"x"}},
+		{"bsm ttl absent", nil, bsmPTTL, k1("k"), []string{"t"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,9 @@ func TestLockScriptSHA1s(t *testing.T) {
 		"4384ed08baff4dd7071b6c78c516a2fded4ee3e7": rueidisForcePX,
 		"852ba6ec6104340ced36643283c856d4698569e4": rueidisExtend,
 		"9eb62214c9af87ae5f9a9f12bb4520281c0d2ae1": rueidisRelease,
+		"a7aba3bc5d6e99b3003da8b9d80a63b9f4092ecf": bsmRefresh,
+		"cf0e94b2e9ffc7e04395cf88f7583fc309985910": bsmRelease,
+		"6484da7d58920897fdc22b7f9afd1a3d47524ea8": bsmPTTL,
 	}
 	f := newFixture(t, Options{})
 	for sha, body := range want {
@@ -148,6 +151,32 @@ func TestRueidisLockScripts(t *testing.T) {
 		{evalsha(rueidisAcquireAt, k1("k"), "t", at(100*24*time.Hour)), "-ERR"},
 		{evalsha(rueidisExtend, k1("k"), "t", "soon"), "-ERR value is not an integer"},
 		{evalsha(rueidisRelease, k1("k"), "t"), "-ERR the rueidislock release script takes 1 key(s) and 2 argument(s)"},
+	})
+}
+
+// bsm/redislock's refresh, ttl and release scripts run as RENEW, a quorum
+// read and UNLOCK.
+func TestBsmRedisLockScripts(t *testing.T) {
+	f := newFixture(t, Options{})
+	runSteps(t, f, []step{
+		{evalsha(bsmPTTL, k1("k"), "t"), ":-3"},
+		{[]string{"SET", "k", "t", "NX", "PX", "10000"}, "+OK"},
+		{evalsha(bsmPTTL, k1("k"), "u"), ":-3"},
+		{evalsha(bsmRefresh, k1("k"), "u", "30000"), ":0"},
+		{evalsha(bsmRefresh, k1("k"), "t", "30000"), ":1"},
+	})
+	if p := parseReplyInt(t, f.do(evalsha(bsmPTTL, k1("k"), "t")...)); p <= 20000 || p > 30000 {
+		t.Fatalf("the ttl script after a refresh to 30 s = %d", p)
+	}
+	runSteps(t, f, []step{
+		{evalsha(bsmRelease, k1("k"), "u"), ":0"},
+		{evalsha(bsmRelease, k1("k"), "t"), ":1"},
+		{[]string{"GET", "k"}, "nil"},
+		{evalsha(bsmRefresh, k1("k"), "t", "30000"), ":0"},
+		{evalsha(bsmPTTL, k1("k"), "t"), ":-3"},
+		{[]string{"SET", "k", "t", "NX"}, "+OK"}, // a session lock: no expiry
+		{evalsha(bsmPTTL, k1("k"), "t"), ":-1"},
+		{evalsha(bsmRefresh, k1("k"), "t"), "-ERR the bsm/redislock refresh script takes 1 key(s) and 2 argument(s)"},
 	})
 }
 

@@ -113,6 +113,21 @@ func TestBSMRedislock(t *testing.T) {
 		if err := lock.Release(ctx); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
+		// Through redlockd TTL, Refresh and Release ran as a quorum read,
+		// RENEW and UNLOCK: no backend was asked to load their scripts.
+		if tg.name == redlockdTarget {
+			for _, bk := range tg.backends {
+				loaded, err := bk.Client().ScriptExists(ctx, bsmNativeSHAs...).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, yes := range loaded {
+					if yes {
+						t.Errorf("backend %s has bsm/redislock's script %s: it ran as a replicated script", bk.Addr(), bsmNativeSHAs[i])
+					}
+				}
+			}
+		}
 		if vals := redlocktest.ValuesIn(t, tg.backends, 0, key); redlocktest.Count(vals, "<nil>") != len(vals) {
 			t.Fatalf("after Release the backends hold %q", vals)
 		}
@@ -181,4 +196,11 @@ func TestBSMRedislock(t *testing.T) {
 			t.Fatalf("Release: %v", err)
 		}
 	})
+}
+
+// bsmNativeSHAs name bsm/redislock's refresh, release and ttl scripts.
+var bsmNativeSHAs = []string{
+	"a7aba3bc5d6e99b3003da8b9d80a63b9f4092ecf",
+	"cf0e94b2e9ffc7e04395cf88f7583fc309985910",
+	"6484da7d58920897fdc22b7f9afd1a3d47524ea8",
 }

@@ -19,6 +19,7 @@ func scriptPotteryAcquired(h *Handler, c *call, keys, args []string) {
 		writeLockError(c.w, c.name, err)
 		return
 	}
+	h.sessionPTTL(c.s, keys[0], &hd) // a session lock has no expiry: 0, as on Redis
 	if !hd.Held || hd.Token != args[0] || hd.PTTL <= 0 {
 		c.w.WriteInt(0)
 		return

@@ -240,6 +240,8 @@ func TestPotteryScripts(t *testing.T) {
 		{[]string{"EVAL_RO", cadScript, "1", "k", "t"}, "-" + msgROScript},
 		{evalsha(potteryRelease, k1("k"), "t"), ":1"},
 		{[]string{"EXISTS", "k"}, ":0"},
+		{[]string{"SET", "k", "t", "NX"}, "+OK"}, // a session lock: no expiry
+		{evalsha(potteryAcquired, k1("k"), "t"), ":0"},
 	})
 }
 

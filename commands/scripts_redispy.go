@@ -3,18 +3,11 @@ package commands
 import "time"
 
 func init() {
-	registerScript(&lockScript{origin: "redis-py Lock release", body: redisPyRelease, run: scriptRedisPyRelease, release: true})
+	// The release answers 0 where the token did not hold the lock on a
+	// majority: redis-py raises LockNotOwnedError then.
+	registerScript(&lockScript{origin: "redis-py Lock release", body: redisPyRelease, run: releaseScript("redis-py release", 1), release: true})
 	registerScript(&lockScript{origin: "redis-py Lock extend", body: redisPyExtend, run: scriptRedisPyExtend})
-	registerScript(&lockScript{origin: "redis-py Lock reacquire", body: redisPyReacquire, run: scriptRedisPyReacquire})
-}
-
-// scriptRedisPyRelease: 1 when the token held the lock on a majority, else 0
-// (redis-py raises LockNotOwnedError on 0).
-func scriptRedisPyRelease(h *Handler, c *call, keys, args []string) {
-	if !scriptArgs(c, "redis-py release", keys, args, 1, 1) {
-		return
-	}
-	h.writeRelease(c, keys[0], args[0])
+	registerScript(&lockScript{origin: "redis-py Lock reacquire", body: redisPyReacquire, run: extendScript("redis-py reacquire")})
 }
 
 // scriptRedisPyExtend: ARGV[3] == "0" adds ARGV[2] ms to the remaining ttl
@@ -35,12 +28,4 @@ func scriptRedisPyExtend(h *Handler, c *call, keys, args []string) {
 	v, err := h.clusterOf(c.s).ExtendAdd(c.s.Context(), keys[0], args[0], add, h.opts.MaxTTL)
 	h.extended(c.s, v, err, args[0], keys[0])
 	h.writeScriptBool(c, err)
-}
-
-// scriptRedisPyReacquire: ARGV[2] ms replaces the ttl; 1 or 0.
-func scriptRedisPyReacquire(h *Handler, c *call, keys, args []string) {
-	if !scriptArgs(c, "redis-py reacquire", keys, args, 1, 2) {
-		return
-	}
-	h.scriptExtend(c, keys[0], args[0], args[1])
 }

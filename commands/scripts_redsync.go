@@ -12,7 +12,7 @@ import (
 // decided, in the library's own terms.
 func init() {
 	registerScript(&lockScript{origin: "go-redsync v4 delete", body: redsyncDelete, run: scriptRedsyncDelete})
-	registerScript(&lockScript{origin: "go-redsync v4 touch", body: redsyncTouch, run: scriptRedsyncTouch})
+	registerScript(&lockScript{origin: "go-redsync v4 touch", body: redsyncTouch, run: extendScript("go-redsync touch")})
 	registerScript(&lockScript{origin: "go-redsync v4 touch-or-setnx", body: redsyncTouchOrSetNX, run: scriptRedsyncTouchOrSetNX})
 }
 
@@ -41,15 +41,6 @@ func scriptRedsyncDelete(h *Handler, c *call, keys, args []string) {
 		noteVerdict(c.w, quorum.ErrNotHeld)
 		c.w.WriteInt(int64(quorum.ReleasedOther))
 	}
-}
-
-// scriptRedsyncTouch: ARGV[2] ms replaces the ttl where the token holds the
-// key; 1 when a majority did, else 0.
-func scriptRedsyncTouch(h *Handler, c *call, keys, args []string) {
-	if !scriptArgs(c, "go-redsync touch", keys, args, 1, 2) {
-		return
-	}
-	h.scriptExtend(c, keys[0], args[0], args[1])
 }
 
 // scriptRedsyncTouchOrSetNX: as touch, and takes the key where it is free.

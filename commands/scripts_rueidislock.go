@@ -1,8 +1,6 @@
 package commands
 
-import (
-	"time"
-)
+import "time"
 
 // rueidislock takes, extends and releases each of its keys by script, and
 // each script means a command redlockd has: an acquire is SET (NX, or a
@@ -21,7 +19,7 @@ func init() {
 		{"rueidislock v1.0 forced acquire", rueidisForceAt, scriptAsSet("", "PXAT")},
 		{"rueidislock v1.0 forced acquire (FallbackSETPX)", rueidisForcePX, scriptAsSet("", "PX")},
 		{"rueidislock v1.0 extend", rueidisExtend, scriptRueidisExtend},
-		{"rueidislock v1.0 release", rueidisRelease, scriptRueidisRelease},
+		{"rueidislock v1.0 release", rueidisRelease, releaseScript("rueidislock release", 2)},
 	} {
 		registerScript(&lockScript{origin: s.origin, body: s.body, run: s.run})
 	}
@@ -53,27 +51,14 @@ func scriptRueidisExtend(h *Handler, c *call, keys, args []string) {
 	if !scriptArgs(c, "rueidislock extend", keys, args, 1, 2) {
 		return
 	}
-	at, ok := parseInt(args[1])
-	if !ok {
-		c.w.WriteError(msgNotInt)
-		return
-	}
-	ttl := time.Until(time.UnixMilli(at))
-	switch {
-	case ttl <= 0:
+	if at, ok := parseInt(args[1]); ok && !time.Now().Before(time.UnixMilli(at)) {
 		h.writeRelease(c, keys[0], args[0])
-	case ttl > h.opts.MaxTTL:
-		c.w.WriteError(msgTTLTooLarge)
-	default:
-		_, err := h.renewToken(c.s, keys[0], args[0], ttl)
-		h.writeScriptBool(c, err)
-	}
-}
-
-// scriptRueidisRelease runs as UNLOCK: 1 when released, else 0.
-func scriptRueidisRelease(h *Handler, c *call, keys, args []string) {
-	if !scriptArgs(c, "rueidislock release", keys, args, 1, 2) {
 		return
 	}
-	h.writeRelease(c, keys[0], args[0])
+	ttl, ok := h.expiryArg(c, "PXAT", args[1]) // SET PXAT's checks and errors
+	if !ok {
+		return
+	}
+	_, err := h.renewToken(c.s, keys[0], args[0], ttl)
+	h.writeScriptBool(c, err)
 }

@@ -40,6 +40,43 @@ func (h *Handler) writeScriptBool(c *call, err error) {
 	}
 }
 
+// tokenHolder reads key for a library's script that asks whether token
+// holds it: held as GET finds it (a kept lock lost is not held), with the
+// ttl PTTL answers (-1 for a session lock). A failed read is answered
+// here, and ok is false.
+func (h *Handler) tokenHolder(c *call, key, token string) (hd quorum.Holder, held, ok bool) {
+	hd, err := h.clusterOf(c.s).Get(c.s.Context(), key)
+	if err != nil {
+		writeLockError(c.w, c.name, err)
+		return hd, false, false
+	}
+	held = hd.Held && hd.Token == token && !h.bound.wasLost(lockRef{c.s.DB(), key, token}, c.s.ID)
+	h.sessionPTTL(c.s, key, &hd)
+	return hd, held, true
+}
+
+// releaseScript is the run of a library's release script, name in its
+// errors: KEYS[1], then nargs arguments of which ARGV[1] is the token. It
+// runs as UNLOCK: 1 when released, else 0.
+func releaseScript(name string, nargs int) func(h *Handler, c *call, keys, args []string) {
+	return func(h *Handler, c *call, keys, args []string) {
+		if scriptArgs(c, name, keys, args, 1, nargs) {
+			h.writeRelease(c, keys[0], args[0])
+		}
+	}
+}
+
+// extendScript is the run of a library's extend script, name in its
+// errors: KEYS[1]; ARGV the token and the ms that replace the ttl
+// (scriptExtend): 1 or 0.
+func extendScript(name string) func(h *Handler, c *call, keys, args []string) {
+	return func(h *Handler, c *call, keys, args []string) {
+		if scriptArgs(c, name, keys, args, 1, 2) {
+			h.scriptExtend(c, keys[0], args[0], args[1])
+		}
+	}
+}
+
 // scriptExtend replaces the ttl where token holds key: 1 or 0. It is
 // RENEW: an owner lock's hold count is extended with it.
 func (h *Handler) scriptExtend(c *call, key, token, ms string) {

@@ -19,7 +19,7 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := r.Token
-	waitUntil(t, "every node holds the token", func() bool {
+	waitFor(t, "every node holds the token", func() bool {
 		for _, m := range mems {
 			if got, _, _, _ := nodetest.Get(ctx, m, "k"); got != tok {
 				return false
@@ -35,21 +35,11 @@ func TestKeepRestoresOwnerHolds(t *testing.T) {
 	defer k.Stop(false)
 	nodetest.Delete(ctx, mems[2], "k", false)
 	nodetest.Delete(ctx, mems[2], quorum.HoldsKey("k"), false)
-	waitUntil(t, "m3's hold count restored as 2", func() bool {
+	waitFor(t, "the third node's hold count restored as 2", func() bool {
 		got, _, _, _ := nodetest.Get(ctx, mems[2], quorum.HoldsKey("k"))
 		return got == tok+" 2"
 	})
 	if got, _, _, _ := nodetest.Get(ctx, mems[2], "k"); got != tok {
-		t.Fatalf("m3 holds %q, want the owner's token", got)
-	}
-}
-
-// waitUntil polls cond until it holds, for at most 10s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
+		t.Fatalf("the third node holds %q, want the owner's token", got)
 	}
 }

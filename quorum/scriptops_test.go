@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/faultnode"
 )
@@ -16,18 +15,8 @@ import (
 // be failed.
 func memCluster(t *testing.T) (*quorum.Cluster, []*faultnode.Node) {
 	t.Helper()
-	var mems []*faultnode.Node
-	var nodes []quorum.Node
-	for _, name := range []string{"m1", "m2", "m3"} {
-		m := faultnode.Wrap(embedded.New(name))
-		mems = append(mems, m)
-		nodes = append(nodes, m)
-	}
-	c, err := quorum.New(nodes, quorum.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, mems
+	mems, nodes := newNodes(3)
+	return newCluster(t, nodes, quorum.DefaultConfig()), mems
 }
 
 // One node down is tolerated by every script operation; two are a

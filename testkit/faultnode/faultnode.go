@@ -184,11 +184,11 @@ func (f *Node) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 		fault = err
 	}
 	opDelay := f.opDelays[op]
-	r = f.answer(op, cmd, fault, f.onReply, r)
 	var lost *lostReply
 	if errors.As(fault, &lost) {
 		fault = nil // the node runs the command; answer loses its reply
 	}
+	r = f.answer(op, cmd, lost, f.onReply, r)
 	if opDelay > 0 {
 		f.mu.Unlock()
 		f.doApart(deadline, opDelay, fault, cmd, r)
@@ -233,11 +233,10 @@ func (f *Node) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 }
 
 // answer is the receiver that counts the reply to cmd (named op), has
-// OnReply's fn see it, and passes it on to r: as the node gave it, or
-// as fault makes it (ErrAnswerNo: no; ReplyLost: an error). f.mu is held.
-func (f *Node) answer(op string, cmd quorum.Cmd, fault error, fn func(quorum.Cmd, quorum.Reply), r quorum.Receiver) quorum.Receiver {
-	var lost *lostReply
-	errors.As(fault, &lost)
+// OnReply's fn see it, and passes it on to r: as the node gave it, lost
+// (ReplyLost: an error) where lost is set, or "no" for ErrAnswerNo.
+// f.mu is held.
+func (f *Node) answer(op string, cmd quorum.Cmd, lost *lostReply, fn func(quorum.Cmd, quorum.Reply), r quorum.Receiver) quorum.Receiver {
 	return quorum.ReceiverFunc(func(rep quorum.Reply) {
 		switch {
 		case lost != nil:

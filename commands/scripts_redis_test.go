@@ -20,6 +20,7 @@ func TestScriptRepliesMatchRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := srv.Client()
 	held := []string{"SET", "k", "t", "PX", "10000"}
+	session := []string{"SET", "k", "t"}
 	at := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10) // a PXAT deadline
 	cases := []struct {
 		name  string
@@ -64,6 +65,10 @@ func TestScriptRepliesMatchRedis(t *testing.T) {
 		{"bsm release absent", nil, bsmRelease, k1("k"), []string{"t"}},
 		{"bsm ttl other", held, bsmPTTL, k1("k"), []string{"x"}},
 		{"bsm ttl absent", nil, bsmPTTL, k1("k"), []string{"t"}},
+		// SET without an expiry is a session lock through redlockd and a
+		// key without one on Redis: the ttl scripts answer alike.
+		{"bsm ttl own, no expiry", session, bsmPTTL, k1("k"), []string{"t"}},
+		{"pottery acquired own, no expiry", session, potteryAcquired, k1("k"), []string{"t"}},
 		{"rueidislock acquire free", nil, rueidisAcquireAt, k1("k"), []string{"t", at}},
 		{"rueidislock acquire held", held, rueidisAcquireAt, k1("k"), []string{"x", at}},
 		{"rueidislock acquire px free", nil, rueidisAcquirePX, k1("k"), []string{"t", "5000"}},

@@ -115,8 +115,12 @@ func TestBSMRedislock(t *testing.T) {
 		}
 		// Through redlockd TTL, Refresh and Release ran as a quorum read,
 		// RENEW and UNLOCK: no backend was asked to load their scripts.
+		// Obtain ran as a replicated script: every backend has it.
 		if tg.name == redlockdTarget {
 			for _, bk := range tg.backends {
+				if obtain, err := bk.Client().ScriptExists(ctx, bsmObtainSHA).Result(); err != nil || !obtain[0] {
+					t.Errorf("backend %s: obtain's script loaded = %v, %v; want it replicated there", bk.Addr(), obtain, err)
+				}
 				loaded, err := bk.Client().ScriptExists(ctx, bsmNativeSHAs...).Result()
 				if err != nil {
 					t.Fatal(err)
@@ -197,6 +201,9 @@ func TestBSMRedislock(t *testing.T) {
 		}
 	})
 }
+
+// bsmObtainSHA names bsm/redislock v0.9.4's obtain script.
+const bsmObtainSHA = "80a1b5f2cfccec3b7119ba7721d2127682b691a7"
 
 // bsmNativeSHAs name bsm/redislock's refresh, release and ttl scripts.
 var bsmNativeSHAs = []string{

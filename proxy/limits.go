@@ -3,8 +3,9 @@ package proxy
 import (
 	"errors"
 	"net"
-	"syscall"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/rawio"
 )
 
 // What redlockd sets the per-connection limits of Options to unless told
@@ -63,56 +64,21 @@ func (c *writeTimeoutConn) Write(p []byte) (int, error) {
 }
 
 // tryWriter writes to a TCP socket what it takes without waiting.
-type tryWriter struct {
-	raw syscall.RawConn
-	// rawWrite is writeRaw, made once: a closure per write would be an
-	// allocation per reply. Writes are serialised by the connection's
-	// write lock, so p and n can live here.
-	rawWrite func(fd uintptr) bool
-	p        []byte
-	n        int
-}
+type tryWriter struct{ c *rawio.Conn }
 
-// newTryWriter returns c's tryWriter: nil unless c is a TCP connection
-// (seen through a writeTimeoutConn).
+// newTryWriter returns c's tryWriter: nil unless c is a raw TCP
+// connection (seen through a writeTimeoutConn).
 func newTryWriter(c net.Conn) *tryWriter {
 	if wc, ok := c.(*writeTimeoutConn); ok {
 		return wc.try
 	}
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return nil
+	if rc, ok := c.(*rawio.Conn); ok {
+		return &tryWriter{c: rc}
 	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	t := &tryWriter{raw: raw}
-	t.rawWrite = t.writeRaw
-	return t
+	return nil
 }
 
 // write writes what the socket takes without waiting, and returns how
 // much that was; anything else (a full buffer, an error) is left to a
 // write that waits, which waits or reports it.
-func (t *tryWriter) write(p []byte) int {
-	t.p, t.n = p, 0
-	t.raw.Write(t.rawWrite)
-	n := t.n
-	t.p, t.n = nil, 0
-	return n
-}
-
-func (t *tryWriter) writeRaw(fd uintptr) bool {
-	for t.n < len(t.p) {
-		m, err := syscall.Write(int(fd), t.p[t.n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil || m <= 0 {
-			break
-		}
-		t.n += m
-	}
-	return true // never wait here
-}
+func (t *tryWriter) write(p []byte) int { return t.c.TryWrite(p) }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/redlockd/redlockd/internal/rawio"
 )
 
 // gateListener sits between the accept loop and the real listener. The
@@ -31,7 +33,7 @@ func (g *gateListener) Accept() (net.Conn, error) {
 			g.srv.reject(c)
 			continue
 		}
-		return withWriteTimeout(c, g.srv.opts.WriteTimeout), nil
+		return withWriteTimeout(rawio.Wrap(c), g.srv.opts.WriteTimeout), nil
 	}
 }
 

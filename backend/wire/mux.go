@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlockd/redlockd/internal/rawio"
 	"github.com/redlockd/redlockd/internal/resp"
 )
 
@@ -448,7 +449,7 @@ func (l *Line) connect() (*wire, error) {
 	if err != nil {
 		return nil, err
 	}
-	w = &wire{nc: nc, fresh: len(l.cfg.Preload) > 0}
+	w = &wire{nc: rawio.Wrap(nc), fresh: len(l.cfg.Preload) > 0}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -722,8 +723,8 @@ func abort(nc net.Conn) {
 	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok {
 		raw = tc.NetConn()
 	}
-	if tc, ok := raw.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
+	if tc, ok := raw.(interface{ SetLinger(sec int) error }); ok {
+		_ = tc.SetLinger(0) // a *net.TCPConn, or its rawio form
 	}
 	_ = nc.Close()
 }

@@ -22,12 +22,10 @@ func init() {
 // cmdTTL: TTL key -> agreed remaining seconds, rounded as Redis rounds them;
 // -1 without expiry, -2 when not held.
 func (h *Handler) cmdTTL(c *call) {
-	hd, err := h.clusterOf(c.s).Get(c.s.Context(), c.arg(0))
-	if err != nil {
-		writeLockError(c.w, c.name, err)
+	hd, ok := h.holder(c, c.arg(0))
+	if !ok {
 		return
 	}
-	h.sessionPTTL(c.s, c.arg(0), &hd)
 	n := pttlReply(hd, time.Millisecond)
 	if n > 0 {
 		n = (n + 500) / 1000
@@ -40,9 +38,8 @@ func (h *Handler) cmdTTL(c *call) {
 func (h *Handler) cmdExists(c *call) {
 	var n int64
 	for _, k := range c.args {
-		hd, err := h.clusterOf(c.s).Get(c.s.Context(), string(k))
-		if err != nil {
-			writeLockError(c.w, c.name, err)
+		hd, ok := h.holder(c, string(k))
+		if !ok {
 			return
 		}
 		if hd.Held {

@@ -89,30 +89,41 @@ func writeReleased(w Writer, name string, ok bool, err error) {
 	w.WriteInt(0)
 }
 
-// cmdGet: GET key -> the token holding the lock on a majority, or null.
-// A kept lock that was lost is not held, whatever copies of it are left.
-func (h *Handler) cmdGet(c *call) {
-	hd, err := h.clusterOf(c.s).Get(c.s.Context(), c.arg(0))
+// holder is every read of who holds key (GET, PTTL, TTL, EXISTS, the
+// library scripts that ask): the token holding it on a majority, except
+// that a kept lock this session lost is not held, whatever copies of it
+// are left, and a session lock has no expiry (PTTL -1). A failed read is
+// answered here, and ok is false.
+func (h *Handler) holder(c *call, key string) (hd quorum.Holder, ok bool) {
+	hd, err := h.clusterOf(c.s).Get(c.s.Context(), key)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
-		return
+		return hd, false
 	}
-	if !hd.Held || h.bound.wasLost(lockRef{c.s.DB(), c.arg(0), hd.Token}, c.s.ID) {
+	if hd.Held && h.bound.wasLost(lockRef{c.s.DB(), key, hd.Token}, c.s.ID) {
+		return quorum.Holder{}, true
+	}
+	h.sessionPTTL(c.s, key, &hd)
+	return hd, true
+}
+
+// cmdGet: GET key -> the token holding the lock on a majority, or null.
+func (h *Handler) cmdGet(c *call) {
+	hd, ok := h.holder(c, c.arg(0))
+	switch {
+	case !ok:
+	case !hd.Held:
 		c.w.WriteNull()
-		return
+	default:
+		c.w.WriteBulkString(hd.Token)
 	}
-	c.w.WriteBulkString(hd.Token)
 }
 
 // cmdPTTL: PTTL key -> agreed remaining ms, -1 without expiry, -2 when not held.
 func (h *Handler) cmdPTTL(c *call) {
-	hd, err := h.clusterOf(c.s).Get(c.s.Context(), c.arg(0))
-	if err != nil {
-		writeLockError(c.w, c.name, err)
-		return
+	if hd, ok := h.holder(c, c.arg(0)); ok {
+		c.w.WriteInt(pttlReply(hd, time.Millisecond))
 	}
-	h.sessionPTTL(c.s, c.arg(0), &hd)
-	c.w.WriteInt(pttlReply(hd, time.Millisecond))
 }
 
 func pttlReply(hd quorum.Holder, unit time.Duration) int64 {

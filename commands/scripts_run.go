@@ -41,18 +41,11 @@ func (h *Handler) writeScriptBool(c *call, err error) {
 }
 
 // tokenHolder reads key for a library's script that asks whether token
-// holds it: held as GET finds it (a kept lock lost is not held), with the
-// ttl PTTL answers (-1 for a session lock). A failed read is answered
+// holds it, as GET and PTTL read it (holder). A failed read is answered
 // here, and ok is false.
 func (h *Handler) tokenHolder(c *call, key, token string) (hd quorum.Holder, held, ok bool) {
-	hd, err := h.clusterOf(c.s).Get(c.s.Context(), key)
-	if err != nil {
-		writeLockError(c.w, c.name, err)
-		return hd, false, false
-	}
-	held = hd.Held && hd.Token == token && !h.bound.wasLost(lockRef{c.s.DB(), key, token}, c.s.ID)
-	h.sessionPTTL(c.s, key, &hd)
-	return hd, held, true
+	hd, ok = h.holder(c, key)
+	return hd, ok && hd.Held && hd.Token == token, ok
 }
 
 // releaseScript is the run of a library's release script, name in its

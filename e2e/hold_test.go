@@ -297,6 +297,20 @@ func TestLostKeptLockIsReported(t *testing.T) {
 			t.Fatalf("%v on the lost lock = %v, want null", cmd, r)
 		}
 	}
+	// Every read of its holder agrees with GET: the key is not held.
+	for _, c := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"PTTL", "lost"}, ":-2"},
+		{[]string{"TTL", "lost"}, ":-2"},
+		{[]string{"EXISTS", "lost"}, ":0"},
+	} {
+		rc.Send(c.cmd...)
+		if r := readReply(t, rc); len(r) != 1 || r[0] != c.want {
+			t.Fatalf("%v on the lost lock = %v, want %s", c.cmd, r, c.want)
+		}
+	}
 	rc.Send("UNLOCK", "lost", tok)
 	if r := readReply(t, rc); len(r) != 1 || r[0] != ":0" {
 		t.Fatalf("UNLOCK of the lost lock = %v, want 0", r)

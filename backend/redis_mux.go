@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlockd/redlockd/backend/wire"
+	"github.com/redlockd/redlockd/internal/rawio"
 )
 
 // defaultConns is how many multiplexed connections a node opens. Redis runs
@@ -39,7 +40,9 @@ func nodeConfig(o *redis.Options, opts RedisOptions, connected func(context.Cont
 		if err != nil || tlsConf == nil {
 			return nc, err
 		}
-		tc := tls.Client(nc, tlsConf.Clone())
+		// TLS's own reads and writes go through the raw socket calls of
+		// internal/rawio, as a plain connection's do (wire wraps those).
+		tc := tls.Client(rawio.Wrap(nc), tlsConf.Clone())
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
 			return nil, err

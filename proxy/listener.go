@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"time"
@@ -29,11 +30,16 @@ func (g *gateListener) Accept() (net.Conn, error) {
 			continue
 		}
 		backoff = 5 * time.Millisecond
+		c = rawio.Wrap(c)
+		if cfg := g.srv.opts.TLSConfig; cfg != nil {
+			// As tls.NewListener would, over the raw socket calls.
+			c = tls.Server(c, cfg)
+		}
 		if !g.srv.admit() {
 			g.srv.reject(c)
 			continue
 		}
-		return withWriteTimeout(rawio.Wrap(c), g.srv.opts.WriteTimeout), nil
+		return withWriteTimeout(c, g.srv.opts.WriteTimeout), nil
 	}
 }
 

@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -13,19 +15,33 @@ import (
 
 // A TCP client's connection makes its socket calls raw (internal/rawio),
 // with and without a write timeout, and its replies are tried without
-// waiting (startAlone's path needs that): the same command answers the
-// same either way.
+// waiting (startAlone's path needs that); under TLS the socket beneath
+// the TLS connection is the raw one, and replies wait as any TLS write.
 func TestClientConnsAreRaw(t *testing.T) {
-	for _, timeout := range []time.Duration{0, time.Minute} {
+	cert := selfSigned(t)
+	for _, c := range []struct {
+		timeout time.Duration
+		tls     bool
+	}{{0, false}, {time.Minute, false}, {time.Minute, true}} {
+		name := fmt.Sprintf("write timeout %v, TLS %v", c.timeout, c.tls)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := New(commands.New(memoryCluster(t), commands.Options{}), Options{WriteTimeout: timeout})
+		opts := Options{WriteTimeout: c.timeout}
+		if c.tls {
+			opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		}
+		srv := New(commands.New(memoryCluster(t), commands.Options{}), opts)
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ln) }()
 		<-srv.Ready()
-		nc, err := net.Dial("tcp", ln.Addr().String())
+		var nc net.Conn
+		if c.tls {
+			nc, err = tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true}) // the test's own certificate
+		} else {
+			nc, err = net.Dial("tcp", ln.Addr().String())
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,26 +50,29 @@ func TestClientConnsAreRaw(t *testing.T) {
 			t.Fatal(err)
 		}
 		if line, err := bufio.NewReader(nc).ReadString('\n'); err != nil || line != "+OK\r\n" {
-			t.Fatalf("write timeout %v: reply %q, %v", timeout, line, err)
+			t.Fatalf("%s: reply %q, %v", name, line, err)
 		}
 		srv.mu.Lock()
 		if len(srv.conns) != 1 {
-			t.Errorf("write timeout %v: %d connections served, want 1", timeout, len(srv.conns))
+			t.Errorf("%s: %d connections served, want 1", name, len(srv.conns))
 		}
 		for st := range srv.conns {
-			c := st.nc
-			if wc, ok := c.(*writeTimeoutConn); ok {
-				c = wc.Conn
+			conn := st.nc
+			if wc, ok := conn.(*writeTimeoutConn); ok {
+				conn = wc.Conn
 			}
-			if _, ok := c.(*rawio.Conn); !ok || st.try == nil {
-				t.Errorf("write timeout %v: the connection is a %T (tried writes: %v), not raw", timeout, c, st.try != nil)
+			if tc, ok := conn.(*tls.Conn); ok && c.tls {
+				conn = tc.NetConn()
+			}
+			if _, ok := conn.(*rawio.Conn); !ok || (st.try != nil) == c.tls {
+				t.Errorf("%s: the socket is a %T (replies tried: %v), not raw", name, conn, st.try != nil)
 			}
 		}
 		srv.mu.Unlock()
 		nc.Close()
 		srv.Close()
 		if err := <-served; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("Serve returned %v", err)
+			t.Errorf("%s: Serve returned %v", name, err)
 		}
 	}
 }

@@ -186,9 +186,6 @@ func (s *Server) ListenAndServe(addr string) error {
 // ErrServerClosed once every connection has been cleaned up. It takes
 // ownership of ln. Serve may be called once.
 func (s *Server) Serve(ln net.Listener) error {
-	if s.opts.TLSConfig != nil {
-		ln = tls.NewListener(ln, s.opts.TLSConfig)
-	}
 	g, err := s.register(ln)
 	if err != nil {
 		ln.Close()

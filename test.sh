@@ -47,7 +47,11 @@ done
 # Allocation budgets once more without the race detector, which allocates
 # on its own (some of them are checked only here).
 go test -count=1 -run 'Alloc' ./quorum/ ./backend/ ./proxy/ ./commands/
-# A short fuzzing run of the client-facing input paths (their seeds ran above).
-go test -run='^$' -fuzz=FuzzRequestStream -fuzztime=10s -fuzzminimizetime=5s ./proxy/
-go test -run='^$' -fuzz=FuzzExec -fuzztime=10s -fuzzminimizetime=5s ./commands/
-go test -run='^$' -fuzz=FuzzCheck -fuzztime=10s -fuzzminimizetime=5s ./commands/scriptcheck/
+# A short fuzzing run of the client-facing input paths (their seeds ran above),
+# about ten seconds each here. The budgets are counts of inputs, not durations:
+# Go 1.26's fuzzing coordinator can report its own -fuzztime deadline as a
+# failure ("context deadline exceeded", no input written; go.dev/issue/75804),
+# and a count sets no deadline.
+go test -run='^$' -fuzz=FuzzRequestStream -fuzztime=40000x -fuzzminimizetime=5s ./proxy/
+go test -run='^$' -fuzz=FuzzExec -fuzztime=20000x -fuzzminimizetime=5s ./commands/
+go test -run='^$' -fuzz=FuzzCheck -fuzztime=80000x -fuzzminimizetime=5s ./commands/scriptcheck/

@@ -142,8 +142,10 @@ func TestWriteWaitsAndTryWriteDoesNot(t *testing.T) {
 	if n <= 0 || n >= len(big) {
 		t.Fatalf("TryWrite of %d bytes to a peer that does not read took %d", len(big), n)
 	}
-	if m := c.TryWrite(big); m != 0 {
-		t.Fatalf("TryWrite to full buffers took %d bytes", m)
+	// Again: an ACK that comes late may free a little room, never the
+	// room for the rest.
+	if m := c.TryWrite(big[n:]); m >= len(big)-n {
+		t.Fatalf("TryWrite to full buffers took all %d bytes", m)
 	}
 	if c.TryWrite(nil) != 0 {
 		t.Fatal("TryWrite(nil) took bytes")

@@ -44,13 +44,13 @@ func (s *memOp) eval() quorum.Reply {
 	case s.c.Mark != "" && s.c.TTL <= 0:
 		return quorum.Reply{Err: backend.ErrInvalidTTL}
 	}
-	proto, err := compileScript(s.c.Script)
+	p, err := compileScript(s.c.Script)
 	if err != nil {
 		v := errorValue("ERR Error compiling script (new function): " + err.Error())
 		return quorum.Reply{OK: true, Value: &v}
 	}
-	r := &luaRun{s: s, db: s.c.DB}
-	v, late := r.run(proto, s.c.Keys, s.c.Args)
+	r := &luaRun{s: s, db: s.c.DB, stores: p.stores}
+	v, late := r.run(p.proto, s.c.Keys, s.c.Args)
 	if late {
 		r.rollback()
 		return quorum.Reply{Err: errScriptLate}
@@ -105,6 +105,10 @@ type luaRun struct {
 	// writes need no undo, its deletes announce nothing, and its PUBLISH
 	// on memReleaseChannel announces a release (see byBuild).
 	kind bool
+	// stores: the client's script has an instruction that stores into a
+	// table or a global (storesInTables), so its interpreter is compared
+	// with the shared tables before it goes back to the pool.
+	stores bool
 }
 
 type touchedKey struct {
@@ -122,20 +126,16 @@ func (r *luaRun) run(proto *lua.FunctionProto, keys, args []string) (v quorum.Va
 	L := vm.L
 	L.G.Global.RawSetString("KEYS", stringsTable(L, keys))
 	L.G.Global.RawSetString("ARGV", stringsTable(L, args))
-	ctx := context.Background()
 	if !r.kind {
-		dl := r.s.m.deadline
-		if dl.IsZero() {
-			dl = time.Now().Add(memScriptBudget)
+		wait := memScriptBudget
+		if dl := r.s.m.deadline; !dl.IsZero() {
+			wait = time.Until(dl)
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl)
-		defer cancel()
-		L.SetContext(ctx)
+		L.SetContext(vm.stop.arm(wait))
 	}
 	L.Push(L.NewFunctionFromProto(proto))
 	err := L.PCall(0, 1, nil)
-	if ctx.Err() != nil {
+	if !r.kind && !vm.stop.disarm() {
 		vm.discard()
 		return quorum.Value{}, true
 	}
@@ -144,8 +144,44 @@ func (r *luaRun) run(proto *lua.FunctionProto, keys, args []string) (v quorum.Va
 	} else {
 		v = r.toValue(L.Get(-1), 0)
 	}
-	vm.put(!r.kind)
+	vm.put(r.stores)
 	return v, false
+}
+
+// luaStop is the context a client script runs under on one interpreter:
+// done closes when the deadline passes. Its timer is set again for each
+// run, which costs no allocation; once it has fired, the interpreter is
+// dropped with it.
+type luaStop struct {
+	done  chan struct{}
+	timer *time.Timer
+}
+
+// arm starts the clock of a run that may take wait.
+func (s *luaStop) arm(wait time.Duration) context.Context {
+	if s.timer == nil {
+		s.done = make(chan struct{})
+		s.timer = time.AfterFunc(wait, func() { close(s.done) })
+	} else {
+		s.timer.Reset(wait)
+	}
+	return s
+}
+
+// disarm stops the clock, false when the deadline came first: the run is
+// late, whatever it returned.
+func (s *luaStop) disarm() bool { return s.timer.Stop() }
+
+func (s *luaStop) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (s *luaStop) Done() <-chan struct{}       { return s.done }
+func (s *luaStop) Value(any) any               { return nil }
+func (s *luaStop) Err() error {
+	select {
+	case <-s.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 // luaVM is a pooled interpreter: the safe libraries and redis, kept
@@ -156,6 +192,7 @@ func (r *luaRun) run(proto *lua.FunctionProto, keys, args []string) (v quorum.Va
 type luaVM struct {
 	L    *lua.LState
 	run  *luaRun // the script running on it
+	stop luaStop // a client script's deadline
 	seen []luaSeen
 	// readonly are the shared tables, which rawset refuses too.
 	readonly map[*lua.LTable]bool
@@ -191,9 +228,10 @@ func getLuaVM() *luaVM {
 }
 
 // put returns vm to the pool when the script left its shared tables as
-// they were. check is false for a kind's own script, which never
-// changes them: comparing every field of every shared table would cost
-// the embedded node's every command.
+// they were. check is false for a script that cannot have changed them
+// (a kind's own script, a client's without a store instruction):
+// comparing every field of every shared table costs more than most
+// scripts' run.
 func (vm *luaVM) put(check bool) {
 	vm.run = nil
 	L := vm.L
@@ -272,6 +310,21 @@ func (vm *luaVM) rawset(L *lua.LState) int {
 	return 1
 }
 
+// refuseShared is the library function fn refusing a shared table as
+// its first argument, as Redis 7's setmetatable and table.insert do: the
+// library functions that could change one without a store instruction
+// (rawset is refused the same way). table.remove and table.sort change
+// nothing in a table without array elements, which no shared table has.
+func (vm *luaVM) refuseShared(fn lua.LValue) lua.LGFunction {
+	g := fn.(*lua.LFunction).GFunction
+	return func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && vm.readonly[t] {
+			L.RaiseError("Attempt to modify a readonly table")
+		}
+		return g(L)
+	}
+}
+
 func luaReadonly(L *lua.LState) int {
 	L.RaiseError("Attempt to modify a readonly table")
 	return 0
@@ -343,6 +396,10 @@ func newLuaVM() *luaVM {
 	}
 	L.SetGlobal("redis", vm.redisTable(L))
 	L.SetGlobal("rawset", L.NewFunction(vm.rawset))
+	L.SetGlobal("setmetatable", L.NewFunction(vm.refuseShared(L.GetGlobal("setmetatable"))))
+	if tab, ok := L.GetGlobal("table").(*lua.LTable); ok {
+		tab.RawSetString("insert", L.NewFunction(vm.refuseShared(tab.RawGetString("insert"))))
+	}
 	protectGlobals(L)
 	vm.readonly = make(map[*lua.LTable]bool)
 	readonly := L.NewTable()
@@ -690,6 +747,32 @@ var luaProtos struct {
 type luaProto struct {
 	src   string
 	proto *lua.FunctionProto
+	// stores: storesInTables(proto).
+	stores bool
+}
+
+// storesInTables reports whether proto or a function nested in it has an
+// instruction that stores into a table's field or a global. A script
+// without one (most lock scripts) can change a shared table only through
+// a library function, and those that could refuse the shared tables
+// (refuseShared): its interpreter needs no comparison when it goes back
+// to the pool. SETLIST is left out: the compiler emits it only to fill
+// the table a constructor has just made. The opcode is an instruction's
+// top 6 bits, as the interpreter decodes it; TestStoresInTables holds
+// this to the compiler's output.
+func storesInTables(proto *lua.FunctionProto) bool {
+	for _, inst := range proto.Code {
+		switch int(inst >> 26) {
+		case lua.OP_SETTABLE, lua.OP_SETTABLEKS, lua.OP_SETGLOBAL:
+			return true
+		}
+	}
+	for _, p := range proto.FunctionPrototypes {
+		if storesInTables(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // luaProtosMax bounds the cache; past it an arbitrary entry makes room.
@@ -697,17 +780,18 @@ const luaProtosMax = 1024
 
 // compileScript returns sc compiled, from the cache when a script of the
 // same SHA1 and text was compiled before.
-func compileScript(sc *quorum.Script) (*lua.FunctionProto, error) {
+func compileScript(sc *quorum.Script) (luaProto, error) {
 	luaProtos.Lock()
 	p, ok := luaProtos.m[sc.SHA]
 	luaProtos.Unlock()
 	if ok && p.src == sc.Src {
-		return p.proto, nil
+		return p, nil
 	}
 	proto, err := compileLua(sc.Src)
 	if err != nil {
-		return nil, err
+		return luaProto{}, err
 	}
+	p = luaProto{src: sc.Src, proto: proto, stores: storesInTables(proto)}
 	luaProtos.Lock()
 	defer luaProtos.Unlock()
 	if luaProtos.m == nil {
@@ -719,8 +803,8 @@ func compileScript(sc *quorum.Script) (*lua.FunctionProto, error) {
 			break
 		}
 	}
-	luaProtos.m[sc.SHA] = luaProto{src: sc.Src, proto: proto}
-	return proto, nil
+	luaProtos.m[sc.SHA] = p
+	return p, nil
 }
 
 // compileLua parses and compiles src; a panic of the parser on some

@@ -755,6 +755,10 @@ func TestMemoryEvalStatesShareNothing(t *testing.T) {
 		{`getmetatable("").__index = {len = function() return 9 end}`, `return ("abc"):len()`, "3"},
 		{`setmetatable(_G, nil)`, `local ok = pcall(function() leak2 = 1 end) return tostring(ok)`, "false"},
 		{`redis.call = nil`, `return type(redis.call)`, "function"},
+		// No store instruction: the library functions refuse the change.
+		{`table.insert(_G, "leak")`, `return tostring(rawget(_G, 1))`, "nil"},
+		{`pcall(table.insert, string, "leak")`, `return tostring(#string)`, "0"},
+		{`setmetatable(string, nil)`, `return tostring(getmetatable(string) ~= nil)`, "true"},
 	} {
 		for range 3 { // more than once: the pool may hand back either state
 			evalOn(t, m, nodetest.EvalCmd(tc.change+" return 1", nil))
@@ -762,6 +766,35 @@ func TestMemoryEvalStatesShareNothing(t *testing.T) {
 			if got := showValue(*rep.Value); got != showValue(bulkValue(tc.want)) {
 				t.Errorf("after %q, %q = %s, want %s", tc.change, tc.check, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestStoresInTables: the instruction scan finds a store into a table
+// or a global wherever the compiler puts one, nested functions included,
+// and none in a script that only reads and calls.
+func TestStoresInTables(t *testing.T) {
+	for _, tc := range []struct {
+		src    string
+		stores bool
+	}{
+		{`return redis.call('get', KEYS[1])`, false},
+		{`if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000) then return 1 end return 0`, false},
+		{`local t = {1, 2, KEYS[1]} return #t`, false},
+		{`local t = {a = 1} return t.a`, true}, // a constructor's named field is a store
+		{`local t = {} t.x = 1 return 1`, true},
+		{`local t = {} t[KEYS[1]] = 1 return 1`, true},
+		{`leak = 1`, true},
+		{`string.len = nil`, true},
+		{`local f = function() getmetatable("").__index = {} end return 1`, true},
+		{`local f = function() local g = function() _G["x"] = 1 end end return 1`, true},
+	} {
+		proto, err := compileLua(tc.src)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		if got := storesInTables(proto); got != tc.stores {
+			t.Errorf("storesInTables(%q) = %v, want %v", tc.src, got, tc.stores)
 		}
 	}
 }

@@ -143,3 +143,43 @@ func TestReleaseSmoke(t *testing.T) {
 		t.Errorf("release results hold a NaN or Inf:\n%s", md)
 	}
 }
+
+// TestEmbeddedSmoke runs the -embedded mode end to end: every workload of
+// both binaries must complete, no pair may fail, and the table must hold
+// every row.
+func TestEmbeddedSmoke(t *testing.T) {
+	bin, err := buildRedlockd(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"-smoke", "-embedded", "-redlockd", bin, "-baseline", bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.nodeTimeout = 2 * time.Second
+	var log strings.Builder
+	res, err := runEmbedded(t.Context(), o, &log)
+	if err != nil {
+		t.Fatalf("embedded run: %v\n%s", err, log.String())
+	}
+	for b, name := range res.bins {
+		for i, row := range res.rows {
+			if s := res.set[b][i]; s.done != o.reps || s.rps <= 0 || s.selfUS <= 0 {
+				t.Errorf("%s %s -c %d: not measured: %+v\n%s", name, row.name, row.clients, s, log.String())
+			}
+		}
+		if p := res.pairs[b]; p.perSec <= 0 || p.failed != 0 || res.pairUS[b] <= 0 {
+			t.Errorf("%s pairs: %+v, %.2f µs per pair", name, p, res.pairUS[b])
+		}
+	}
+	md := res.markdown()
+	for _, want := range []string{"### Embedded mode", "| SET NX PX, -c 1 |", "| EVAL, -c 50 |", "| lock+unlock pairs/s, 50 goroutines |",
+		"baseline: requests/s", "**Machine:**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("embedded results lack %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
+		t.Errorf("embedded results hold a NaN or Inf:\n%s", md)
+	}
+}

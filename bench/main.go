@@ -13,6 +13,7 @@
 //	go -C bench run . -baseline OLD_BINARY # OLD_BINARY measured alongside
 //	go -C bench run . -release             # the three releases at N = 3, printed
 //	go -C bench run . -cluster             # N = 3 single servers vs 3 clusters, printed
+//	go -C bench run . -embedded            # embedded mode: SET NX PX, EVAL, pairs, printed
 package main
 
 import (
@@ -51,6 +52,10 @@ type options struct {
 	// cluster runs only the comparison of N=3 single servers with N=3
 	// Redis Clusters (cluster.go) and prints it: it writes no results file.
 	cluster bool
+	// embedded runs only the measures of embedded mode (embedded.go)
+	// and prints them: it writes no results file.
+	embedded         bool
+	embeddedRequests int // per redis-benchmark run of -embedded
 }
 
 func main() {
@@ -66,6 +71,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
+		return
+	}
+	if o.embedded {
+		res, err := runEmbedded(ctx, o, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Print(res.markdown())
 		return
 	}
 	if o.release {
@@ -118,14 +132,18 @@ func parseFlags(args []string) (options, error) {
 		"only compare lock+release pairs released by the recognised compare-and-delete script, an unrecognised one (replicated) and UNLOCK, at the first -n; prints, writes no file")
 	fs.BoolVar(&o.cluster, "cluster", false,
 		"only compare redlockd over N=3 single servers with redlockd over N=3 Redis Clusters of 3 masters (cluster://); prints, writes no file")
+	fs.BoolVar(&o.embedded, "embedded", false,
+		"only measure embedded mode (no backends): SET NX PX and a client script's EVAL at -c 1, 10 and -workers, and lock+unlock pairs; prints, writes no file")
+	fs.IntVar(&o.embeddedRequests, "embedded-requests", 50000, "requests per redis-benchmark run of -embedded")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if *smoke {
 		*ns, o.requests, o.pipelinedRequests, o.pairsFor, o.idle, o.out = "3", 2000, 8000, 300*time.Millisecond, 200, ""
+		o.embeddedRequests = 1000
 	}
-	if o.reps < 1 || o.requests < 1 || o.pipelinedRequests < 1 {
-		return o, fmt.Errorf("-reps, -requests and -pipelined-requests must be positive")
+	if o.reps < 1 || o.requests < 1 || o.pipelinedRequests < 1 || o.embeddedRequests < 1 {
+		return o, fmt.Errorf("-reps, -requests, -pipelined-requests and -embedded-requests must be positive")
 	}
 	// A bare name would be looked up on PATH; these are files.
 	for _, p := range []*string{&o.redlockd, &o.baseline, &o.cpuProfile} {

@@ -42,26 +42,26 @@ const (
 
 const pipelineDepth = 16
 
-// workload is one redis-benchmark invocation's shape.
-type workload struct{ clients, pipeline, requests int }
+// workload is one redis-benchmark invocation's shape, and its command
+// (nil: setNXArgs).
+type workload struct {
+	clients, pipeline, requests int
+	cmd                         []string
+}
 
 func workloads(o options) [2]workload {
-	return [2]workload{{o.workers, 1, o.requests}, {o.workers, pipelineDepth, o.pipelinedRequests}}
+	return [2]workload{{o.workers, 1, o.requests, nil}, {o.workers, pipelineDepth, o.pipelinedRequests, nil}}
 }
 
 func run(ctx context.Context, o options, log io.Writer) (*results, error) {
 	if lim, err := raiseNoFile(); err != nil || lim < uint64(o.idle)+1000 {
 		return nil, fmt.Errorf("open-file limit %d too low for %d idle connections: %v", lim, o.idle, err)
 	}
-	dir, err := os.MkdirTemp("", "redlockd-bench-")
+	dir, bins, err := prepare(o)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	bins, err := binaries(o, dir)
-	if err != nil {
-		return nil, err
-	}
 	res := &results{machine: describeMachine(), opts: o, ticksPerSec: clockTicks(),
 		anchors: map[string][2]summary{}, proxy: map[runKey][2]summary{}, retry: map[runKey][2]summary{}, redsync: map[int]pairSummary{},
 		pairs: map[runKey]pairSummary{}, rss: map[string]rssFigures{}}
@@ -77,6 +77,21 @@ func run(ctx context.Context, o options, log io.Writer) (*results, error) {
 	}
 	res.print(log)
 	return res, nil
+}
+
+// prepare makes a run's scratch directory, which the caller removes, and
+// finds or builds the binaries into it.
+func prepare(o options) (string, []binary, error) {
+	dir, err := os.MkdirTemp("", "redlockd-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	bins, err := binaries(o, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, bins, nil
 }
 
 // binary is one redlockd build under measurement.

@@ -29,7 +29,7 @@ func (t target) measure(ctx context.Context, w workload) (sample, error) {
 	if err != nil {
 		return sample{}, err
 	}
-	run, runErr := redisBenchmark(ctx, t.addr, w.clients, w.pipeline, w.requests)
+	run, runErr := redisBenchmark(ctx, t.addr, w)
 	after, err := t.counters()
 	if err != nil {
 		return sample{}, errors.Join(runErr, err)

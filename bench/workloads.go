@@ -35,12 +35,15 @@ type benchRun struct {
 	aborted            string
 }
 
-// redisBenchmark runs redis-benchmark against addr.
-func redisBenchmark(ctx context.Context, addr string, clients, pipeline, requests int) (benchRun, error) {
+// redisBenchmark runs redis-benchmark's workload w against addr.
+func redisBenchmark(ctx context.Context, addr string, w workload) (benchRun, error) {
 	host, port, _ := net.SplitHostPort(addr)
-	args := []string{"-h", host, "-p", port, "-c", strconv.Itoa(clients), "-n", strconv.Itoa(requests),
-		"-P", strconv.Itoa(pipeline), "--csv"}
-	cmd := exec.CommandContext(ctx, "redis-benchmark", append(args, setNXArgs...)...)
+	args := []string{"-h", host, "-p", port, "-c", strconv.Itoa(w.clients), "-n", strconv.Itoa(w.requests),
+		"-P", strconv.Itoa(w.pipeline), "--csv"}
+	if w.cmd == nil {
+		w.cmd = setNXArgs
+	}
+	cmd := exec.CommandContext(ctx, "redis-benchmark", append(args, w.cmd...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -90,19 +90,22 @@ type scriptOnce struct {
 }
 
 // splitCommand reads the words of one encoded command (an array of bulk
-// strings, as resp.AppendCommand writes it).
-func splitCommand(b []byte) ([]string, bool) {
-	n, b, ok := respNumber(b, '*')
-	if !ok || n < 1 {
+// strings, as resp.AppendCommand writes it). The words share one copy of
+// the command.
+func splitCommand(buf []byte) ([]string, bool) {
+	n, b, ok := respNumber(buf, '*')
+	if !ok || n < 1 || n > len(b)/6 { // a word takes at least "$0\r\n\r\n"
 		return nil, false
 	}
+	all := string(buf)
 	words := make([]string, n)
 	for i := range words {
 		var size int
 		if size, b, ok = respNumber(b, '$'); !ok || size < 0 || size+2 > len(b) {
 			return nil, false
 		}
-		words[i] = string(b[:size])
+		at := len(buf) - len(b)
+		words[i] = all[at : at+size]
 		b = b[size+2:]
 	}
 	return words, true

@@ -145,14 +145,15 @@ func TestReleaseSmoke(t *testing.T) {
 }
 
 // TestEmbeddedSmoke runs the -embedded mode end to end: every workload of
-// both binaries must complete, no pair may fail, and the table must hold
-// every row.
+// both binaries must complete, no pair may fail, the table must hold
+// every row, and the first binary must have written its CPU profile.
 func TestEmbeddedSmoke(t *testing.T) {
 	bin, err := buildRedlockd(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := parseFlags([]string{"-smoke", "-embedded", "-redlockd", bin, "-baseline", bin})
+	profile := filepath.Join(t.TempDir(), "cpu.pprof")
+	o, err := parseFlags([]string{"-smoke", "-embedded", "-redlockd", bin, "-baseline", bin, "-cpuprofile", profile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +162,9 @@ func TestEmbeddedSmoke(t *testing.T) {
 	res, err := runEmbedded(t.Context(), o, &log)
 	if err != nil {
 		t.Fatalf("embedded run: %v\n%s", err, log.String())
+	}
+	if fi, err := os.Stat(profile); err != nil || fi.Size() == 0 {
+		t.Errorf("no CPU profile of redlockd: %v", err)
 	}
 	for b, name := range res.bins {
 		for i, row := range res.rows {

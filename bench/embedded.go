@@ -69,8 +69,12 @@ func runEmbedded(ctx context.Context, o options, log io.Writer) (*embeddedResult
 			p.stop()
 		}
 	}()
-	for _, b := range bins {
-		px, err := startProxy(b.path, nil, "--node-timeout", o.nodeTimeout.String())
+	for i, b := range bins {
+		args := []string{"--node-timeout", o.nodeTimeout.String()}
+		if i == 0 && o.cpuProfile != "" {
+			args = append(args, "--cpuprofile", o.cpuProfile)
+		}
+		px, err := startProxy(b.path, nil, args...)
 		if err != nil {
 			return nil, err
 		}

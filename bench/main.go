@@ -125,7 +125,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.nodeTimeout, "node-timeout", 50*time.Millisecond, "redlockd's --node-timeout")
 	fs.DurationVar(&o.retryTimeout, "retry-node-timeout", 500*time.Millisecond,
 		"rerun a redis-benchmark run that a NOQUORUM aborted with this node timeout (go-redsync's per-node timeout for a 10s expiry); 0: no rerun")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of redlockd during the runs at the first N")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of redlockd during the runs at the first N (with -embedded: of the whole run)")
 	fs.StringVar(&o.redlockd, "redlockd", "", "redlockd binary to measure (default: build ./cmd/redlockd)")
 	fs.StringVar(&o.baseline, "baseline", "", "a second redlockd binary (an older build) measured in the same run, interleaved")
 	fs.BoolVar(&o.release, "release", false,

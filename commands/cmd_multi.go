@@ -195,6 +195,9 @@ func (h *Handler) cmdExec(c *call) {
 			h.dispatch(c.s, q.cmd, q.args, c.w)
 		}
 	default:
+		for _, q := range t.queued {
+			h.ownWrite(c.s, q.cmd, q.args)
+		}
 		h.execScript(c, t.queued)
 	}
 }

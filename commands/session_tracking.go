@@ -166,3 +166,47 @@ func (st trackState) flags() []string {
 func prefixOverlap(a, b string) bool {
 	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
 }
+
+// noLoop reports whether the connection tracks with NOLOOP: its own
+// writes are then not reported to it (see Handler.ownWrite).
+func (s *Session) noLoop() bool {
+	if !s.tracking.enabled.Load() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tracking.state.on && s.tracking.state.noloop
+}
+
+// deletes are the writes that leave their keys absent where they change
+// them.
+var deletes = map[string]bool{"del": true, "unlock": true, "delifeq": true, "delex": true}
+
+// ownWrite tells client-side caching, before a command of a connection
+// with NOLOOP runs, what a write leaves on a node where it changes a key:
+// one of its arguments after the keys (a SET's value, a token, a script's
+// ARGV), or no key for a delete. A node's report of the key is then left
+// out for this connection where the node shows that (tracking.Table.Own).
+// A read of the key ends that: changes after it are told, as Redis tells
+// them.
+func (h *Handler) ownWrite(s *Session, cmd *command, args [][]byte) {
+	if cmd.keys == keysNone || !s.noLoop() {
+		return
+	}
+	keys, ok := keyArgs(cmd.keys, args)
+	if !ok || len(keys) == 0 {
+		return
+	}
+	if !cmd.write {
+		h.tracking.Disown(s, strs(keys))
+		return
+	}
+	var values [][]byte
+	switch cmd.keys {
+	case keysEval:
+		values = args[3+len(keys):]
+	case keyFirst:
+		values = args[2:]
+	}
+	h.tracking.Own(s, s.DB(), strs(keys), strs(values), deletes[cmd.name])
+}

@@ -24,6 +24,7 @@ func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 		// until it has its answer: both in Run.
 		return false
 	}
+	h.ownWrite(s, cmd, args)
 	c, finish := h.startCall(s, cmd, args, w, done)
 	if !cmd.start(h, c, finish) {
 		return false

@@ -135,6 +135,7 @@ func (h *Handler) Run(s *Session, r Request, w Writer) {
 // it has its answer.
 func (h *Handler) dispatch(s *Session, cmd *command, args [][]byte, w Writer) {
 	h.stats.commands.Add(1)
+	h.ownWrite(s, cmd, args)
 	if keys := trackedKeys(s, cmd, args); keys != nil {
 		h.tracking.Begin(s, keys)
 		defer h.tracking.End(s, keys)

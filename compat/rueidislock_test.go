@@ -3,6 +3,8 @@ package compat
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,14 +17,25 @@ import (
 
 // triesSpy is a rueidis client that reports each lock script that came
 // back nil (a key held by someone else): how a test knows that a waiter
-// has tried and is now waiting for an invalidation.
+// has tried and is now waiting for an invalidation. It also counts the
+// extensions the locker sends.
 type triesSpy struct {
 	rueidis.Client
 	refused chan struct{}
+	extends atomic.Int64
+	// noLoop makes the locker track with NOLOOP (NoLoopTracking).
+	noLoop bool
 }
 
+// extendSHA names rueidislock's extension script (in rueidisLockSHAs).
+const extendSHA = "852ba6ec6104340ced36643283c856d4698569e4"
+
 func (c *triesSpy) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	isScript := len(cmd.Commands()) > 0 && cmd.Commands()[0] == "EVALSHA"
+	words := cmd.Commands()
+	isScript := len(words) > 0 && words[0] == "EVALSHA"
+	if len(words) > 1 && (words[1] == extendSHA || words[0] == "EVAL" && strings.Contains(words[1], "PEXPIREAT")) {
+		c.extends.Add(1)
+	}
 	r := c.Client.Do(ctx, cmd)
 	if isScript && rueidis.IsRedisNil(r.Error()) {
 		select {
@@ -39,6 +52,7 @@ func newLocker(t testing.TB, addr string, validity, extend time.Duration, spy *t
 		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}, DisableRetry: true},
 		KeyValidity:    validity,
 		ExtendInterval: extend,
+		NoLoopTracking: spy != nil && spy.noLoop,
 	}
 	if spy != nil {
 		opt.ClientBuilder = func(o rueidis.ClientOption) (rueidis.Client, error) {
@@ -67,7 +81,7 @@ func newLocker(t testing.TB, addr string, validity, extend time.Duration, spy *t
 // one.
 func TestRueidisLock(t *testing.T) {
 	eachTarget(t, func(t *testing.T, tg target) {
-		rueidisLockScenario(t, tg.addr, tg.other, len(tg.backends))
+		rueidisLockScenario(t, tg.addr, tg.other, len(tg.backends), false)
 		if tg.name != redlockdTarget {
 			return
 		}
@@ -100,13 +114,13 @@ var rueidisLockSHAs = []string{
 // an invalidation can end a wait within the test's time.
 const validity = 30 * time.Second
 
-func rueidisLockScenario(t *testing.T, addrA, addrB string, nodes int) {
+func rueidisLockScenario(t *testing.T, addrA, addrB string, nodes int, noLoop bool) {
 	ctx := testCtx(t)
 	// No flush of a backend starting its reports can wake the waiter.
 	warmTracking(t, ctx, addrA, addrB, nodes)
-	spy := &triesSpy{refused: make(chan struct{}, 1)}
+	spy := &triesSpy{refused: make(chan struct{}, 1), noLoop: noLoop}
 	waiterSide := newLocker(t, addrA, validity, 0, spy)
-	holderSide := newLocker(t, addrB, validity, 0, nil)
+	holderSide := newLocker(t, addrB, validity, 0, &triesSpy{noLoop: noLoop})
 
 	const name = "orders"
 	held, release, err := holderSide.WithContext(ctx, name)
@@ -156,7 +170,7 @@ func rueidisLockScenario(t *testing.T, addrA, addrB string, nodes int) {
 
 	// Keys that expire (extended only after an hour) lose the lock: the
 	// holder's context ends on the invalidation of its keys.
-	shortSide := newLocker(t, addrA, 500*time.Millisecond, time.Hour, nil)
+	shortSide := newLocker(t, addrA, 500*time.Millisecond, time.Hour, &triesSpy{noLoop: noLoop})
 	lost, cancel, err := shortSide.WithContext(ctx, name+":short")
 	if err != nil {
 		t.Fatalf("WithContext of the short lock: %v", err)
@@ -169,6 +183,49 @@ func rueidisLockScenario(t *testing.T, addrA, addrB string, nodes int) {
 	case <-ctx.Done():
 		t.Fatal("the lock's context was not cancelled when its keys expired")
 	}
+}
+
+// TestRueidisLockNoLoop runs the scenario of TestRueidisLock with
+// NoLoopTracking (CLIENT TRACKING ON OPTOUT NOLOOP): the waiter is still
+// woken by the release through the other side and the holder still loses
+// the lock when its keys expire, on one redis-server and across two
+// redlockd proxies; and a holder is not told of its own acquire and
+// extensions, so it extends on its interval only (on Redis as through
+// redlockd), where without NOLOOP it answers each invalidation of its own
+// change with another extension.
+func TestRueidisLockNoLoop(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target) {
+		rueidisLockScenario(t, tg.addr, tg.other, len(tg.backends), true)
+
+		ctx := testCtx(t)
+		spy := &triesSpy{noLoop: true}
+		holder := newLocker(t, tg.addr, validity, time.Hour, spy)
+		held, release, err := holder.WithContext(ctx, "noloop")
+		if err != nil {
+			t.Fatalf("WithContext: %v", err)
+		}
+		// Its own acquire is reported by every backend within
+		// milliseconds; a holder told of it would have extended by then,
+		// and would go on extending.
+		time.Sleep(300 * time.Millisecond)
+		if n := spy.extends.Load(); n != 0 {
+			t.Errorf("the holder extended %d times within 300ms of its acquire (interval an hour): told of its own changes", n)
+		}
+		// A change by another client is still told: a forced take-over
+		// through the other side ends the holder's context.
+		other := newLocker(t, tg.other, validity, time.Hour, &triesSpy{noLoop: true})
+		_, cancel, err := other.ForceWithContext(ctx, "noloop")
+		if err != nil {
+			t.Fatalf("ForceWithContext through the other side: %v", err)
+		}
+		defer cancel()
+		select {
+		case <-held.Done():
+		case <-ctx.Done():
+			t.Fatal("the holder was not told that another client took its lock over")
+		}
+		release()
+	})
 }
 
 func drain(ch chan struct{}) {

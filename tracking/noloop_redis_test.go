@@ -10,8 +10,9 @@ import (
 )
 
 // TestServerNoLoop holds redis-server to what docs/commands.md says its
-// NOLOOP leaves out, the reason redlockd cannot honour NOLOOP exactly: a
-// connection (A) tracks with NOLOOP, its invalidations redirected to a
+// NOLOOP leaves out, the reason redlockd tells a NOLOOP client's own
+// changes apart by what the backends hold rather than by a backend's own
+// NOLOOP on its shared connections: a connection (A) tracks with NOLOOP, its invalidations redirected to a
 // subscribed one (B), and another connection (C) writes a marker key
 // after each step. Every step and marker run in order, one reply after
 // the other, so what B receives before the marker's invalidation is

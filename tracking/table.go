@@ -1,6 +1,7 @@
 package tracking
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,8 @@ type Table struct {
 	MaxKeys int
 
 	nodes []quorum.Node
+	// timeout bounds a look at one node (see Own).
+	timeout time.Duration
 	// watch asks the nodes for their reports, once, when the first client
 	// tracks something: until then the backends report nothing. ready is
 	// closed once every node's reports have begun (its first nil), or
@@ -51,7 +54,22 @@ type Table struct {
 	// bcast: the clients in broadcasting mode, with their prefixes (none:
 	// every key).
 	bcast map[Client][]string
+	// own: for connections with NOLOOP, what their last own write of a
+	// key left on the nodes (see Own).
+	own map[Client]map[string]ownWrite
 }
+
+// ownWrite is what a connection's own write of a key leaves on a node: one
+// of values under the key, or, with absent, no key.
+type ownWrite struct {
+	db     int
+	values []string
+	absent bool
+}
+
+// MaxOwn bounds the writes remembered per connection (see Own); past it,
+// one is forgotten, and a report of that key is told again.
+const MaxOwn = 1024
 
 // New returns a Table fed by every node of c, from the first Begin or
 // Broadcast on. A node that starts reporting reports nil first (its
@@ -61,9 +79,11 @@ func New(c *quorum.Cluster) *Table {
 	return &Table{
 		MaxKeys: DefaultMaxKeys,
 		nodes:   c.Nodes(),
+		timeout: c.Config().NodeTimeout,
 		byKey:   make(map[string]map[Client]int),
 		keysOf:  make(map[Client]map[string]struct{}),
 		bcast:   make(map[Client][]string),
+		own:     make(map[Client]map[string]ownWrite),
 	}
 }
 
@@ -90,10 +110,10 @@ func (t *Table) start() {
 		var left atomic.Int32 // nodes whose reports have not begun
 		left.Store(int32(len(t.nodes)))
 		timer := time.AfterFunc(StartWait, closeReady)
-		for _, n := range t.nodes {
+		for i, n := range t.nodes {
 			var begun sync.Once
 			n.Watch(quorum.Watcher{Invalidated: func(keys []string) {
-				t.Invalidated(keys)
+				t.invalidated(i, keys)
 				if keys == nil {
 					begun.Do(func() {
 						if left.Add(-1) == 0 {
@@ -208,10 +228,43 @@ func (t *Table) Forget(c Client) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.bcast, c)
+	delete(t.own, c)
 	for k := range t.keysOf[c] {
 		t.drop(k, c)
 	}
 	delete(t.keysOf, c)
+}
+
+// Own tells t that c, a connection with NOLOOP, is about to write keys in
+// database db, and what that write leaves on a node where it changes a
+// key: one of values under the key, or, with absent, no key. Until c
+// writes the key again, a node's report of it is told to c only if that
+// node, looked at once the report has arrived, holds something else
+// there: a change that the node shows as c's own (or one that c's own
+// write then overwrote) is left out, as Redis leaves out a NOLOOP
+// connection's own changes. What another client changed after c's write
+// shows on the node, so it is still told; a look that fails tells too.
+func (t *Table) Own(c Client, db int, keys []string, values []string, absent bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	mine := t.own[c]
+	if mine == nil {
+		mine = make(map[string]ownWrite)
+		t.own[c] = mine
+	}
+	w := ownWrite{db: db, values: values, absent: absent}
+	for _, k := range keys {
+		if strings.HasPrefix(k, ReservedPrefix) {
+			continue
+		}
+		if _, ok := mine[k]; !ok && len(mine) >= MaxOwn {
+			for old := range mine {
+				delete(mine, old)
+				break
+			}
+		}
+		mine[k] = w
+	}
 }
 
 // Tracks reports whether c tracks key (for tests and INFO).
@@ -228,19 +281,29 @@ func (t *Table) drop(k string, c Client) {
 	if len(readers) == 0 {
 		delete(t.byKey, k)
 	}
+	// Once c is told of k (or forgets it), an earlier own write of k
+	// can only be reported to it as a spare.
+	delete(t.own[c], k)
 }
 
-// Invalidated takes a node's report of changed keys (nil: anything may
-// have changed) and tells the clients concerned. It is the quorum.Watcher
-// of every node.
-func (t *Table) Invalidated(keys []string) {
+// Invalidated takes a report of changed keys (nil: anything may have
+// changed) from a node it cannot name, and tells the clients concerned,
+// each own write a change (see Own).
+func (t *Table) Invalidated(keys []string) { t.invalidated(-1, keys) }
+
+// invalidated takes node i's report of changed keys (i < 0: a node not
+// named) and tells the clients concerned; a report of a key that a NOLOOP
+// client wrote itself is told to it only after a look at node i (see
+// Own).
+func (t *Table) invalidated(i int, keys []string) {
 	var told map[Client][]string
 	var flushed []Client
+	var looks map[look][]Client
 	t.mu.Lock()
 	if keys == nil {
 		flushed = t.flushLocked()
 	} else {
-		told = t.reportLocked(keys)
+		told, looks = t.reportLocked(i, keys)
 	}
 	t.mu.Unlock()
 	// Told outside the lock: a Client may be slow to queue, never to
@@ -251,6 +314,82 @@ func (t *Table) Invalidated(keys []string) {
 	for c, ks := range told {
 		c.Invalidate(ks)
 	}
+	for l, cs := range looks {
+		t.lookThenTell(i, l, cs)
+	}
+}
+
+// look is one key to read on a node before its report is told to the
+// NOLOOP clients that wrote it.
+type look struct {
+	key string
+	db  int
+}
+
+// lookThenTell reads l on node i, and tells each client of cs whose own
+// write the node does not show, if the report still concerns it.
+func (t *Table) lookThenTell(i int, l look, cs []Client) {
+	deadline := time.Now().Add(t.timeout)
+	t.nodes[i].Do(deadline, quorum.Cmd{Kind: quorum.Get, Key: l.key, DB: l.db}, quorum.ReceiverFunc(func(rep quorum.Reply) {
+		var tell []Client
+		t.mu.Lock()
+		for _, c := range cs {
+			if w, ok := t.own[c][l.key]; ok && w.db == l.db && w.shows(rep) {
+				continue
+			}
+			if t.concernsLocked(c, l.key) {
+				tell = append(tell, c)
+			}
+		}
+		t.mu.Unlock()
+		for _, c := range tell {
+			c.Invalidate([]string{l.key})
+		}
+	}))
+}
+
+// Disown ends what Own said of keys for c, which reads them again: from
+// then on every report of them is told to it, as Redis tells a change
+// after a read (a report of the own write still on its way is a spare).
+func (t *Table) Disown(c Client, keys []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	mine := t.own[c]
+	for _, k := range keys {
+		delete(mine, k)
+	}
+	if len(mine) == 0 {
+		delete(t.own, c)
+	}
+}
+
+// shows reports whether a node's reply to a read of the key shows what
+// the own write left.
+func (w ownWrite) shows(rep quorum.Reply) bool {
+	switch {
+	case rep.Err != nil:
+		return false
+	case !rep.OK:
+		return w.absent
+	}
+	return slices.Contains(w.values, rep.Token)
+}
+
+// concernsLocked reports whether a report of k is still c's to hear, and
+// forgets k for c as reportLocked does when c is told.
+func (t *Table) concernsLocked(c Client, k string) bool {
+	if prefixes, ok := t.bcast[c]; ok {
+		return hasPrefix(k, prefixes)
+	}
+	inFlight, ok := t.byKey[k][c]
+	if !ok {
+		return false
+	}
+	if inFlight == 0 {
+		t.drop(k, c)
+		delete(t.keysOf[c], k)
+	}
+	return true
 }
 
 // flushLocked forgets what every client tracks (but for the reads in
@@ -277,14 +416,31 @@ func (t *Table) flushLocked() []Client {
 }
 
 // reportLocked finds the clients of keys, forgetting the keys they no
-// longer read.
-func (t *Table) reportLocked(keys []string) map[Client][]string {
+// longer read. A client whose own write of a key node i may be reporting
+// (i >= 0) is left for a look at the node instead.
+func (t *Table) reportLocked(i int, keys []string) (map[Client][]string, map[look][]Client) {
 	told := make(map[Client][]string)
+	var looks map[look][]Client
+	later := func(c Client, k string) bool {
+		w, ok := t.own[c][k]
+		if !ok || i < 0 {
+			return false
+		}
+		if looks == nil {
+			looks = make(map[look][]Client)
+		}
+		l := look{k, w.db}
+		looks[l] = append(looks[l], c)
+		return true
+	}
 	for _, k := range keys {
 		if strings.HasPrefix(k, ReservedPrefix) {
 			continue
 		}
 		for c, inFlight := range t.byKey[k] {
+			if later(c, k) {
+				continue
+			}
 			told[c] = append(told[c], k)
 			if inFlight == 0 {
 				t.drop(k, c)
@@ -292,12 +448,12 @@ func (t *Table) reportLocked(keys []string) map[Client][]string {
 			}
 		}
 		for c, prefixes := range t.bcast {
-			if hasPrefix(k, prefixes) {
+			if hasPrefix(k, prefixes) && !later(c, k) {
 				told[c] = append(told[c], k)
 			}
 		}
 	}
-	return told
+	return told, looks
 }
 
 func hasPrefix(k string, prefixes []string) bool {

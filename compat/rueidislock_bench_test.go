@@ -13,28 +13,32 @@ import (
 // be granted the lock after its holder released it through the other
 // side: on one redis-server (both lockers on it), and through two
 // redlockd proxies over three redis-servers (the holder on one, the
-// waiter on the other). It reports the median and the 90th percentile.
+// waiter on the other); each with rueidislock's defaults and with
+// NoLoopTracking. It reports the median and the 90th percentile.
 //
 //	go -C compat test -run '^$' -bench RueidisLockWake -benchtime 200x
 func BenchmarkRueidisLockWake(b *testing.B) {
-	b.Run("redis-server", func(b *testing.B) {
-		addr := redistest.Start(b).Addr()
-		benchWake(b, addr, addr, 1)
-	})
-	b.Run("redlockd", func(b *testing.B) {
-		a := startRedlockd(b)
-		o := startSecond(b, a)
-		benchWake(b, a.Addr, o.Addr, 3)
-	})
+	for _, noLoop := range []bool{false, true} {
+		suffix := map[bool]string{false: "", true: "/noloop"}[noLoop]
+		b.Run("redis-server"+suffix, func(b *testing.B) {
+			addr := redistest.Start(b).Addr()
+			benchWake(b, addr, addr, 1, noLoop)
+		})
+		b.Run("redlockd"+suffix, func(b *testing.B) {
+			a := startRedlockd(b)
+			o := startSecond(b, a)
+			benchWake(b, a.Addr, o.Addr, 3, noLoop)
+		})
+	}
 }
 
-func benchWake(b *testing.B, addrA, addrB string, nodes int) {
+func benchWake(b *testing.B, addrA, addrB string, nodes int, noLoop bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	warmTracking(b, ctx, addrA, addrB, nodes)
-	spy := &triesSpy{refused: make(chan struct{}, 1)}
+	spy := &triesSpy{refused: make(chan struct{}, 1), noLoop: noLoop}
 	waiterSide := newLocker(b, addrA, validity, 0, spy)
-	holderSide := newLocker(b, addrB, validity, 0, nil)
+	holderSide := newLocker(b, addrB, validity, 0, &triesSpy{noLoop: noLoop})
 	woke := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {

@@ -224,3 +224,59 @@ func TestRueidisConnectOptions(t *testing.T) {
 		t.Fatalf("the lock is in db 3 of %d backends, want a majority", n)
 	}
 }
+
+// TestRueidisNoLoop: a rueidis client tracking with NOLOOP (OPTOUT NOLOOP,
+// as rueidislock's NoLoopTracking) is not told of its own write of a key
+// it cached, on one redis-server as through redlockd over three backends,
+// so its cached read stays a hit; a change through the other side is
+// told.
+func TestRueidisNoLoop(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		warmTracking(t, ctx, tg.addr, tg.other, len(tg.backends))
+		inv := make(invalidations, 64)
+		// One connection: NOLOOP is a connection's, and rueidis spreads
+		// its commands over several unless told not to (as rueidislock
+		// tells it).
+		a := newRueidis(t, tg.addr, rueidis.ClientOption{OnInvalidations: inv.on,
+			ClientTrackingOptions: []string{"OPTOUT", "NOLOOP"}, PipelineMultiplex: -1})
+		other := newRueidis(t, tg.other, rueidis.ClientOption{DisableCache: true})
+		seen := make(invalidations, 64)
+		newRueidis(t, tg.addr, rueidis.ClientOption{OnInvalidations: seen.on,
+			ClientTrackingOptions: []string{"BCAST", "PREFIX", "noloop:"}})
+
+		const key = "noloop:k"
+		if err := other.Do(ctx, other.B().Set().Key(key).Value("tok-1").PxMilliseconds(60000).Build()).Error(); err != nil {
+			t.Fatalf("SET through the other side: %v", err)
+		}
+		for range len(tg.backends) {
+			seen.waitFor(t, ctx, key)
+		}
+		get := func() rueidis.Cacheable { return a.B().Get().Key(key).Cache() }
+		if v, err := a.DoCache(ctx, get(), time.Minute).ToString(); err != nil || v != "tok-1" {
+			t.Fatalf("cached GET = %q, %v", v, err)
+		}
+		// Its own write: every backend reports it, and none is told to
+		// the NOLOOP client; its cached read stays (stale, as on Redis).
+		if err := a.Do(ctx, a.B().Set().Key(key).Value("tok-2").PxMilliseconds(60000).Build()).Error(); err != nil {
+			t.Fatalf("own SET: %v", err)
+		}
+		for range len(tg.backends) {
+			seen.waitFor(t, ctx, key)
+		}
+		time.Sleep(300 * time.Millisecond) // a report told would have arrived by now
+		r := a.DoCache(ctx, get(), time.Minute)
+		if v, err := r.ToString(); err != nil || v != "tok-1" || !r.IsCacheHit() {
+			t.Fatalf("cached GET after its own SET = %q, %v (hit %v): told of its own write", v, err, r.IsCacheHit())
+		}
+		// Read afresh (as the client does after any invalidation), then
+		// changed through the other side: told.
+		if err := a.Do(ctx, a.B().Get().Key(key).Build()).Error(); err != nil {
+			t.Fatalf("GET: %v", err)
+		}
+		if err := other.Do(ctx, other.B().Set().Key(key).Value("tok-3").PxMilliseconds(60000).Build()).Error(); err != nil {
+			t.Fatalf("SET through the other side: %v", err)
+		}
+		inv.waitFor(t, ctx, key)
+	})
+}

@@ -213,7 +213,16 @@ func TestRueidisLockNoLoop(t *testing.T) {
 		}
 		// A change by another client is still told: a forced take-over
 		// through the other side ends the holder's context.
-		other := newLocker(t, tg.other, validity, time.Hour, &triesSpy{noLoop: true})
+		// Each key's round may take longer than the locker's default
+		// 20ms try of one key on a loaded machine.
+		other, err := rueidislock.NewLocker(rueidislock.LockerOption{
+			ClientOption: rueidis.ClientOption{InitAddress: []string{tg.other}, DisableRetry: true},
+			KeyValidity:  validity, ExtendInterval: time.Hour, TryNextAfter: 5 * time.Second, NoLoopTracking: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(other.Close)
 		_, cancel, err := other.ForceWithContext(ctx, "noloop")
 		if err != nil {
 			t.Fatalf("ForceWithContext through the other side: %v", err)

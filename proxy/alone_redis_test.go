@@ -87,7 +87,12 @@ func TestUnreadRepliesHoldNoRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := quorum.New([]quorum.Node{node}, quorum.DefaultConfig())
+	// A node timeout far above the default's 50ms: a 100 KiB LOCK on a
+	// loaded machine may take longer to go out, and a reader held up by
+	// the stalled client would still fail every round below, only later.
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = 2 * time.Second
+	cluster, err := quorum.New([]quorum.Node{node}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

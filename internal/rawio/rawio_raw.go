@@ -71,6 +71,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 func (c *Conn) readRaw(fd uintptr) bool {
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rp[0])), uintptr(len(c.rp)))
+		c.traced(false, c.rp, n, e)
 		switch e {
 		case 0:
 			c.rn = int(n)
@@ -110,6 +111,7 @@ func (c *Conn) writeRaw(fd uintptr) bool {
 	for c.wn < len(c.wp) {
 		rest := c.wp[c.wn:]
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
+		c.traced(true, rest, n, e)
 		switch e {
 		case 0:
 			c.wn += int(n)

@@ -233,3 +233,47 @@ func TestNoAllocations(t *testing.T) {
 		t.Fatalf("%v allocations per write, try-write and read", allocs)
 	}
 }
+
+// BenchmarkWriteRead is a write and a read of a short message each way
+// on a loopback connection: the raw calls' own cost beside a plain
+// net.Conn's on the other end.
+func BenchmarkWriteRead(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	d, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	peer := <-accepted
+	if peer == nil {
+		b.Fatal("accept failed")
+	}
+	c := Wrap(d).(*Conn)
+	defer c.Close()
+	defer peer.Close()
+	msg := []byte("+OK\r\n")
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(peer, buf[:len(msg)]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := peer.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

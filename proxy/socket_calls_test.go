@@ -14,9 +14,12 @@ import (
 	"github.com/redlockd/redlockd/commands"
 )
 
-// countingListener counts the reads and writes of the connections it
-// accepts: each is one system call on the socket (a read that finds
-// nothing waits in the poller and is still one call).
+// countingListener counts the Read and Write calls on the connections it
+// accepts. Its connections are not *net.TCPConn, so the proxy leaves
+// them as they are (not raw, their replies never tried from a round's
+// goroutine), and a call is a net.Conn's: a Read that finds nothing
+// there is two system calls around a wait in the poller.
+// TestClientSyscallsPerBatch counts the system calls of a raw socket.
 type countingListener struct {
 	net.Listener
 	reads, writes atomic.Int64

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -107,6 +108,16 @@ func Quorum(n int) int { return n/2 + 1 }
 // Validity is the time a lock acquired with ttl can be trusted for, after
 // elapsed was spent acquiring it: ttl - elapsed - (ttl*driftFactor + 2ms).
 func Validity(ttl, elapsed time.Duration, driftFactor float64) time.Duration {
-	drift := time.Duration(float64(ttl)*driftFactor) + 2*time.Millisecond
-	return ttl - elapsed - drift
+	return ttl - elapsed - drift(ttl, driftFactor)
+}
+
+// drift is the clock drift allowance that Validity takes off a ttl.
+func drift(ttl time.Duration, driftFactor float64) time.Duration {
+	return time.Duration(float64(ttl)*driftFactor) + 2*time.Millisecond
+}
+
+// covering is the shortest ttl whose validity, once the drift allowance
+// is taken off it, still covers left, with a millisecond to spare.
+func covering(left time.Duration, driftFactor float64) time.Duration {
+	return time.Duration(math.Ceil(float64(left+2*time.Millisecond)/(1-driftFactor))) + time.Millisecond
 }

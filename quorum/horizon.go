@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +94,7 @@ func newHorizons(nodes []Node, cfg Config) *horizons {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.ceiling = max(h.limit, h.leastFor(h.maxTTL))
+	h.ceiling = max(h.limit, covering(h.maxTTL, h.drift))
 	for i := range h.watched {
 		h.watched[i].Store(true)
 	}
@@ -177,7 +176,7 @@ func (h *horizons) startLocked(i int) func() {
 		need = max(need, w.need)
 	}
 	ttl := h.raiseTTL(time.Duration(need) - sent.Sub(h.base))
-	reach := h.offset(sent.Add(ttl - h.driftOf(ttl)))
+	reach := h.offset(sent.Add(ttl - drift(ttl, h.drift)))
 	gen := h.gen[i]
 	cmd := Cmd{Kind: RaiseHorizon, Key: HorizonKey, TTL: ttl}
 	return func() {
@@ -186,7 +185,7 @@ func (h *horizons) startLocked(i int) func() {
 			// The horizon may be longer than asked (another proxy raised
 			// it): it lasts at least its reported ttl from the sending.
 			if rep.Err == nil && rep.TTL > ttl {
-				reach = max(reach, h.offset(sent.Add(rep.TTL-h.driftOf(rep.TTL))))
+				reach = max(reach, h.offset(sent.Add(rep.TTL-drift(rep.TTL, h.drift))))
 			}
 			h.raised(i, gen, reach, rep)
 		}))
@@ -220,13 +219,7 @@ func (h *horizons) dropPastLocked(i int, now int64) func() {
 // that the clock drift allowance eats into ttl.
 func (h *horizons) raiseTTL(ttl time.Duration) time.Duration {
 	r := min(max(2*ttl, ttl+horizonFloor), h.limit)
-	return min(max(r, h.leastFor(ttl)), h.ceiling)
-}
-
-// leastFor is the shortest raise that covers a key living ttl once the
-// clock drift allowance is taken off it.
-func (h *horizons) leastFor(ttl time.Duration) time.Duration {
-	return time.Duration(math.Ceil(float64(ttl+2*time.Millisecond)/(1-h.drift))) + time.Millisecond
+	return min(max(r, covering(ttl, h.drift)), h.ceiling)
 }
 
 // clampRead is the horizon ttl read on node i as the quarantine takes it:
@@ -249,11 +242,6 @@ func (h *horizons) genOf(i int) uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.gen[i]
-}
-
-// driftOf is the clock drift allowance over d, as Validity counts it.
-func (h *horizons) driftOf(d time.Duration) time.Duration {
-	return time.Duration(float64(d)*h.drift) + 2*time.Millisecond
 }
 
 // raised takes a raise's reply: the horizon now reaches reach unless the

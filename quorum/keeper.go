@@ -118,15 +118,14 @@ func (k *Kept) renew() (time.Duration, error) {
 // renewTTL is the ttl of a renewal at now: the kept ttl, or more while a
 // validity told by Granted (a RENEW may promise more than the kept ttl)
 // runs longer; the lock must outlive that even if the renewals stop right
-// after this one. The margin is the one Validity takes off, so that a
-// renewal's own validity covers the promise. The caller holds k.mu.
+// after this one. covering adds the margin that Validity takes off, so
+// that a renewal's own validity covers the promise. The caller holds k.mu.
 func (k *Kept) renewTTL(now time.Time) time.Duration {
 	left := k.promised.Sub(now)
 	if left <= 0 {
 		return k.ttl
 	}
-	cover := time.Duration(float64(left+2*time.Millisecond)/(1-k.c.cfg.DriftFactor)) + time.Millisecond
-	return max(k.ttl, cover)
+	return max(k.ttl, covering(left, k.c.cfg.DriftFactor))
 }
 
 // Granted records a new grant of the kept lock (one more hold of an owner

@@ -55,7 +55,7 @@ type horizonRead struct {
 func (h *health) settleLocked(q *quarantine, got []horizonRead) {
 	for j, rd := range got {
 		if rd.asked && rd.ok && q.witness[j] == witnessUnknown {
-			q.bound = later(q.bound, rd.at.Add(rd.ttl+h.hz.driftOf(rd.ttl)))
+			q.bound = later(q.bound, rd.at.Add(rd.ttl+drift(rd.ttl, h.hz.drift)))
 			q.witness[j] = witnessRead
 		}
 	}
@@ -81,7 +81,7 @@ func (h *health) settleLocked(q *quarantine, got []horizonRead) {
 	end := q.bound
 	if !q.own.IsZero() {
 		left := max(q.own.Sub(h.now()), 0)
-		end = later(end, q.own.Add(h.hz.driftOf(left)))
+		end = later(end, q.own.Add(drift(left, h.hz.drift)))
 	}
 	if end.After(capped) {
 		end = capped

@@ -138,7 +138,7 @@ func (c *Cluster) fairRound(key, token string, ticket int64, ttl, entry time.Dur
 func (c *Cluster) undoFair(key, token string, ticket int64, ttl, entry time.Duration) func(*round, func()) {
 	cmd := Cmd{Kind: FairUndo, Key: key, Token: token, N: ticket, Add: entry}
 	return func(g *round, done func()) {
-		ask := func(i int) (Cmd, bool) { rep := g.reply(i); return cmd, rep.Err != nil || rep.OK }
+		ask := func(i int) (Cmd, bool) { return cmd, g.landed(i, refused) }
 		c.collectThen(OpAcquire, ask, okVote, func(r *round, _ tally) {
 			r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, true) })
 			done()

@@ -121,8 +121,8 @@ func refused(rep Reply) bool { return !rep.OK }
 // release, so even a "not held" there is checked again later.
 func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter) func(*round, func()) {
 	return func(g *round, done func()) {
-		leave := func(i int) bool { rep := g.reply(i); return rep.Err == nil && keep(rep) }
-		c.releaseThen(op, key, token, ttl, false, leave, func(r *round, _ tally) {
+		landed := func(i int) bool { return g.landed(i, keep) }
+		c.releaseThen(op, key, token, ttl, false, landed, func(r *round, _ tally) {
 			for i := range r.calls {
 				if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && !rep.OK && unanswered(g.reply(i)) {
 					c.pending.add(i, c.db, key, token, ttl, true)
@@ -153,13 +153,13 @@ func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify 
 }
 
 // releaseThen is a compare-and-delete of key=token on every node that
-// leave does not exclude (nil: all); then gets the round with every reply
-// in (a round of no node when leave excluded all). A node that does not
-// answer gets the release again later (see retrier). notify: a user's
-// release, announced to waiters.
-func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify bool, leave func(int) bool, then func(*round, tally)) {
+// only names (nil: all); then gets the round with every reply in (a round
+// of no node when only named none). A node that does not answer gets the
+// release again later (see retrier). notify: a user's release, announced
+// to waiters.
+func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify bool, only func(int) bool, then func(*round, tally)) {
 	cmd := Cmd{Kind: releaseKind(token), Key: key, Token: token, Notify: notify}
-	ask := func(i int) (Cmd, bool) { return cmd, leave == nil || !leave(i) }
+	ask := func(i int) (Cmd, bool) { return cmd, only == nil || only(i) }
 	c.collectThen(op, ask, okVote, func(r *round, t tally) {
 		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, false) })
 		if notify && t.yes > 0 {

@@ -56,9 +56,8 @@ func (c *Cluster) ExtendAll(ctx context.Context, keys []string, token string, tt
 // does not answer gets each key's release again later, and so does one that
 // did not answer g, whose grant may still land.
 func (c *Cluster) releaseEach(op string, keys []string, token string, ttl time.Duration, g *round, done func()) {
-	leave := func(i int) bool { rep := g.reply(i); return rep.Err == nil && !rep.OK }
 	cmd := Cmd{Kind: ReleaseEach, Key: keys[0], Keys: keys, Token: token}
-	c.collectThen(op, func(i int) (Cmd, bool) { return cmd, !leave(i) }, anyVote, func(r *round, _ tally) {
+	c.collectThen(op, func(i int) (Cmd, bool) { return cmd, g.landed(i, refused) }, anyVote, func(r *round, _ tally) {
 		c.pendingEach(r, g, keys, token, ttl)
 		done()
 	})

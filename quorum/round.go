@@ -576,6 +576,14 @@ func qthLargest[T cmp.Ordered](xs []T, q int) (T, bool) {
 	return xs[len(xs)-q], true
 }
 
+// landed says whether round g may have left something on node i: the
+// node did not answer g, or answered with a reply that keep does not hold
+// for. Every reply of g is in.
+func (g *round) landed(i int, keep voter) bool {
+	rep := g.reply(i)
+	return rep.Err != nil || !keep(rep)
+}
+
 // eachUnanswered calls f with every node that r asked and whose reply
 // never came (see unanswered): the nodes that must be asked again later.
 // Every reply is in.

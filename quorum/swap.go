@@ -44,10 +44,7 @@ func (c *Cluster) HandOver(ctx context.Context, key, old, next string, ttl time.
 func (c *Cluster) swapBack(key, old, next string, ttl time.Duration) func(*round, func()) {
 	back := Cmd{Kind: CompareAndSwap, Key: key, Old: next, Token: old, TTL: ttl}
 	return func(g *round, done func()) {
-		ask := func(i int) (Cmd, bool) {
-			rep := g.reply(i)
-			return back, rep.Err != nil || rep.OK
-		}
+		ask := func(i int) (Cmd, bool) { return back, g.landed(i, refused) }
 		c.collectThen(OpHandOver, ask, okVote, func(*round, tally) { done() })
 	}
 }

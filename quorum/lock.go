@@ -82,14 +82,8 @@ func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (Lock, error) {
 		c.roundDone(OpAcquire, nil, err, 0, cmd.TTL)
 		return Lock{}, err
 	}
-	type out struct {
-		l   Lock
-		err error
-	}
-	o, _ := await(context.Background(), func(ch chan out) {
-		c.acquireThen(cmd, func(l Lock, err error) { give(ch, out{l, err}, nil) })
-	})
-	return o.l, o.err
+	l, err, _ := awaitThen(context.Background(), func(then func(Lock, error)) { c.acquireThen(cmd, then) })
+	return l, err
 }
 
 // acquireThen runs cmd's acquire round and gives done its outcome: a
@@ -142,14 +136,10 @@ func unanswered(rep Reply) bool {
 // releaseRound is a compare-and-delete of key=token on every node, waiting
 // for every reply; see releaseThen.
 func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify bool) (*round, tally) {
-	type out struct {
-		r *round
-		t tally
-	}
-	o, _ := await(context.Background(), func(ch chan out) {
-		c.releaseThen(op, key, token, ttl, notify, nil, func(r *round, t tally) { give(ch, out{r, t}, nil) })
+	r, t, _ := awaitThen(context.Background(), func(then func(*round, tally)) {
+		c.releaseThen(op, key, token, ttl, notify, nil, then)
 	})
-	return o.r, o.t
+	return r, t
 }
 
 // releaseThen is a compare-and-delete of key=token on every node that
@@ -287,14 +277,8 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 // Like every release it runs to its end whatever ctx says: an unlock sent
 // just before its client hangs up still lands.
 func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
-	type out struct {
-		ok  bool
-		err error
-	}
-	o, _ := await(context.Background(), func(ch chan out) {
-		c.ReleaseAsync(key, token, func(ok bool, err error) { give(ch, out{ok, err}, nil) })
-	})
-	return o.ok, o.err
+	ok, err, _ := awaitThen(context.Background(), func(then func(bool, error)) { c.ReleaseAsync(key, token, then) })
+	return ok, err
 }
 
 // ReleaseAsync is Release that does not wait: done gets its outcome, once,

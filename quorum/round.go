@@ -274,14 +274,7 @@ func (c *Cluster) collect(op string, ask asker, vote voter) (*round, tally) {
 // collectCtx is collect that stops waiting when ctx is done (see await):
 // the round then runs to its end without the caller.
 func (c *Cluster) collectCtx(ctx context.Context, op string, ask asker, vote voter) (*round, tally, error) {
-	type out struct {
-		r *round
-		t tally
-	}
-	o, err := await(ctx, func(ch chan out) {
-		c.collectThen(op, ask, vote, func(r *round, t tally) { give(ch, out{r, t}, nil) })
-	})
-	return o.r, o.t, err
+	return awaitThen(ctx, func(then func(*round, tally)) { c.collectThen(op, ask, vote, then) })
 }
 
 // await waits for the outcome that start hands to give on ch, or for ctx
@@ -316,6 +309,20 @@ func await[T any](ctx context.Context, start func(ch chan T)) (T, error) {
 	case ch <- zero:
 		return zero, ctx.Err()
 	}
+}
+
+// awaitThen is await for an outcome that start hands on as two values, to
+// the then it is given (the form of the operations that call back): an
+// outcome that comes after ctx ended is dropped.
+func awaitThen[A, B any](ctx context.Context, start func(then func(A, B))) (A, B, error) {
+	type out struct {
+		a A
+		b B
+	}
+	o, err := await(ctx, func(ch chan out) {
+		start(func(a A, b B) { give(ch, out{a, b}, nil) })
+	})
+	return o.a, o.b, err
 }
 
 // give hands outcome o to await, or, when its caller has left, to

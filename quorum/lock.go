@@ -148,7 +148,7 @@ func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify 
 // release again later (see retrier). notify: a user's release, announced
 // to waiters.
 func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify bool, only func(int) bool, then func(*round, tally)) {
-	cmd := Cmd{Kind: releaseKind(token), Key: key, Token: token, Notify: notify}
+	cmd := Cmd{Kind: cmdsOf(token).release, Key: key, Token: token, Notify: notify}
 	ask := func(i int) (Cmd, bool) { return cmd, only == nil || only(i) }
 	c.collectThen(op, ask, okVote, func(r *round, t tally) {
 		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, false) })

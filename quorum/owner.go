@@ -272,16 +272,7 @@ func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duratio
 func (c *Cluster) renew(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
-	cmd := Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl}
-	if IsOwnerToken(token) {
-		cmd.Kind = ExtendHeld
-	}
-	if IsPermitToken(token) {
-		cmd.Kind = ExtendPermit
-	}
-	if IsSharedToken(token) {
-		cmd.Kind = ExtendShared
-	}
+	cmd := Cmd{Kind: cmdsOf(token).extend, Key: key, Token: token, TTL: ttl}
 	v, r, err := c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
 	if err != nil {
 		return 0, nil, err

@@ -330,7 +330,7 @@ func (r *retrier) drain(i int) {
 // false); deleted true ends the entry. The command is handed to n under
 // q's lock (see supersede); its reply is awaited outside it.
 func (r *retrier) retry(q *pendingQueue, n Node, e pendingRelease) (deleted, sent bool, err error) {
-	cmd := Cmd{Kind: releaseKind(e.token), Key: e.key, Token: e.token}
+	cmd := Cmd{Kind: cmdsOf(e.token).release, Key: e.key, Token: e.token}
 	if e.undo != nil {
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}

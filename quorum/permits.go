@@ -120,17 +120,6 @@ func (e *PermitsMismatchError) Error() string {
 	return fmt.Sprintf("PERMITS %d does not match the %d permits key holds", e.Asked, e.Held)
 }
 
-// releaseKind is the compare-and-delete a token's lock needs.
-func releaseKind(token string) CmdKind {
-	if IsPermitToken(token) {
-		return ReleasePermit
-	}
-	if IsSharedToken(token) {
-		return ReleaseShared
-	}
-	return CompareAndDelete
-}
-
 // AcquirePermit takes one of the n permits of key for ttl: a read of every
 // slot on every node picks the slots free on a majority, and each of up to
 // permitTries of them is tried by a grant round until one wins. It returns

@@ -30,19 +30,12 @@ func (c *Cluster) RenewKept(ctx context.Context, key, token string, ttl time.Dur
 // waits for their replies. Its outcome changes nothing the caller was told:
 // the lock already holds a majority.
 func (c *Cluster) restore(key, token string, ttl time.Duration, missing []bool) {
-	holds := int64(1)
-	if IsOwnerToken(token) {
-		holds = c.maxHolds(key, token, missing)
-	}
-	cmd := Cmd{Kind: RestoreHeld, Key: key, Token: token, N: holds, TTL: ttl}
-	if IsPermitToken(token) {
-		// A permit's slot is taken again where it is free, as a permit
-		// round would (the marker with it).
-		cmd = Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl}
-	}
-	if IsSharedToken(token) {
-		// A reader comes back as a reader, where no writer holds the key.
-		cmd = Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl}
+	cmd := Cmd{Kind: cmdsOf(token).restore, Key: key, Token: token, TTL: ttl}
+	switch {
+	case IsOwnerToken(token):
+		cmd.N = c.maxHolds(key, token, missing)
+	case cmd.Kind == RestoreHeld:
+		cmd.N = 1 // a plain lock is one hold
 	}
 	c.collect(OpExtend, func(i int) (Cmd, bool) { return cmd, missing[i] }, okVote)
 }

@@ -35,8 +35,8 @@ import (
 //
 // Reader tokens start with sharedPrefix, chosen by the proxy, so that
 // RENEW, UNLOCK, the keeper and the retries of releases can tell them from
-// other tokens: Renew, the releases (releaseKind), restore and Fence pick
-// the shared commands for them, and nothing above the quorum needs to know.
+// other tokens: Renew, the releases, restore (cmdsOf) and Fence pick the
+// shared commands for them, and nothing above the quorum needs to know.
 
 // SharedMarker is what a key held by readers stores. It is in the reserved
 // namespace, so the command table refuses it as a client's value; it also

@@ -35,3 +35,25 @@ func NewToken() string {
 	tokenPool.Unlock()
 	return hex.EncodeToString(b[:])
 }
+
+// tokenCmds are the commands that reach a lock from its token alone (a
+// RENEW, an UNLOCK, the keeper, the retries of releases): the kind of lock
+// is in the token's form (an owner's, a permit's, a reader's, or a plain
+// lock's). restore stores the lock again on a node that lost it: a permit
+// takes its slot again where it is free, as a permit round would (the
+// marker with it), and a reader comes back as a reader, where no writer
+// holds the key.
+type tokenCmds struct{ extend, release, restore CmdKind }
+
+// cmdsOf is the commands of token's kind of lock.
+func cmdsOf(token string) tokenCmds {
+	switch {
+	case IsOwnerToken(token):
+		return tokenCmds{ExtendHeld, CompareAndDelete, RestoreHeld}
+	case IsPermitToken(token):
+		return tokenCmds{ExtendPermit, ReleasePermit, AcquirePermit}
+	case IsSharedToken(token):
+		return tokenCmds{ExtendShared, ReleaseShared, AcquireShared}
+	}
+	return tokenCmds{CompareAndExtend, CompareAndDelete, RestoreHeld}
+}

@@ -148,13 +148,19 @@ func (h *health) neededLocked(q *quarantine) int {
 	if !q.young {
 		return need
 	}
-	older := 0
+	return min(need, h.olderThanLocked(q.from, q.node))
+}
+
+// olderThanLocked counts the nodes other than skip whose server started
+// more than youngTolerance before t.
+func (h *health) olderThanLocked(t time.Time, skip int) int {
+	n := 0
 	for j, s := range h.started {
-		if j != q.node && !s.IsZero() && s.Before(q.from.Add(-youngTolerance)) {
-			older++
+		if j != skip && !s.IsZero() && s.Before(t.Add(-youngTolerance)) {
+			n++
 		}
 	}
-	return min(need, older)
+	return n
 }
 
 // autoYoungLocked is the start-up rule under QuarantineAuto: a node whose
@@ -167,23 +173,12 @@ func (h *health) autoYoungLocked() []func() {
 	now := h.now()
 	for i, s := range h.started {
 		// epoch > 0: already quarantined once (the rule, or a restart seen).
-		if s.IsZero() || now.Sub(s) >= h.limit || h.quar[i].epoch > 0 || !h.startedBeforeLocked(s) {
+		if s.IsZero() || now.Sub(s) >= h.limit || h.quar[i].epoch > 0 || h.olderThanLocked(s, i) == 0 {
 			continue
 		}
 		logs = append(logs, h.startLocked(&h.quar[i], s, s, time.Time{}, h.logYoung(h.nodes[i].Name, now.Sub(s)))...)
 	}
 	return logs
-}
-
-// startedBeforeLocked tells whether some node's server started more than
-// youngTolerance before s.
-func (h *health) startedBeforeLocked(s time.Time) bool {
-	for _, o := range h.started {
-		if !o.IsZero() && o.Before(s.Add(-youngTolerance)) {
-			return true
-		}
-	}
-	return false
 }
 
 // readHorizons reads the horizon of every node that ask names, for node

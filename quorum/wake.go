@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -64,11 +65,8 @@ func (r *wakeRegistry) leave(w *waiter, acquired bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	q := r.keys[w.key]
-	for i, x := range q {
-		if x == w {
-			q = append(q[:i:i], q[i+1:]...)
-			break
-		}
+	if i := slices.Index(q, w); i >= 0 {
+		q = append(q[:i:i], q[i+1:]...)
 	}
 	if len(q) == 0 {
 		delete(r.keys, w.key)
@@ -92,12 +90,15 @@ func (r *wakeRegistry) notify(db int, key string) {
 }
 
 func (r *wakeRegistry) wakeHeadLocked(key dbKey) {
-	q := r.keys[key]
-	if len(q) == 0 {
-		return
+	if q := r.keys[key]; len(q) > 0 {
+		q[0].wake()
 	}
+}
+
+// wake gives w a wake; it never blocks.
+func (w *waiter) wake() {
 	select {
-	case q[0].ch <- struct{}{}:
+	case w.ch <- struct{}{}:
 	default: // already woken, not yet retried
 	}
 }
@@ -148,13 +149,7 @@ func (r *wakeRegistry) handOn(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	q := r.keys[w.key]
-	for i, x := range q {
-		if x == w && i+1 < len(q) {
-			select {
-			case q[i+1].ch <- struct{}{}:
-			default: // already woken, not yet retried
-			}
-			return
-		}
+	if i := slices.Index(q, w); i >= 0 && i+1 < len(q) {
+		q[i+1].wake()
 	}
 }

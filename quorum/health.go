@@ -324,27 +324,33 @@ func (h *health) quarantineAttrs(until time.Time, pending bool) []any {
 	return attrs
 }
 
-func (h *health) logRestart(n NodeState, newID string) func(time.Time, bool) {
+// startLine is the log line of a quarantine's start: msg with attrs and
+// the quarantine's own (quarantineAttrs), or off with attrs alone where
+// the restart quarantine is off.
+func (h *health) startLine(off, msg string, attrs ...any) func(until time.Time, pending bool) {
 	return func(until time.Time, pending bool) {
 		if h.quarantine == 0 {
-			h.log.Warn("backend restarted and may have lost locks; the restart quarantine is off",
-				"backend", n.Name, "old_run_id", n.RunID, "run_id", newID)
+			h.log.Warn(off, attrs...)
 			return
 		}
-		h.log.Warn("backend restarted: it may have lost locks, so it sits out every vote until its quarantine ends",
-			append([]any{"backend", n.Name, "old_run_id", n.RunID, "run_id", newID}, h.quarantineAttrs(until, pending)...)...)
+		h.log.Warn(msg, append(attrs, h.quarantineAttrs(until, pending)...)...)
 	}
 }
 
+func (h *health) logRestart(n NodeState, newID string) func(time.Time, bool) {
+	return h.startLine("backend restarted and may have lost locks; the restart quarantine is off",
+		"backend restarted: it may have lost locks, so it sits out every vote until its quarantine ends",
+		"backend", n.Name, "old_run_id", n.RunID, "run_id", newID)
+}
+
+// logYoung is the start-up rule's line (never with the quarantine off).
 func (h *health) logYoung(name string, uptime time.Duration) func(time.Time, bool) {
 	why := "backend started recently while another has been up longer than the restart quarantine: "
 	if h.quarantine == QuarantineAuto {
 		why = "backend started recently, later than another: "
 	}
-	return func(until time.Time, pending bool) {
-		h.log.Warn(why+"it may have lost locks, so it sits out every vote until its quarantine ends",
-			append([]any{"backend", name, "uptime", uptime.Round(time.Second)}, h.quarantineAttrs(until, pending)...)...)
-	}
+	msg := why + "it may have lost locks, so it sits out every vote until its quarantine ends"
+	return h.startLine(msg, msg, "backend", name, "uptime", uptime.Round(time.Second))
 }
 
 func (h *health) logReplicas(name string, replicas int) func() {

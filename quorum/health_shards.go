@@ -203,14 +203,7 @@ func (h *health) runIDsLocked(i int) []string {
 }
 
 func (h *health) logShardRestart(node string, st ShardState, newID string) func(time.Time, bool) {
-	return func(until time.Time, pending bool) {
-		if h.quarantine == 0 {
-			h.log.Warn("backend shard's master changed or restarted and may have lost locks; the restart quarantine is off",
-				"backend", node, "shard", st.Name, "master", st.Master, "old_run_id", st.RunID, "run_id", newID)
-			return
-		}
-		h.log.Warn("backend shard's master changed or restarted: it may have lost locks, so the shard sits out every vote until its quarantine ends",
-			append([]any{"backend", node, "shard", st.Name, "master", st.Master, "old_run_id", st.RunID, "run_id", newID},
-				h.quarantineAttrs(until, pending)...)...)
-	}
+	return h.startLine("backend shard's master changed or restarted and may have lost locks; the restart quarantine is off",
+		"backend shard's master changed or restarted: it may have lost locks, so the shard sits out every vote until its quarantine ends",
+		"backend", node, "shard", st.Name, "master", st.Master, "old_run_id", st.RunID, "run_id", newID)
 }

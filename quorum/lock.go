@@ -286,8 +286,7 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) 
 func (c *Cluster) ReleaseAsync(key, token string, done func(bool, error)) {
 	end := c.begin(OpRelease)
 	c.releaseThen(OpRelease, key, token, 0, true, nil, func(_ *round, t tally) {
-		err := c.heard(&t)
-		released := t.yes >= c.Quorum()
+		released, err := c.majority(&t)
 		end(boolOutcome(released, err), 0, 0)
 		done(released, err)
 	})

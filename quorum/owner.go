@@ -254,10 +254,8 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 			c.wake.notify(c.db, key)
 		}
 	}
-	if err := c.heard(&t); err != nil {
-		return false, remaining, err
-	}
-	return t.yes >= c.Quorum(), remaining, nil
+	released, err = c.majority(&t)
+	return released, remaining, err
 }
 
 // Renew extends a lock as Extend does; for an owner lock it extends its

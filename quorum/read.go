@@ -100,10 +100,7 @@ func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error)
 	if t.yes > 0 {
 		c.wake.notify(c.db, key)
 	}
-	if err := c.heard(&t); err != nil {
-		return false, err
-	}
-	return t.yes >= c.Quorum(), nil
+	return c.majority(&t)
 }
 
 // Expire sets key's ttl on every node unconditionally. It reports whether a
@@ -118,10 +115,7 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 	if err != nil {
 		return false, err
 	}
-	if err := c.heard(&t); err != nil {
-		return false, err
-	}
-	return t.yes >= c.Quorum(), nil
+	return c.majority(&t)
 }
 
 // ForceSet stores key=token with ttl on every node unconditionally (a

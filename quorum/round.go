@@ -379,6 +379,15 @@ func (c *Cluster) heard(t *tally) error {
 	return nil
 }
 
+// majority is a yes/no vote's verdict: whether a majority said yes, or
+// heard's *NoQuorumError.
+func (c *Cluster) majority(t *tally) (bool, error) {
+	if err := c.heard(t); err != nil {
+		return false, err
+	}
+	return t.yes >= c.Quorum(), nil
+}
+
 // failRound is the error of a round that did not win: a *NoQuorumError when
 // too few nodes answered, failed otherwise.
 func (c *Cluster) failRound(t *tally, failed error) error {

@@ -86,6 +86,20 @@ func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (Lock, error) {
 	return l, err
 }
 
+// grantLock runs g, the round of a lock of key for token, to its end
+// whatever ctx says (node calls outlive a cancellation, so a caller that
+// is already gone starts nothing), and returns the lock it granted.
+func (c *Cluster) grantLock(ctx context.Context, key, token string, g grant) (Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	v, _, err := c.grantRound(context.Background(), g)
+	if err != nil {
+		return Lock{}, err
+	}
+	return Lock{Key: key, Token: token, Validity: v}, nil
+}
+
 // acquireThen runs cmd's acquire round and gives done its outcome: a
 // plain SET NX refused where fair waiters are queued is ErrQueued.
 func (c *Cluster) acquireThen(cmd Cmd, done func(Lock, error)) {

@@ -21,18 +21,11 @@ func (c *Cluster) AcquireAll(ctx context.Context, keys []string, token string, t
 	if len(keys) == 0 {
 		return Lock{}, errNoKeys
 	}
-	if err := ctx.Err(); err != nil {
-		return Lock{}, err
-	}
-	v, _, err := c.grantRound(context.Background(), grant{
+	return c.grantLock(ctx, keys[0], token, grant{
 		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: SetNXAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl}),
 		undo: func(g *round, done func()) { c.releaseEach(OpAcquire, keys, token, ttl, g, done) },
 	})
-	if err != nil {
-		return Lock{}, err
-	}
-	return Lock{Key: keys[0], Token: token, Validity: v}, nil
 }
 
 var errNoKeys = errors.New("quorum: no keys")

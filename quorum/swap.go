@@ -21,20 +21,11 @@ import (
 func (c *Cluster) HandOver(ctx context.Context, key, old, next string, ttl time.Duration) (l Lock, err error) {
 	done := c.begin(OpHandOver)
 	defer func() { done(err, l.Validity, ttl) }()
-	// Node calls outlive a cancellation, so a caller that is already gone
-	// starts nothing.
-	if err := ctx.Err(); err != nil {
-		return Lock{}, err
-	}
-	v, _, err := c.grantRound(context.Background(), grant{
+	return c.grantLock(ctx, key, next, grant{
 		op: OpHandOver, ttl: ttl, early: true, failed: ErrNotAcquired,
 		ask:  same(Cmd{Kind: CompareAndSwap, Key: key, Old: old, Token: next, TTL: ttl}),
 		undo: c.swapBack(key, old, next, ttl),
 	})
-	if err != nil {
-		return Lock{}, err
-	}
-	return Lock{Key: key, Token: next, Validity: v}, nil
 }
 
 // swapBack is the undo of a failed hand-over: next is swapped back to old on

@@ -41,10 +41,7 @@ func (c *Cluster) Inspect(ctx context.Context, key string) Inspection {
 	r, _, err := c.collectCtx(ctx, OpInspect, same(Cmd{Kind: Get, Key: key}), okVote)
 	in := Inspection{Nodes: make([]NodeView, len(c.nodes)), Quorum: c.Quorum()}
 	for i := range in.Nodes {
-		rep := Reply{Err: err} // a caller gone before the replies: none counts
-		if err == nil {
-			rep = r.reply(i)
-		}
+		rep := r.replyOr(i, err)
 		in.Nodes[i] = NodeView{Node: c.nodes[i].Name(), Present: rep.OK, Token: rep.Token, PTTL: rep.TTL, Err: rep.Err}
 		if rep.Err == nil {
 			in.Answered++

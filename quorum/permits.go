@@ -302,16 +302,9 @@ func (c *Cluster) InspectPermits(ctx context.Context, key string, n int) Permits
 	done := c.begin(OpInspect)
 	v := PermitsView{Nodes: make([]int, len(c.nodes))}
 	r, t, err := c.collectCtx(ctx, OpInspect, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n)}), anyVote)
-	if err != nil {
-		for i := range v.Nodes {
-			v.Nodes[i] = -1
-		}
-		done(err, 0, 0)
-		return v
-	}
 	votes := make([]map[string]int, n)
-	for i := range r.calls {
-		rep := r.reply(i)
+	for i := range v.Nodes {
+		rep := r.replyOr(i, err)
 		if rep.Err != nil || rep.Value == nil || len(rep.Value.Elems) != n {
 			v.Nodes[i] = -1
 			continue
@@ -333,6 +326,9 @@ func (c *Cluster) InspectPermits(ctx context.Context, key string, n int) Permits
 			}
 		}
 	}
-	done(c.heard(&t), 0, 0)
+	if err == nil {
+		err = c.heard(&t)
+	}
+	done(err, 0, 0)
 	return v
 }

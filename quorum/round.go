@@ -252,6 +252,16 @@ func (r *round) afterAll(f func(tally)) {
 // reply is node i's reply; only once every reply is in.
 func (r *round) reply(i int) Reply { return r.calls[i].rep }
 
+// replyOr is node i's reply, or, where the caller stopped waiting for the
+// round (err, from collectCtx; r is then nil), err as every node's: a
+// caller gone before the replies counts none of them.
+func (r *round) replyOr(i int, err error) Reply {
+	if err != nil {
+		return Reply{Err: err}
+	}
+	return r.reply(i)
+}
+
 // all says whether every node answered (no error) and its reply holds
 // for f; only once every reply is in.
 func (r *round) all(f voter) bool {

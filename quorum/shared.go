@@ -118,10 +118,7 @@ func (c *Cluster) SharedReaders(ctx context.Context, key string) []int64 {
 	out := make([]int64, len(c.nodes))
 	for i := range out {
 		out[i] = -1
-		if err != nil {
-			continue
-		}
-		if rep := r.reply(i); rep.Err == nil && rep.OK {
+		if rep := r.replyOr(i, err); rep.Err == nil && rep.OK {
 			out[i] = rep.N
 		}
 	}

@@ -86,11 +86,6 @@ type Reentered struct {
 	Holds int64
 }
 
-type held struct {
-	token string
-	holds int64
-}
-
 // ownerRounds bounds the rounds of one LockOwner that end in a split
 // among the owner's own tokens.
 const ownerRounds = 8
@@ -183,11 +178,11 @@ func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Durat
 
 // holds are the tokens and hold counts of an owner round's yes replies;
 // every reply is in.
-func (r *round) holds() []held {
-	var hs []held
+func (r *round) holds() []stored[int64] {
+	var hs []stored[int64]
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && rep.OK {
-			hs = append(hs, held{rep.Token, rep.N})
+			hs = append(hs, stored[int64]{rep.Token, rep.N})
 		}
 	}
 	return hs
@@ -212,19 +207,13 @@ func (c *Cluster) undoHolds(key, mark, keep string, ttl time.Duration, g *round)
 
 // majorityHeld finds the token held on at least q nodes and the hold count
 // that q of them agree on (the q-th largest).
-func majorityHeld(hs []held, q int) (string, int64) {
-	for _, h := range hs {
-		var counts []int64
-		for _, o := range hs {
-			if o.token == h.token {
-				counts = append(counts, o.holds)
-			}
-		}
-		if n, ok := qthLargest(counts, q); ok {
-			return h.token, n
-		}
+func majorityHeld(hs []stored[int64], q int) (string, int64) {
+	tok, ok := majorityOf(hs, q)
+	if !ok {
+		return "", 0
 	}
-	return "", 0
+	n, _ := qthLargest(numbersOf(hs, tok), q)
+	return tok, n
 }
 
 // Unhold drops one hold of token's lock on every node. released reports
@@ -236,10 +225,10 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
 	r, t := c.collect(OpRelease, same(Cmd{Kind: Unhold, Key: key, Token: token}), okVote)
-	var still []held
+	var still []stored[int64]
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && rep.OK && rep.N > 0 {
-			still = append(still, held{token, rep.N})
+			still = append(still, stored[int64]{token, rep.N})
 		}
 	}
 	_, remaining = majorityHeld(still, c.Quorum())

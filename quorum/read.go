@@ -17,12 +17,6 @@ type Holder struct {
 	PTTL time.Duration
 }
 
-type view struct {
-	token string
-	pttl  time.Duration
-	ok    bool
-}
-
 // Get reads key on every node and returns the token that a majority holds.
 func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 	done := c.begin(OpGet)
@@ -38,37 +32,58 @@ func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 	return majorityHolder(r.views(), c.Quorum(), c.cfg.Now().Sub(t0)), nil
 }
 
+// stored is what one node answered that it stores: a token, and a number
+// that goes with it (a read's remaining ttl, an owner's hold count).
+type stored[T any] struct {
+	token string
+	n     T
+}
+
 // views are the present keys among a read's replies; every reply is in.
-func (r *round) views() []view {
-	views := make([]view, 0, len(r.calls))
+func (r *round) views() []stored[time.Duration] {
+	views := make([]stored[time.Duration], 0, len(r.calls))
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && rep.OK {
-			views = append(views, view{rep.Token, rep.TTL, true})
+			views = append(views, stored[time.Duration]{rep.Token, rep.TTL})
 		}
 	}
 	return views
 }
 
-// majorityHolder finds the token stored on at least q nodes and the ttl
-// that q of them still guarantee.
-func majorityHolder(views []view, q int, elapsed time.Duration) Holder {
-	counts := make(map[string]int, len(views))
-	for _, v := range views {
-		counts[v.token]++
-	}
-	for tok, n := range counts {
-		if n < q {
-			continue
-		}
-		var pttls []time.Duration
-		for _, v := range views {
-			if v.token == tok {
-				pttls = append(pttls, v.pttl)
+// majorityOf finds the token that at least q of ss store.
+func majorityOf[T any](ss []stored[T], q int) (string, bool) {
+	for _, s := range ss {
+		n := 0
+		for _, o := range ss {
+			if o.token == s.token {
+				n++
 			}
 		}
-		return Holder{Held: true, Token: tok, PTTL: agreedTTL(pttls, q, elapsed)}
+		if n >= q {
+			return s.token, true
+		}
 	}
-	return Holder{}
+	return "", false
+}
+
+// numbersOf are the numbers of the nodes of ss that store token.
+func numbersOf[T any](ss []stored[T], token string) (ns []T) {
+	for _, s := range ss {
+		if s.token == token {
+			ns = append(ns, s.n)
+		}
+	}
+	return ns
+}
+
+// majorityHolder finds the token stored on at least q nodes and the ttl
+// that q of them still guarantee.
+func majorityHolder(views []stored[time.Duration], q int, elapsed time.Duration) Holder {
+	tok, ok := majorityOf(views, q)
+	if !ok {
+		return Holder{}
+	}
+	return Holder{Held: true, Token: tok, PTTL: agreedTTL(numbersOf(views, tok), q, elapsed)}
 }
 
 // agreedTTL is the q-th largest remaining ttl: q nodes hold the key at least

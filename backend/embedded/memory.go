@@ -127,21 +127,26 @@ func (m *Memory) run(deadline time.Time, c memCmd) quorum.Reply {
 	return rep
 }
 
-// lookup returns key's live entry, dropping it if it has expired. A hash
-// a script wrote is a present entry with an empty token. The caller holds
-// m.mu.
-func (m *Memory) lookup(key string, now time.Time) (entry, bool) {
-	e, ok := m.keys[key]
-	switch {
-	case !ok && len(m.scripts.hashes) == 0:
-		return entry{}, false
-	case !ok:
-		return m.hashAsEntry(key, now)
-	case !now.Before(e.expires):
+// lookup returns key's live value, a string (h nil) or a hash a script
+// wrote, dropping it if it has expired: the one reading of a key for the
+// native steps, the scripts' commands and their undo. A hash's entry is
+// its expiry with an empty token, so that SET NX and the other claims
+// find the key taken, as on Redis. The caller holds m.mu.
+func (m *Memory) lookup(key string, now time.Time) (e entry, h *memHash, ok bool) {
+	if e, ok := m.keys[key]; ok {
+		if now.Before(e.expires) {
+			return e, nil, true
+		}
 		delete(m.keys, key)
-		return entry{}, false
+		return entry{}, nil, false
 	}
-	return e, true
+	if h := m.scripts.hashes[key]; h != nil {
+		if now.Before(h.expires) {
+			return entry{expires: h.expires}, h, true
+		}
+		delete(m.scripts.hashes, key)
+	}
+	return entry{}, nil, false
 }
 
 // store writes an entry and sweeps expired keys once enough writes have

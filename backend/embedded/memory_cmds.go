@@ -58,7 +58,10 @@ func (s *memOp) exec() quorum.Reply {
 }
 
 // lookup returns key's live entry.
-func (s *memOp) lookup(key string) (entry, bool) { return s.m.lookup(memKey(s.c.DB, key), s.now) }
+func (s *memOp) lookup(key string) (entry, bool) {
+	e, _, ok := s.m.lookup(memKey(s.c.DB, key), s.now)
+	return e, ok
+}
 
 // del deletes key, announcing nothing.
 func (s *memOp) del(key string) {

@@ -245,12 +245,12 @@ func checkMemKeys(t *testing.T, m *Memory, vals map[string]string, ttls map[stri
 	defer m.mu.Unlock()
 	now := m.now()
 	for k, want := range vals {
-		if e, _ := m.lookup(k, now); e.token != want {
+		if e, _, _ := m.lookup(k, now); e.token != want {
 			t.Errorf("%s = %q, want %q", k, e.token, want)
 		}
 	}
 	for k, want := range ttls {
-		e, ok := m.lookup(k, now)
+		e, _, ok := m.lookup(k, now)
 		if got := e.expires.Sub(now); !ok || got != want {
 			t.Errorf("%s: ttl %v (present %v), want %v", k, got, ok, want)
 		}

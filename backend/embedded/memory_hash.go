@@ -115,27 +115,6 @@ func (h *memHash) equal(o *memHash) bool {
 	return true
 }
 
-// lookupHash returns key's live hash, dropping it if it has expired. The
-// caller holds m.mu.
-func (m *Memory) lookupHash(key string, now time.Time) *memHash {
-	h := m.scripts.hashes[key]
-	if h != nil && !now.Before(h.expires) {
-		delete(m.scripts.hashes, key)
-		return nil
-	}
-	return h
-}
-
-// hashAsEntry is how a native command sees a live hash at key: present,
-// with its expiry and an empty token, so that SET NX and the other claims
-// find the key taken, as on Redis.
-func (m *Memory) hashAsEntry(key string, now time.Time) (entry, bool) {
-	if h := m.lookupHash(key, now); h != nil {
-		return entry{expires: h.expires}, true
-	}
-	return entry{}, false
-}
-
 // dropHash deletes a hash at key: a string written there replaces it. The
 // caller holds m.mu.
 func (m *Memory) dropHash(key string) {

@@ -10,18 +10,7 @@ func (r *luaRun) phys(key string) string { return memKey(r.db, key) }
 
 // look returns key's live value: a string (h nil) or a hash.
 func (r *luaRun) look(key string) (e entry, h *memHash, ok bool) {
-	k, m := r.phys(key), r.s.m
-	if e, ok := m.keys[k]; ok {
-		if r.s.now.Before(e.expires) {
-			return e, nil, true
-		}
-		delete(m.keys, k)
-		return entry{}, nil, false
-	}
-	if h := m.lookupHash(k, r.s.now); h != nil {
-		return entry{expires: h.expires}, h, true
-	}
-	return entry{}, nil, false
+	return r.s.m.lookup(r.phys(key), r.s.now)
 }
 
 // touch records the node's key k as it is before the script's first write

@@ -50,17 +50,14 @@ type evalKey struct {
 // stateOf reads key's live state, copying a hash so that later writes do
 // not change it.
 func (s *memOp) stateOf(key string) memState {
-	if e, ok := s.m.keys[key]; ok {
-		if !s.now.Before(e.expires) {
-			delete(s.m.keys, key)
-			return memState{}
-		}
-		return memState{present: true, str: e.token, expires: e.expires}
-	}
-	if h := s.m.lookupHash(key, s.now); h != nil {
+	e, h, ok := s.m.lookup(key, s.now)
+	switch {
+	case !ok:
+		return memState{}
+	case h != nil:
 		return memState{present: true, hash: h.clone(), expires: h.expires}
 	}
-	return memState{}
+	return memState{present: true, str: e.token, expires: e.expires}
 }
 
 // restore puts key back to st. Deleting a key that a script created is a

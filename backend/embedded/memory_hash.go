@@ -37,7 +37,12 @@ const memHashIndexAt = 16
 // later than any deadline, so the sweep never drops it.
 var memNoExpiry = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// find is name's position, -1 when it is absent; an absent hash (nil)
+// reads as an empty one.
 func (h *memHash) find(name string) int {
+	if h == nil {
+		return -1
+	}
 	if h.index != nil {
 		if i, ok := h.index[name]; ok {
 			return i
@@ -50,6 +55,14 @@ func (h *memHash) find(name string) int {
 		}
 	}
 	return -1
+}
+
+// all is h's fields in order; none for an absent hash.
+func (h *memHash) all() []memField {
+	if h == nil {
+		return nil
+	}
+	return h.fields
 }
 
 func (h *memHash) get(name string) (string, bool) {

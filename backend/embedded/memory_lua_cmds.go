@@ -73,6 +73,14 @@ var (
 func intValue(n int64) quorum.Value   { return quorum.Value{Kind: quorum.IntValue, Int: n} }
 func bulkValue(s string) quorum.Value { return quorum.Value{Kind: quorum.BulkValue, Str: s} }
 
+// bulkOr is s as a bulk string, or a null when it is absent (!ok).
+func bulkOr(s string, ok bool) quorum.Value {
+	if !ok {
+		return valueNil
+	}
+	return bulkValue(s)
+}
+
 func boolValue(b bool) quorum.Value {
 	if b {
 		return intValue(1)
@@ -117,13 +125,10 @@ func (r *luaRun) fields(key string, zset bool) (*memHash, *quorum.Value) {
 
 func (r *luaRun) get(args []string) quorum.Value {
 	s, ok, errv := r.str(args[0])
-	switch {
-	case errv != nil:
+	if errv != nil {
 		return *errv
-	case !ok:
-		return valueNil
 	}
-	return bulkValue(s)
+	return bulkOr(s, ok)
 }
 
 func (r *luaRun) setnx(args []string) quorum.Value {

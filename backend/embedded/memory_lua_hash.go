@@ -14,12 +14,7 @@ func (r *luaRun) hget(args []string) quorum.Value {
 	if errv != nil {
 		return *errv
 	}
-	if h != nil {
-		if v, ok := h.get(args[1]); ok {
-			return bulkValue(v)
-		}
-	}
-	return valueNil
+	return bulkOr(h.get(args[1]))
 }
 
 func (r *luaRun) hset(args []string) quorum.Value { return r.hsetFields(args, "hset") }
@@ -56,10 +51,8 @@ func (r *luaRun) hsetnx(args []string) quorum.Value {
 	if errv != nil {
 		return *errv
 	}
-	if h != nil {
-		if _, ok := h.get(args[1]); ok {
-			return intValue(0)
-		}
+	if h.find(args[1]) >= 0 {
+		return intValue(0)
 	}
 	h = r.hashToWrite(args[0], h)
 	h.set(args[1], args[2])
@@ -116,11 +109,9 @@ func (r *luaRun) hincrby(args []string) quorum.Value {
 		return *errv
 	}
 	var cur int64
-	if h != nil {
-		if v, found := h.get(args[1]); found {
-			if cur, ok = parseInt(v); !ok {
-				return errorValue("ERR hash value is not an integer")
-			}
+	if v, found := h.get(args[1]); found {
+		if cur, ok = parseInt(v); !ok {
+			return errorValue("ERR hash value is not an integer")
 		}
 	}
 	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
@@ -147,11 +138,9 @@ func (r *luaRun) hashArray(key string, pick func(memField) []string) quorum.Valu
 		return *errv
 	}
 	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{}}
-	if h != nil {
-		for _, f := range h.fields {
-			for _, s := range pick(f) {
-				arr.Elems = append(arr.Elems, bulkValue(s))
-			}
+	for _, f := range h.all() {
+		for _, s := range pick(f) {
+			arr.Elems = append(arr.Elems, bulkValue(s))
 		}
 	}
 	return arr
@@ -176,15 +165,7 @@ func (r *luaRun) hmget(args []string) quorum.Value {
 	}
 	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: make([]quorum.Value, 0, len(args)-1)}
 	for _, f := range args[1:] {
-		v, ok := "", false
-		if h != nil {
-			v, ok = h.get(f)
-		}
-		if !ok {
-			arr.Elems = append(arr.Elems, valueNil)
-			continue
-		}
-		arr.Elems = append(arr.Elems, bulkValue(v))
+		arr.Elems = append(arr.Elems, bulkOr(h.get(f)))
 	}
 	return arr
 }

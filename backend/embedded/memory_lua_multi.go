@@ -43,11 +43,7 @@ func (r *luaRun) mget(args []string) quorum.Value {
 	out := quorum.Value{Kind: quorum.ArrayValue, Elems: make([]quorum.Value, len(args))}
 	for i, k := range args {
 		e, h, ok := r.look(k)
-		if ok && h == nil {
-			out.Elems[i] = bulkValue(e.token)
-		} else {
-			out.Elems[i] = valueNil
-		}
+		out.Elems[i] = bulkOr(e.token, ok && h == nil)
 	}
 	return out
 }

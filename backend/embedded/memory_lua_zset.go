@@ -64,10 +64,7 @@ func (b scoreBound) above(f float64) bool { return b.v > f || !b.excl && b.v == 
 
 // sorted is h's members by score, then member, as Redis orders them.
 func sorted(h *memHash) []memField {
-	if h == nil {
-		return nil
-	}
-	fs := slices.Clone(h.fields)
+	fs := slices.Clone(h.all())
 	slices.SortFunc(fs, func(a, b memField) int {
 		if c := cmp.Compare(a.score, b.score); c != 0 {
 			return c
@@ -135,16 +132,14 @@ func (r *luaRun) zcard(args []string) quorum.Value {
 
 func (r *luaRun) zscore(args []string) quorum.Value {
 	h, errv := r.zset(args[0])
-	switch {
-	case errv != nil:
+	if errv != nil {
 		return *errv
-	case h == nil:
+	}
+	i := h.find(args[1])
+	if i < 0 {
 		return valueNil
 	}
-	if i := h.find(args[1]); i >= 0 {
-		return bulkValue(luanum.Arg(h.fields[i].score))
-	}
-	return valueNil
+	return bulkValue(luanum.Arg(h.fields[i].score))
 }
 
 // inRange is the members of h between min and max, in order.

@@ -34,8 +34,8 @@ func init() {
 		"pexpiretime": {2, ttlCmd(false, true)}, "expiretime": {2, ttlCmd(true, true)},
 		"hget": {3, (*luaRun).hget}, "hset": {-4, (*luaRun).hset}, "hmset": {-4, (*luaRun).hmset},
 		"hsetnx": {4, (*luaRun).hsetnx}, "hdel": {-3, (*luaRun).hdel}, "hexists": {3, (*luaRun).hexists},
-		"hincrby": {4, (*luaRun).hincrby}, "hlen": {2, (*luaRun).hlen}, "hgetall": {2, (*luaRun).hgetall},
-		"hkeys": {2, (*luaRun).hkeys}, "hvals": {2, (*luaRun).hvals}, "hmget": {-3, (*luaRun).hmget},
+		"hincrby": {4, (*luaRun).hincrby}, "hlen": {2, (*luaRun).hlen}, "hgetall": {2, hashReply(fieldName, fieldVal)},
+		"hkeys": {2, hashReply(fieldName)}, "hvals": {2, hashReply(fieldVal)}, "hmget": {-3, (*luaRun).hmget},
 		"publish": {3, (*luaRun).publish}, "spublish": {3, (*luaRun).publish}, "select": {2, (*luaRun).selectDB},
 		"dbsize": {1, (*luaRun).dbsize},
 	}

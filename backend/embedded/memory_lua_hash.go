@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/redlockd/redlockd/internal/luanum"
 	"github.com/redlockd/redlockd/quorum"
 )
 
@@ -131,32 +132,34 @@ func (r *luaRun) hlen(args []string) quorum.Value {
 	return intValue(int64(len(h.fields)))
 }
 
-// hashArray answers the fields of key's hash as pick lists them.
-func (r *luaRun) hashArray(key string, pick func(memField) []string) quorum.Value {
-	h, errv := r.hash(key)
-	if errv != nil {
-		return *errv
+// hashReply is HGETALL, HKEYS and HVALS: key's fields, each as parts
+// give it.
+func hashReply(parts ...func(memField) string) func(*luaRun, []string) quorum.Value {
+	return func(r *luaRun, args []string) quorum.Value {
+		h, errv := r.hash(args[0])
+		if errv != nil {
+			return *errv
+		}
+		return fieldsReply(h.all(), parts...)
 	}
+}
+
+// fieldsReply is the array of fs, each field as parts give it: a
+// hash's fields, a sorted set's range.
+func fieldsReply(fs []memField, parts ...func(memField) string) quorum.Value {
 	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{}}
-	for _, f := range h.all() {
-		for _, s := range pick(f) {
-			arr.Elems = append(arr.Elems, bulkValue(s))
+	for _, f := range fs {
+		for _, part := range parts {
+			arr.Elems = append(arr.Elems, bulkValue(part(f)))
 		}
 	}
 	return arr
 }
 
-func (r *luaRun) hgetall(args []string) quorum.Value {
-	return r.hashArray(args[0], func(f memField) []string { return []string{f.name, f.val} })
-}
-
-func (r *luaRun) hkeys(args []string) quorum.Value {
-	return r.hashArray(args[0], func(f memField) []string { return []string{f.name} })
-}
-
-func (r *luaRun) hvals(args []string) quorum.Value {
-	return r.hashArray(args[0], func(f memField) []string { return []string{f.val} })
-}
+// The parts of a field that replies list.
+func fieldName(f memField) string  { return f.name }
+func fieldVal(f memField) string   { return f.val }
+func fieldScore(f memField) string { return luanum.Arg(f.score) }
 
 func (r *luaRun) hmget(args []string) quorum.Value {
 	h, errv := r.hash(args[0])

@@ -182,15 +182,13 @@ func withScores(rest []string) (bool, bool) {
 	return false, false
 }
 
+// rangeReply is a range's members, each followed by its score with
+// scores.
 func rangeReply(fs []memField, scores bool) quorum.Value {
-	out := quorum.Value{Kind: quorum.ArrayValue, Elems: []quorum.Value{}}
-	for _, f := range fs {
-		out.Elems = append(out.Elems, bulkValue(f.name))
-		if scores {
-			out.Elems = append(out.Elems, bulkValue(luanum.Arg(f.score)))
-		}
+	if scores {
+		return fieldsReply(fs, fieldName, fieldScore)
 	}
-	return out
+	return fieldsReply(fs, fieldName)
 }
 
 func (r *luaRun) zrangebyscore(args []string) quorum.Value {

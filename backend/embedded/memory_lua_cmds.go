@@ -33,9 +33,10 @@ func init() {
 		"pttl": {2, ttlCmd(false, false)}, "ttl": {2, ttlCmd(true, false)},
 		"pexpiretime": {2, ttlCmd(false, true)}, "expiretime": {2, ttlCmd(true, true)},
 		"hget": {3, (*luaRun).hget}, "hset": {-4, (*luaRun).hset}, "hmset": {-4, (*luaRun).hmset},
-		"hsetnx": {4, (*luaRun).hsetnx}, "hdel": {-3, (*luaRun).hdel}, "hexists": {3, (*luaRun).hexists},
-		"hincrby": {4, (*luaRun).hincrby}, "hlen": {2, (*luaRun).hlen}, "hgetall": {2, hashReply(fieldName, fieldVal)},
-		"hkeys": {2, hashReply(fieldName)}, "hvals": {2, hashReply(fieldVal)}, "hmget": {-3, (*luaRun).hmget},
+		"hsetnx": {4, (*luaRun).hsetnx}, "hincrby": {4, (*luaRun).hincrby}, "hmget": {-3, (*luaRun).hmget},
+		"hdel": {-3, fieldsCmd(false, (*luaRun).delFields)}, "hexists": {3, fieldsCmd(false, (*luaRun).hasField)},
+		"hlen": {2, fieldsCmd(false, (*luaRun).countFields)}, "hgetall": {2, hashReply(fieldName, fieldVal)},
+		"hkeys": {2, hashReply(fieldName)}, "hvals": {2, hashReply(fieldVal)},
 		"publish": {3, (*luaRun).publish}, "spublish": {3, (*luaRun).publish}, "select": {2, (*luaRun).selectDB},
 		"dbsize": {1, (*luaRun).dbsize},
 	}

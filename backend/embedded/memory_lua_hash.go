@@ -61,43 +61,42 @@ func (r *luaRun) hsetnx(args []string) quorum.Value {
 	return intValue(1)
 }
 
-func (r *luaRun) hdel(args []string) quorum.Value {
-	h, errv := r.hash(args[0])
-	if errv != nil || h == nil {
-		return orZero(errv)
+// fieldsCmd is a command on key's hash (zset: its sorted set) that
+// answers 0 for an absent key: HDEL and ZREM, HEXISTS, HLEN and ZCARD.
+func fieldsCmd(zset bool, run func(*luaRun, []string, *memHash) quorum.Value) func(*luaRun, []string) quorum.Value {
+	return func(r *luaRun, args []string) quorum.Value {
+		h, errv := r.fields(args[0], zset)
+		if errv != nil {
+			return *errv
+		}
+		if h == nil {
+			return intValue(0)
+		}
+		return run(r, args, h)
 	}
-	return r.delFields(args[0], h, args[1:])
 }
 
-// delFields deletes the fields (a sorted set's members) names of key's
-// hash h, and answers how many there were: HDEL's and ZREM's step.
-func (r *luaRun) delFields(key string, h *memHash, names []string) quorum.Value {
-	h = r.hashToWrite(key, h)
+// delFields deletes the fields (a sorted set's members) args name of
+// key's hash h, and answers how many there were.
+func (r *luaRun) delFields(args []string, h *memHash) quorum.Value {
+	h = r.hashToWrite(args[0], h)
 	var n int64
-	for _, name := range names {
+	for _, name := range args[1:] {
 		if h.del(name) {
 			n++
 		}
 	}
-	r.saveHash(key, h)
+	r.saveHash(args[0], h)
 	return intValue(n)
 }
 
-// orZero is errv's reply, or 0.
-func orZero(errv *quorum.Value) quorum.Value {
-	if errv != nil {
-		return *errv
-	}
-	return intValue(0)
+// hasField is HEXISTS's step, countFields HLEN's and ZCARD's.
+func (*luaRun) hasField(args []string, h *memHash) quorum.Value {
+	return boolValue(h.find(args[1]) >= 0)
 }
 
-func (r *luaRun) hexists(args []string) quorum.Value {
-	h, errv := r.hash(args[0])
-	if errv != nil || h == nil {
-		return orZero(errv)
-	}
-	_, ok := h.get(args[1])
-	return boolValue(ok)
+func (*luaRun) countFields(_ []string, h *memHash) quorum.Value {
+	return intValue(int64(len(h.fields)))
 }
 
 func (r *luaRun) hincrby(args []string) quorum.Value {
@@ -122,14 +121,6 @@ func (r *luaRun) hincrby(args []string) quorum.Value {
 	h.set(args[1], strconv.FormatInt(cur+by, 10))
 	r.saveHash(args[0], h)
 	return intValue(cur + by)
-}
-
-func (r *luaRun) hlen(args []string) quorum.Value {
-	h, errv := r.hash(args[0])
-	if errv != nil || h == nil {
-		return orZero(errv)
-	}
-	return intValue(int64(len(h.fields)))
 }
 
 // hashReply is HGETALL, HKEYS and HVALS: key's fields, each as parts

@@ -17,10 +17,10 @@ import (
 // fields' names, their scores the fields' scores, small enough that a
 // range sorts them when it is asked.
 var luaKindCmds = map[string]luaCmd{
-	"time": {1, (*luaRun).time}, "zadd": {-4, (*luaRun).zadd}, "zrem": {-3, (*luaRun).zrem},
-	"zcard": {2, (*luaRun).zcard}, "zscore": {3, (*luaRun).zscore}, "zcount": {4, (*luaRun).zcount},
-	"zrange": {-4, (*luaRun).zrange}, "zrangebyscore": {-4, (*luaRun).zrangebyscore},
-	"zremrangebyscore": {4, (*luaRun).zremrangebyscore},
+	"time": {1, (*luaRun).time}, "zadd": {-4, (*luaRun).zadd}, "zscore": {3, (*luaRun).zscore},
+	"zrem": {-3, fieldsCmd(true, (*luaRun).delFields)}, "zcard": {2, fieldsCmd(true, (*luaRun).countFields)},
+	"zcount": {4, (*luaRun).zcount}, "zrange": {-4, (*luaRun).zrange},
+	"zrangebyscore": {-4, (*luaRun).zrangebyscore}, "zremrangebyscore": {4, (*luaRun).zremrangebyscore},
 }
 
 const errNotFloat = "ERR value is not a valid float"
@@ -112,22 +112,6 @@ func (r *luaRun) zadd(args []string) quorum.Value {
 	}
 	r.saveHash(key, h)
 	return intValue(added)
-}
-
-func (r *luaRun) zrem(args []string) quorum.Value {
-	h, errv := r.zset(args[0])
-	if errv != nil || h == nil {
-		return orZero(errv)
-	}
-	return r.delFields(args[0], h, args[1:])
-}
-
-func (r *luaRun) zcard(args []string) quorum.Value {
-	h, errv := r.zset(args[0])
-	if errv != nil || h == nil {
-		return orZero(errv)
-	}
-	return intValue(int64(len(h.fields)))
 }
 
 func (r *luaRun) zscore(args []string) quorum.Value {
@@ -232,8 +216,11 @@ func (r *luaRun) zrange(args []string) quorum.Value {
 
 func (r *luaRun) zremrangebyscore(args []string) quorum.Value {
 	fs, errv := r.inRange(args[0], args[1], args[2])
-	if errv != nil || len(fs) == 0 {
-		return orZero(errv)
+	switch {
+	case errv != nil:
+		return *errv
+	case len(fs) == 0:
+		return intValue(0)
 	}
 	_, h, _ := r.look(args[0])
 	h = r.hashToWrite(args[0], h)

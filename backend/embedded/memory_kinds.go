@@ -61,7 +61,7 @@ func (r *luaRun) runScript(sc *backend.Script, args []string) quorum.Value {
 	}
 	proto, err := compiled(sc)
 	if err != nil {
-		return errorValue("ERR Error compiling script (new function): " + err.Error())
+		return errorValue(errCompile + err.Error())
 	}
 	v, _ := r.run(proto, args[3:3+n], args[3+n:])
 	return v

@@ -46,7 +46,7 @@ func (s *memOp) eval() quorum.Reply {
 	}
 	p, err := compileScript(s.c.Script)
 	if err != nil {
-		v := errorValue("ERR Error compiling script (new function): " + err.Error())
+		v := errorValue(errCompile + err.Error())
 		return quorum.Reply{OK: true, Value: &v}
 	}
 	r := &luaRun{s: s, db: s.c.DB, stores: p.stores}

@@ -48,7 +48,22 @@ const (
 	errSyntax      = "ERR syntax error"
 	errNotAllowed  = "ERR This Redis command is not allowed from script"
 	errScriptArity = "ERR Wrong number of args calling Redis command from script"
+	errCompile     = "ERR Error compiling script (new function): "
 )
+
+// The error texts that name the command: an expiry Redis refuses, and
+// arguments that the arity admits but that do not pair up.
+func errExpireTime(name string) string { return "ERR invalid expire time in '" + name + "' command" }
+
+func errArgCount(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// errorRef is an error reply beside a step's result (nil: none).
+func errorRef(msg string) *quorum.Value {
+	v := errorValue(msg)
+	return &v
+}
 
 // command runs one redis.call: args[0] is the command's name.
 func (r *luaRun) command(args []string) quorum.Value {
@@ -103,8 +118,7 @@ func parseInt(s string) (int64, bool) {
 func (r *luaRun) str(key string) (string, bool, *quorum.Value) {
 	e, h, ok := r.look(key)
 	if h != nil {
-		v := errorValue(errWrongType)
-		return "", false, &v
+		return "", false, errorRef(errWrongType)
 	}
 	return e.token, ok, nil
 }
@@ -118,8 +132,7 @@ func (r *luaRun) hash(key string) (*memHash, *quorum.Value) { return r.fields(ke
 func (r *luaRun) fields(key string, zset bool) (*memHash, *quorum.Value) {
 	_, h, ok := r.look(key)
 	if ok && (h == nil || h.zset != zset) {
-		v := errorValue(errWrongType)
-		return nil, &v
+		return nil, errorRef(errWrongType)
 	}
 	return h, nil
 }
@@ -148,13 +161,9 @@ func (r *luaRun) psetex(args []string) quorum.Value {
 
 // setWithTTL is SETEX and PSETEX: key ttl value.
 func (r *luaRun) setWithTTL(args []string, unit time.Duration, name string) quorum.Value {
-	n, ok := parseInt(args[1])
-	if !ok {
-		return errorValue(errNotInteger)
-	}
-	at, ok := r.expiryAfter(n, unit, false)
-	if !ok || n <= 0 {
-		return errorValue("ERR invalid expire time in '" + name + "' command")
+	at, errv := r.expiryArg(args[1], unit, false, name)
+	if errv != nil {
+		return *errv
 	}
 	r.putString(args[0], args[2], at)
 	return valueOK

@@ -30,7 +30,7 @@ func (r *luaRun) hmset(args []string) quorum.Value {
 // hsetFields is HSET: it answers how many fields were added.
 func (r *luaRun) hsetFields(args []string, name string) quorum.Value {
 	if len(args)%2 == 0 {
-		return errorValue("ERR wrong number of arguments for '" + name + "' command")
+		return errorValue(errArgCount(name))
 	}
 	h, errv := r.hash(args[0])
 	if errv != nil {

@@ -51,7 +51,7 @@ func (r *luaRun) mget(args []string) quorum.Value {
 // mset is MSET key value…: every key set, without expiry.
 func (r *luaRun) mset(args []string) quorum.Value {
 	if len(args)%2 != 0 {
-		return errorValue("ERR wrong number of arguments for 'mset' command")
+		return errorValue(errArgCount("mset"))
 	}
 	r.putPairs(args)
 	return valueOK
@@ -61,7 +61,7 @@ func (r *luaRun) mset(args []string) quorum.Value {
 // exists (1); else nothing (0).
 func (r *luaRun) msetnx(args []string) quorum.Value {
 	if len(args)%2 != 0 {
-		return errorValue("ERR wrong number of arguments for 'msetnx' command")
+		return errorValue(errArgCount("msetnx"))
 	}
 	for i := 0; i < len(args); i += 2 {
 		if _, _, ok := r.look(args[i]); ok {

@@ -42,19 +42,24 @@ func (r *luaRun) setOptsExpiry(o setOpts) (time.Time, *quorum.Value) {
 	if o.expiry == "" {
 		return memNoExpiry, nil
 	}
-	n, ok := parseInt(o.amount)
-	if !ok {
-		v := errorValue(errNotInteger)
-		return time.Time{}, &v
-	}
 	unit := time.Millisecond
 	if o.expiry == "EX" || o.expiry == "EXAT" {
 		unit = time.Second
 	}
-	at, ok := r.expiryAfter(n, unit, strings.HasSuffix(o.expiry, "AT"))
+	return r.expiryArg(o.amount, unit, strings.HasSuffix(o.expiry, "AT"), "set")
+}
+
+// expiryArg reads SET's, SETEX's or PSETEX's amount of unit (absolute:
+// a unix time), or command name's error reply: Redis refuses an amount
+// not above 0, or one that overflows.
+func (r *luaRun) expiryArg(amount string, unit time.Duration, absolute bool, name string) (time.Time, *quorum.Value) {
+	n, ok := parseInt(amount)
+	if !ok {
+		return time.Time{}, errorRef(errNotInteger)
+	}
+	at, ok := r.expiryAfter(n, unit, absolute)
 	if !ok || n <= 0 {
-		v := errorValue("ERR invalid expire time in 'set' command")
-		return time.Time{}, &v
+		return time.Time{}, errorRef(errExpireTime(name))
 	}
 	return at, nil
 }
@@ -103,7 +108,7 @@ func expireCmd(unit time.Duration, absolute bool) func(*luaRun, []string) quorum
 		}
 		at, ok := r.expiryAfter(n, unit, absolute)
 		if !ok {
-			return errorValue("ERR invalid expire time in '" + expireName(unit, absolute) + "' command")
+			return errorValue(errExpireTime(expireName(unit, absolute)))
 		}
 		return r.expireAt(args[0], at, flags)
 	}
@@ -135,17 +140,14 @@ func parseExpireFlags(args []string) (expireFlags, *quorum.Value) {
 		case "LT":
 			f.lt = true
 		default:
-			v := errorValue("ERR Unsupported option " + a)
-			return f, &v
+			return f, errorRef("ERR Unsupported option " + a)
 		}
 	}
 	switch {
 	case f.nx && (f.xx || f.gt || f.lt):
-		v := errorValue("ERR NX and XX, GT or LT options at the same time are not compatible")
-		return f, &v
+		return f, errorRef("ERR NX and XX, GT or LT options at the same time are not compatible")
 	case f.gt && f.lt:
-		v := errorValue("ERR GT and LT options at the same time are not compatible")
-		return f, &v
+		return f, errorRef("ERR GT and LT options at the same time are not compatible")
 	}
 	return f, nil
 }

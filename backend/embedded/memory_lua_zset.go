@@ -131,8 +131,7 @@ func (r *luaRun) inRange(key, min, max string) ([]memField, *quorum.Value) {
 	lo, ok1 := parseBound(min)
 	hi, ok2 := parseBound(max)
 	if !ok1 || !ok2 {
-		v := errorValue("ERR min or max is not a float")
-		return nil, &v
+		return nil, errorRef("ERR min or max is not a float")
 	}
 	h, errv := r.zset(key)
 	if errv != nil {

@@ -23,11 +23,12 @@ var luaCmds map[string]luaCmd
 func init() {
 	luaCmds = map[string]luaCmd{
 		"get": {2, (*luaRun).get}, "set": {-3, (*luaRun).set}, "setnx": {3, (*luaRun).setnx},
-		"setex": {4, (*luaRun).setex}, "psetex": {4, (*luaRun).psetex}, "getdel": {2, (*luaRun).getdel},
-		"del": {-2, (*luaRun).delKeys}, "unlink": {-2, (*luaRun).delKeys}, "exists": {-2, (*luaRun).exists},
+		"setex": {4, setexCmd(time.Second, "setex")}, "psetex": {4, setexCmd(time.Millisecond, "psetex")},
+		"getdel": {2, (*luaRun).getdel}, "del": {-2, countKeys(true)}, "unlink": {-2, countKeys(true)},
+		"exists": {-2, countKeys(false)},
 		"strlen": {2, (*luaRun).strlen}, "type": {2, (*luaRun).typeOf},
 		"getrange": {4, (*luaRun).getrange}, "mget": {-2, (*luaRun).mget},
-		"mset": {-3, (*luaRun).mset}, "msetnx": {-3, (*luaRun).msetnx},
+		"mset": {-3, msetCmd(false)}, "msetnx": {-3, msetCmd(true)},
 		"pexpire": {-3, expireCmd(time.Millisecond, false)}, "expire": {-3, expireCmd(time.Second, false)},
 		"pexpireat": {-3, expireCmd(time.Millisecond, true)}, "expireat": {-3, expireCmd(time.Second, true)},
 		"pttl": {2, ttlCmd(false, false)}, "ttl": {2, ttlCmd(true, false)},
@@ -153,20 +154,16 @@ func (r *luaRun) setnx(args []string) quorum.Value {
 	return intValue(1)
 }
 
-func (r *luaRun) setex(args []string) quorum.Value { return r.setWithTTL(args, time.Second, "setex") }
-
-func (r *luaRun) psetex(args []string) quorum.Value {
-	return r.setWithTTL(args, time.Millisecond, "psetex")
-}
-
-// setWithTTL is SETEX and PSETEX: key ttl value.
-func (r *luaRun) setWithTTL(args []string, unit time.Duration, name string) quorum.Value {
-	at, errv := r.expiryArg(args[1], unit, false, name)
-	if errv != nil {
-		return *errv
+// setexCmd is SETEX and PSETEX: key ttl value.
+func setexCmd(unit time.Duration, name string) func(*luaRun, []string) quorum.Value {
+	return func(r *luaRun, args []string) quorum.Value {
+		at, errv := r.expiryArg(args[1], unit, false, name)
+		if errv != nil {
+			return *errv
+		}
+		r.putString(args[0], args[2], at)
+		return valueOK
 	}
-	r.putString(args[0], args[2], at)
-	return valueOK
 }
 
 // expiryAfter is the expiry n units from now (absolute: at unix time n),
@@ -201,25 +198,21 @@ func (r *luaRun) getdel(args []string) quorum.Value {
 	return v
 }
 
-func (r *luaRun) delKeys(args []string) quorum.Value {
-	var n int64
-	for _, k := range args {
-		if _, _, ok := r.look(k); ok {
-			r.del(k)
-			n++
+// countKeys is EXISTS, and with del DEL and UNLINK: how many of the
+// keys exist (existed).
+func countKeys(del bool) func(*luaRun, []string) quorum.Value {
+	return func(r *luaRun, keys []string) quorum.Value {
+		var n int64
+		for _, k := range keys {
+			if _, _, ok := r.look(k); ok {
+				n++
+				if del {
+					r.del(k)
+				}
+			}
 		}
+		return intValue(n)
 	}
-	return intValue(n)
-}
-
-func (r *luaRun) exists(args []string) quorum.Value {
-	var n int64
-	for _, k := range args {
-		if _, _, ok := r.look(k); ok {
-			n++
-		}
-	}
-	return intValue(n)
 }
 
 func (r *luaRun) strlen(args []string) quorum.Value {

@@ -48,32 +48,28 @@ func (r *luaRun) mget(args []string) quorum.Value {
 	return out
 }
 
-// mset is MSET key value…: every key set, without expiry.
-func (r *luaRun) mset(args []string) quorum.Value {
-	if len(args)%2 != 0 {
-		return errorValue(errArgCount("mset"))
+// msetCmd is MSET key value… (every key set, without expiry) and, with
+// nx, MSETNX (the same when no key exists, 1; else nothing, 0).
+func msetCmd(nx bool) func(*luaRun, []string) quorum.Value {
+	name := "mset"
+	if nx {
+		name = "msetnx"
 	}
-	r.putPairs(args)
-	return valueOK
-}
-
-// msetnx is MSETNX key value…: every key set, without expiry, when none
-// exists (1); else nothing (0).
-func (r *luaRun) msetnx(args []string) quorum.Value {
-	if len(args)%2 != 0 {
-		return errorValue(errArgCount("msetnx"))
-	}
-	for i := 0; i < len(args); i += 2 {
-		if _, _, ok := r.look(args[i]); ok {
-			return intValue(0)
+	return func(r *luaRun, args []string) quorum.Value {
+		if len(args)%2 != 0 {
+			return errorValue(errArgCount(name))
 		}
-	}
-	r.putPairs(args)
-	return intValue(1)
-}
-
-func (r *luaRun) putPairs(args []string) {
-	for i := 0; i < len(args); i += 2 {
-		r.putString(args[i], args[i+1], memNoExpiry)
+		for i := 0; nx && i < len(args); i += 2 {
+			if _, _, ok := r.look(args[i]); ok {
+				return intValue(0)
+			}
+		}
+		for i := 0; i < len(args); i += 2 {
+			r.putString(args[i], args[i+1], memNoExpiry)
+		}
+		if nx {
+			return intValue(1)
+		}
+		return valueOK
 	}
 }

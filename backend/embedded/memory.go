@@ -37,7 +37,7 @@ type Memory struct {
 	// command so that the native commands carry nothing more.
 	deadline time.Time
 
-	releases releaseWatchers
+	releases watchers[func(db int, key string)]
 	pubsub   memPubSub
 	tracking memTracking
 }
@@ -80,7 +80,7 @@ func (m *Memory) Watch(w quorum.Watcher) bool {
 		m.releases.add(w.Released)
 	}
 	if w.Message != nil {
-		m.pubsub.addWatcher(w.Message)
+		m.pubsub.message.add(w.Message)
 	}
 	if w.Invalidated != nil {
 		m.watchInvalidated(w.Invalidated)
@@ -121,7 +121,9 @@ func (m *Memory) run(deadline time.Time, c memCmd) quorum.Reply {
 	m.mu.Unlock()
 	m.tracking.report(changed)
 	for _, r := range s.announce {
-		m.releases.notify(r.db, r.key)
+		for _, fn := range m.releases.list() {
+			fn(r.db, r.key)
+		}
 	}
 	m.pubsub.deliver(s.published)
 	return rep

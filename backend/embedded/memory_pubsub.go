@@ -14,7 +14,7 @@ import (
 type memPubSub struct {
 	mu      sync.Mutex
 	counts  map[subTopic]int
-	message []func(channel, pattern, payload string)
+	message watchers[func(channel, pattern, payload string)]
 }
 
 // subTopic is a channel or a pattern the node is subscribed to.
@@ -26,12 +26,6 @@ type subTopic struct {
 // memMessage is one delivery of a Publish, made once the node's lock is
 // let go so that a watcher may call back into the node.
 type memMessage struct{ channel, pattern, payload string }
-
-func (p *memPubSub) addWatcher(fn func(channel, pattern, payload string)) {
-	p.mu.Lock()
-	p.message = append(p.message, fn)
-	p.mu.Unlock()
-}
 
 func (p *memPubSub) change(t subTopic, on bool) {
 	p.mu.Lock()
@@ -79,9 +73,7 @@ func (p *memPubSub) deliver(msgs []memMessage) {
 	if len(msgs) == 0 {
 		return
 	}
-	p.mu.Lock()
-	fns := p.message
-	p.mu.Unlock()
+	fns := p.message.list()
 	for _, m := range msgs {
 		for _, fn := range fns {
 			fn(m.channel, m.pattern, m.payload)

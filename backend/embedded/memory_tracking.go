@@ -18,23 +18,17 @@ const memExpireEvery = 100 * time.Millisecond
 // changed, to the watchers of Invalidated (client-side caching).
 type memTracking struct {
 	on   atomic.Bool // a watcher exists: read by every command, without mu
+	fns  watchers[func([]string)]
 	mu   sync.Mutex
-	fns  []func([]string)
 	stop chan struct{} // closed by Close; nil until the first watcher
 	done chan struct{}
-}
-
-func (t *memTracking) watchers() []func([]string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.fns
 }
 
 func (t *memTracking) report(keys []string) {
 	if len(keys) == 0 {
 		return
 	}
-	for _, fn := range t.watchers() {
+	for _, fn := range t.fns.list() {
 		fn(keys)
 	}
 }
@@ -45,7 +39,7 @@ func (t *memTracking) report(keys []string) {
 func (m *Memory) watchInvalidated(fn func([]string)) {
 	t := &m.tracking
 	t.mu.Lock()
-	t.fns = append(t.fns, fn)
+	t.fns.add(fn)
 	t.on.Store(true)
 	if t.stop == nil {
 		t.stop, t.done = make(chan struct{}), make(chan struct{})

@@ -303,7 +303,7 @@ func (vm *luaVM) see(L *lua.LState, t *lua.LTable, readonly *lua.LTable) {
 func (vm *luaVM) rawset(L *lua.LState) int {
 	t := L.CheckTable(1)
 	if vm.readonly[t] {
-		L.RaiseError("Attempt to modify a readonly table")
+		luaReadonly(L)
 	}
 	t.RawSet(L.CheckAny(2), L.CheckAny(3))
 	L.Push(t)
@@ -319,12 +319,13 @@ func (vm *luaVM) refuseShared(fn lua.LValue) lua.LGFunction {
 	g := fn.(*lua.LFunction).GFunction
 	return func(L *lua.LState) int {
 		if t, ok := L.Get(1).(*lua.LTable); ok && vm.readonly[t] {
-			L.RaiseError("Attempt to modify a readonly table")
+			luaReadonly(L)
 		}
 		return g(L)
 	}
 }
 
+// luaReadonly raises Redis 7's error for a change to a shared table.
 func luaReadonly(L *lua.LState) int {
 	L.RaiseError("Attempt to modify a readonly table")
 	return 0
@@ -421,10 +422,7 @@ func newLuaVM() *luaVM {
 // as Redis 7 does, so that a script behaves alike on both kinds of node.
 func protectGlobals(L *lua.LState) {
 	mt := L.NewTable()
-	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Attempt to modify a readonly table")
-		return 0
-	}))
+	mt.RawSetString("__newindex", L.NewFunction(luaReadonly))
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckString(2))
 		return 0
@@ -571,9 +569,7 @@ func luaArgs(L *lua.LState) ([]string, string) {
 }
 
 func replyTable(L *lua.LState, field string) int {
-	t := L.CreateTable(0, 1)
-	t.RawSetString(field, lua.LString(L.CheckString(1)))
-	L.Push(t)
+	L.Push(fieldTable(L, field, L.CheckString(1)))
 	return 1
 }
 

@@ -23,9 +23,7 @@ func (c memCmd) check() error {
 	return backend.CheckArgs(&c.Cmd)
 }
 
-// memOp is one command running under the node's lock. Its steps name
-// keys as the command does; lookup, store, del and drop put them in the
-// command's database (memKey), so that no step can miss it.
+// memOp is one command running under the node's lock.
 type memOp struct {
 	m        *Memory
 	c        memCmd
@@ -57,51 +55,24 @@ func (s *memOp) exec() quorum.Reply {
 	return s.byBuild()
 }
 
-// lookup returns key's live entry.
-func (s *memOp) lookup(key string) (entry, bool) {
-	e, _, ok := s.m.lookup(memKey(s.c.DB, key), s.now)
-	return e, ok
-}
-
-// del deletes key, announcing nothing.
-func (s *memOp) del(key string) {
-	k := memKey(s.c.DB, key)
-	delete(s.m.keys, k)
-	s.m.dropHash(k)
-}
-
 // memRelease is a released key of database db.
 type memRelease struct {
 	db  int
 	key string
 }
 
-// dropPhys is drop of the node's key phys (memKey of a database and key),
-// in that database whatever c.DB is: a script may have selected another.
+// dropPhys deletes the node's key phys (memKey of a database and key),
+// whatever database c.DB names (a script may have selected another); with
+// notify, its release is announced, in its database, where waiters
+// marked it.
 func (s *memOp) dropPhys(phys string, notify bool) {
+	delete(s.m.keys, phys)
+	s.m.dropHash(phys)
+	if !notify {
+		return
+	}
 	db, key := memSplit(phys)
-	saved := s.c.DB
-	s.c.DB = db
-	s.drop(key, notify)
-	s.c.DB = saved
-}
-
-// drop deletes key; with notify, a marked key's release is announced.
-func (s *memOp) drop(key string, notify bool) {
-	s.del(key)
-	if notify {
-		s.announceMarked(key)
+	if _, _, marked := s.m.lookup(memKey(db, backend.WaitKey(key)), s.now); marked {
+		s.announce = append(s.announce, memRelease{db, key})
 	}
-}
-
-// announceMarked announces key's release where waiters marked it.
-func (s *memOp) announceMarked(key string) {
-	if s.marked(key) {
-		s.announce = append(s.announce, memRelease{s.c.DB, key})
-	}
-}
-
-func (s *memOp) marked(key string) bool {
-	_, ok := s.lookup(backend.WaitKey(key))
-	return ok
 }

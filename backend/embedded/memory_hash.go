@@ -136,13 +136,15 @@ func (m *Memory) dropHash(key string) {
 	}
 }
 
-// putHash stores h at key in place of any string there.
+// putHash stores h at key in place of any string there, and counts the
+// write as store does.
 func (m *Memory) putHash(key string, h *memHash) {
 	delete(m.keys, key)
 	if m.scripts.hashes == nil {
 		m.scripts.hashes = make(map[string]*memHash)
 	}
 	m.scripts.hashes[key] = h
+	m.wrote()
 }
 
 // sweepScripts drops expired hashes and undo records; store calls it with

@@ -60,7 +60,6 @@ func (r *luaRun) saveHash(key string, h *memHash) {
 		return
 	}
 	r.s.m.putHash(k, h)
-	r.s.m.wrote()
 }
 
 // setExpiry sets the expiry of the node's key k, a string or a hash.

@@ -68,7 +68,6 @@ func (s *memOp) restore(key string, st memState) {
 		s.dropPhys(key, true)
 	case st.hash != nil:
 		s.m.putHash(key, st.hash.clone())
-		s.m.wrote()
 	default:
 		s.m.store(key, st.str, st.expires)
 	}

@@ -77,12 +77,12 @@ func downgrade(v quorum.Value) quorum.Value {
 		}
 		return quorum.Value{Kind: quorum.ArrayValue, Elems: elems}
 	case quorum.BoolValue:
-		return quorum.Value{Kind: quorum.IntValue, Int: v.Int}
+		return intValue(v.Int)
 	case quorum.DoubleValue, quorum.BigNumValue:
-		return quorum.Value{Kind: quorum.BulkValue, Str: v.Str}
+		return bulkValue(v.Str)
 	case quorum.VerbatimValue:
 		_, text, _ := strings.Cut(v.Str, ":")
-		return quorum.Value{Kind: quorum.BulkValue, Str: text}
+		return bulkValue(text)
 	}
 	return v
 }
@@ -617,9 +617,9 @@ const luaMaxDepth = 64
 func (r *luaRun) toValue(lv lua.LValue, depth int) quorum.Value {
 	switch v := lv.(type) {
 	case lua.LString:
-		return quorum.Value{Kind: quorum.BulkValue, Str: string(v)}
+		return bulkValue(string(v))
 	case lua.LNumber:
-		return quorum.Value{Kind: quorum.IntValue, Int: int64(v)}
+		return intValue(int64(v))
 	case lua.LBool:
 		switch {
 		case r.resp3 && bool(v):
@@ -627,12 +627,12 @@ func (r *luaRun) toValue(lv lua.LValue, depth int) quorum.Value {
 		case r.resp3:
 			return quorum.Value{Kind: quorum.BoolValue}
 		case bool(v):
-			return quorum.Value{Kind: quorum.IntValue, Int: 1}
+			return intValue(1)
 		}
 	case *lua.LTable:
 		return r.tableToValue(v, depth)
 	}
-	return quorum.Value{Kind: quorum.NilValue}
+	return valueNil
 }
 
 func (r *luaRun) tableToValue(t *lua.LTable, depth int) quorum.Value {

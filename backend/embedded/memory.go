@@ -30,6 +30,9 @@ type Memory struct {
 	writes int // writes since the last sweep
 	closed bool
 	now    func() time.Time // time.Now; tests replace it
+	// expired are the keys (as clients name them) that expired since the
+	// last report, while changes are watched (see expire).
+	expired []string
 
 	scripts memScripts // hashes and undo records, under mu
 	// deadline is the one given to Do for the command running under mu
@@ -118,6 +121,9 @@ func (m *Memory) run(deadline time.Time, c memCmd) quorum.Reply {
 	before := m.snapshot(c)
 	rep := s.exec()
 	changed := m.changed(c, before)
+	if m.expired != nil {
+		changed = append(changed, m.takeExpired()...)
+	}
 	m.mu.Unlock()
 	m.tracking.report(changed)
 	for _, r := range s.announce {
@@ -139,16 +145,38 @@ func (m *Memory) lookup(key string, now time.Time) (e entry, h *memHash, ok bool
 		if now.Before(e.expires) {
 			return e, nil, true
 		}
-		delete(m.keys, key)
+		m.expire(key)
 		return entry{}, nil, false
 	}
 	if h := m.scripts.hashes[key]; h != nil {
 		if now.Before(h.expires) {
 			return entry{expires: h.expires}, h, true
 		}
-		delete(m.scripts.hashes, key)
+		m.expire(key)
 	}
 	return entry{}, nil, false
+}
+
+// expire drops node key nk (a string or a hash), which has expired, and
+// keeps it for the watchers of changed keys: a Redis server reports an
+// expiry whether a read, a write or its active expiry came upon it, and
+// so does this node (run and the expiry loop report what expire kept).
+// The caller holds m.mu.
+func (m *Memory) expire(nk string) {
+	delete(m.keys, nk)
+	delete(m.scripts.hashes, nk)
+	if m.tracking.on.Load() {
+		_, key := memSplit(nk)
+		m.expired = append(m.expired, key)
+	}
+}
+
+// takeExpired returns the keys expire kept and forgets them. The caller
+// holds m.mu.
+func (m *Memory) takeExpired() []string {
+	out := m.expired
+	m.expired = nil
+	return out
 }
 
 // store writes an entry and sweeps expired keys once enough writes have
@@ -168,10 +196,15 @@ func (m *Memory) wrote() {
 		return
 	}
 	m.writes = 0
-	now := m.now()
+	m.sweep(m.now())
+}
+
+// sweep drops every expired key, string or hash, and the expired undo
+// records. The caller holds m.mu.
+func (m *Memory) sweep(now time.Time) {
 	for k, e := range m.keys {
 		if !now.Before(e.expires) {
-			delete(m.keys, k)
+			m.expire(k)
 		}
 	}
 	m.sweepScripts(now)

@@ -147,12 +147,11 @@ func (m *Memory) putHash(key string, h *memHash) {
 	m.wrote()
 }
 
-// sweepScripts drops expired hashes and undo records; store calls it with
-// its own sweep.
+// sweepScripts drops expired hashes and undo records; sweep calls it.
 func (m *Memory) sweepScripts(now time.Time) {
 	for k, h := range m.scripts.hashes {
 		if !now.Before(h.expires) {
-			delete(m.scripts.hashes, k)
+			m.expire(k)
 		}
 	}
 	for k, r := range m.scripts.records {

@@ -76,21 +76,14 @@ func (m *Memory) expireLoop(stop, done chan struct{}) {
 	}
 }
 
-// dropExpired deletes the expired keys and returns them as clients name
-// them (without their database).
+// dropExpired deletes the expired keys, strings and hashes, and returns
+// them, with those that commands came upon expired since the last report,
+// as clients name them (without their database).
 func (m *Memory) dropExpired() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
-	var out []string
-	for k, e := range m.keys {
-		if !now.Before(e.expires) {
-			delete(m.keys, k)
-			_, key := memSplit(k)
-			out = append(out, key)
-		}
-	}
-	return out
+	m.sweep(m.now())
+	return m.takeExpired()
 }
 
 // memBefore is how the keys a command names were before it ran, to tell

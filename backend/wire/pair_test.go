@@ -118,10 +118,19 @@ func TestLinePairsRepliesOfOneRead(t *testing.T) {
 			t.Errorf("request %d: %+v, want :%d with its read time", i, res, i+1)
 		}
 	}
-	// The unasked :4 reset the first connection; a new one answers.
-	a := make(pairAnswer, 1)
-	l.Submit(&Request{Buf: resp.AppendCommand(nil, []string{"ping"})}, time.Now().Add(10*time.Second), a)
-	if res := awaitPair(t, a); res.err != nil || res.rep.Str != "PONG" {
-		t.Errorf("after the unasked reply: %+v, want PONG on a new connection", res)
+	// The unasked :4 reset the first connection; a new one answers (only
+	// the scripted first connection answers otherwise). A PING written
+	// before the line read the :4 goes out on the first connection and
+	// fails with it: it is sent again.
+	for try := 1; ; try++ {
+		a := make(pairAnswer, 1)
+		l.Submit(&Request{Buf: resp.AppendCommand(nil, []string{"ping"})}, time.Now().Add(10*time.Second), a)
+		res := awaitPair(t, a)
+		if res.err == nil && res.rep.Str == "PONG" {
+			break
+		}
+		if res.err == nil || try == 3 {
+			t.Fatalf("after the unasked reply: %+v (%v), want PONG on a new connection", res, res.err)
+		}
 	}
 }

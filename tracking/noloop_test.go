@@ -96,6 +96,14 @@ func waitTold(t *testing.T, c *client) [][]string {
 	return nil
 }
 
+// readThenWrite has c read key (tracked from then on) and then say that
+// its own write leaves value there.
+func readThenWrite(tb *tracking.Table, c *client, key, value string) {
+	tb.Begin(c, []string{key})
+	tb.End(c, []string{key})
+	tb.Own(c, 0, []string{key}, []string{value}, false)
+}
+
 func set(key, value string) quorum.Cmd {
 	return quorum.Cmd{Kind: quorum.Set, Key: key, Token: value, TTL: time.Minute}
 }
@@ -108,9 +116,7 @@ func set(key, value string) quorum.Cmd {
 func TestTableNoLoopDefault(t *testing.T) {
 	tb, ns := noLoopTable(t)
 	c := &client{}
-	tb.Begin(c, []string{"k"})
-	tb.End(c, []string{"k"})
-	tb.Own(c, 0, []string{"k"}, []string{"mine"}, false)
+	readThenWrite(tb, c, "k", "mine")
 	on(t, set("k", "mine"), ns...)
 	for _, n := range ns {
 		n.waitLook(t, "k")
@@ -132,9 +138,7 @@ func TestTableNoLoopDefault(t *testing.T) {
 	}
 
 	// After a read of its own, a client is told of every report.
-	tb.Begin(c, []string{"k"})
-	tb.End(c, []string{"k"})
-	tb.Own(c, 0, []string{"k"}, []string{"mine"}, false)
+	readThenWrite(tb, c, "k", "mine")
 	tb.Disown(c, []string{"k"})
 	on(t, set("k", "mine"), ns[2])
 	if got := waitTold(t, c); !equal(got, [][]string{{"k"}}) {
@@ -142,9 +146,7 @@ func TestTableNoLoopDefault(t *testing.T) {
 	}
 
 	// A look that fails tells.
-	tb.Begin(c, []string{"k"})
-	tb.End(c, []string{"k"})
-	tb.Own(c, 0, []string{"k"}, []string{"mine"}, false)
+	readThenWrite(tb, c, "k", "mine")
 	ns[1].fail.Store(true)
 	on(t, set("k", "mine"), ns[1])
 	ns[1].waitLook(t, "k")
@@ -159,9 +161,7 @@ func TestTableNoLoopDefault(t *testing.T) {
 func TestTableNoLoopExpiry(t *testing.T) {
 	tb, ns := noLoopTable(t)
 	c := &client{}
-	tb.Begin(c, []string{"lk"})
-	tb.End(c, []string{"lk"})
-	tb.Own(c, 0, []string{"lk"}, []string{"mine"}, false)
+	readThenWrite(tb, c, "lk", "mine")
 	cmd := set("lk", "mine")
 	cmd.TTL = 30 * time.Millisecond
 	on(t, cmd, ns[0])

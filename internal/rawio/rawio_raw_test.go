@@ -16,7 +16,7 @@ import (
 
 // pair returns the two ends of a loopback TCP connection, the first
 // wrapped.
-func pair(t *testing.T) (*Conn, net.Conn) {
+func pair(t testing.TB) (*Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -238,27 +238,7 @@ func TestNoAllocations(t *testing.T) {
 // on a loopback connection: the raw calls' own cost beside a plain
 // net.Conn's on the other end.
 func BenchmarkWriteRead(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	peer := <-accepted
-	if peer == nil {
-		b.Fatal("accept failed")
-	}
-	c := Wrap(d).(*Conn)
-	defer c.Close()
-	defer peer.Close()
+	c, peer := pair(b)
 	msg := []byte("+OK\r\n")
 	buf := make([]byte, 64)
 	b.ReportAllocs()

@@ -233,12 +233,14 @@ func (c *call) ms(d time.Duration) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// msOrZero is ms, with "0" for no duration (no wait mark).
-func (c *call) msOrZero(d time.Duration) string {
+// msOrZero is d in whole milliseconds, rounded up, with "0" for no
+// duration (no wait mark, no limit).
+func msOrZero(d time.Duration) string {
 	if d <= 0 {
 		return "0"
 	}
-	return c.ms(d)
+	n, _ := ceilMillis(d)
+	return strconv.FormatInt(n, 10)
 }
 
 var (

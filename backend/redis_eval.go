@@ -235,7 +235,7 @@ func (c *call) buildEval(cmd quorum.Cmd, channel string) error {
 		return errNoKeys
 	}
 	c.marked = &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark,
-		ttl: c.ms(cmd.TTL), limit: limitMillis(cmd.Limit), max: limitMillis(cmd.Max), channel: channel}
+		ttl: c.ms(cmd.TTL), limit: msOrZero(cmd.Limit), max: msOrZero(cmd.Max), channel: channel}
 	c.read = readMarked
 	c.req.Buf, c.req.Skip = c.marked.step(c.s, false), 4
 	return c.err
@@ -257,14 +257,6 @@ func (c *call) buildForgetEval(cmd quorum.Cmd) error {
 	}
 	c.command(readYes, "del", cmd.Mark)
 	return c.err
-}
-
-func limitMillis(d time.Duration) string {
-	if d <= 0 {
-		return "0"
-	}
-	n, _ := ceilMillis(d)
-	return strconv.FormatInt(n, 10)
 }
 
 // markedEval is what a marked script's step is built from, kept to build

@@ -30,9 +30,6 @@ return px`)
 // when absent, negative when it has no expiry; OK when present).
 func (c *call) buildHorizon(cmd quorum.Cmd) error {
 	if cmd.Kind == quorum.RaiseHorizon {
-		if cmd.TTL <= 0 {
-			return ErrInvalidTTL
-		}
 		c.script(raiseHorizonScript, readHorizonTTL, []string{cmd.Key}, c.ms(cmd.TTL))
 	} else {
 		c.command(readHorizonTTL, "pttl", cmd.Key)

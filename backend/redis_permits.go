@@ -90,7 +90,7 @@ func (c *call) buildPermits(cmd quorum.Cmd, channel string) error {
 			return errBadPermit
 		}
 		c.nkeys = int32(cmd.N)
-		c.script(readPermitsScript, readPermits, []string{k, WaitKey(k)}, quorum.PermitSlotPrefix(k), strconv.FormatInt(cmd.N, 10), c.msOrZero(cmd.Add))
+		c.script(readPermitsScript, readPermits, []string{k, WaitKey(k)}, quorum.PermitSlotPrefix(k), strconv.FormatInt(cmd.N, 10), msOrZero(cmd.Add))
 		return c.err
 	}
 	n, slot, ok := quorum.ParsePermitToken(cmd.Token)
@@ -100,7 +100,7 @@ func (c *call) buildPermits(cmd quorum.Cmd, channel string) error {
 	sk, marker := quorum.PermitSlotKey(k, slot), quorum.PermitsMarker(n)
 	switch cmd.Kind {
 	case quorum.AcquirePermit:
-		c.script(acquirePermitScript, readPermitGrant, []string{k, sk, WaitKey(k)}, cmd.Token, marker, c.ms(cmd.TTL), c.msOrZero(cmd.Add), quorum.PermitsMarkerPrefix)
+		c.script(acquirePermitScript, readPermitGrant, []string{k, sk, WaitKey(k)}, cmd.Token, marker, c.ms(cmd.TTL), msOrZero(cmd.Add), quorum.PermitsMarkerPrefix)
 	case quorum.ExtendPermit:
 		c.script(extendPermitScript, readYes, []string{k, sk}, cmd.Token, c.ms(cmd.TTL), marker)
 	case quorum.ReleasePermit:

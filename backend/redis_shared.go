@@ -94,7 +94,7 @@ func (c *call) buildShared(cmd quorum.Cmd, channel string) error {
 	switch cmd.Kind {
 	case quorum.AcquireShared:
 		c.script(acquireSharedScript, readYes, []string{k, rk, quorum.WriterKey(k), WaitKey(k)},
-			cmd.Token, c.ms(cmd.TTL), quorum.SharedMarker, c.msOrZero(cmd.Add))
+			cmd.Token, c.ms(cmd.TTL), quorum.SharedMarker, msOrZero(cmd.Add))
 	case quorum.ExtendShared:
 		c.script(extendSharedScript, readYes, []string{k, rk}, cmd.Token, c.ms(cmd.TTL), quorum.SharedMarker)
 	case quorum.ReleaseShared:

@@ -164,16 +164,22 @@ func readDone(_ *call, rep wire.Reply) (quorum.Reply, error) {
 // without an expiry (set behind the proxy's back) reports -1ms, as PTTL's
 // -1 does.
 func readGet(_ *call, rep wire.Reply) (quorum.Reply, error) {
+	v, ms, ok, err := pairReply(rep)
+	return quorum.Reply{OK: ok, Token: v, TTL: time.Duration(ms) * time.Millisecond}, err
+}
+
+// pairReply reads a script's {string, integer}; ok is false for its false
+// (a null).
+func pairReply(rep wire.Reply) (s string, n int64, ok bool, err error) {
 	if rep.Null {
-		return quorum.Reply{}, nil
+		return "", 0, false, nil
 	}
 	if rep.Kind == '*' && len(rep.Elems) == 2 {
-		v, p := rep.Elems[0], rep.Elems[1]
-		if v.Kind == '$' && !v.Null && p.Kind == ':' {
-			return quorum.Reply{OK: true, Token: v.Str, TTL: time.Duration(p.Num) * time.Millisecond}, nil
+		if v, isBulk := rep.Elems[0].Bulk(); isBulk && rep.Elems[1].Kind == ':' {
+			return v, rep.Elems[1].Num, true, nil
 		}
 	}
-	return quorum.Reply{}, fmt.Errorf("unexpected script reply %+v", rep)
+	return "", 0, false, fmt.Errorf("unexpected script reply %+v", rep)
 }
 
 // readAddedTTL: the new ttl in ms, or -1 when not held.
@@ -203,16 +209,8 @@ func readEach(c *call, rep wire.Reply) (quorum.Reply, error) {
 
 // readHold: false when no hold is held for the round, else {token, holds}.
 func readHold(_ *call, rep wire.Reply) (quorum.Reply, error) {
-	if rep.Null {
-		return quorum.Reply{}, nil
-	}
-	if rep.Kind == '*' && len(rep.Elems) == 2 {
-		t, n := rep.Elems[0], rep.Elems[1]
-		if t.Kind == '$' && !t.Null && n.Kind == ':' {
-			return quorum.Reply{OK: true, Token: t.Str, N: n.Num}, nil
-		}
-	}
-	return quorum.Reply{}, fmt.Errorf("unexpected script reply %+v", rep)
+	t, n, ok, err := pairReply(rep)
+	return quorum.Reply{OK: ok, Token: t, N: n}, err
 }
 
 // readUnhold: the holds left, or -1 when the key does not hold the token.

@@ -129,12 +129,10 @@ func readPermits(c *call, rep wire.Reply) (quorum.Reply, error) {
 		return quorum.Reply{}, fmt.Errorf("unexpected script reply %+v", rep)
 	}
 	out := quorum.Reply{OK: true, Value: &quorum.Value{Kind: quorum.ArrayValue, Elems: make([]quorum.Value, c.nkeys)}}
-	if v := rep.Elems[0]; v.Kind == '$' && !v.Null {
-		out.Token = v.Str
-	}
+	out.Token, _ = rep.Elems[0].Bulk()
 	for i, e := range rep.Elems[1].Elems {
-		if e.Kind == '$' && !e.Null {
-			out.Value.Elems[i] = quorum.Value{Kind: quorum.BulkValue, Str: e.Str}
+		if s, ok := e.Bulk(); ok {
+			out.Value.Elems[i] = quorum.Value{Kind: quorum.BulkValue, Str: s}
 		}
 	}
 	return out, nil

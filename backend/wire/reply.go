@@ -218,3 +218,11 @@ func (r Reply) Err() error {
 	}
 	return nil
 }
+
+// Bulk is the reply's string, when it is a bulk string that is not null.
+func (r Reply) Bulk() (string, bool) {
+	if r.Kind == '$' && !r.Null {
+		return r.Str, true
+	}
+	return "", false
+}

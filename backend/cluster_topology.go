@@ -125,15 +125,12 @@ func (cl *Cluster) askSlots(addr string) ([]slotRange, error) {
 	h := cl.topologyConn(addr)
 	ctx, cancel := context.WithTimeout(cl.ctx, h.cfg.Timeout)
 	defer cancel()
-	rep, err := h.do(ctx, "cluster", "nodes")
+	text, err := h.text(ctx, "cluster", "nodes")
 	if err != nil {
 		return nil, err
 	}
-	if rep.Kind != '$' {
-		return nil, unexpected(rep)
-	}
 	host, _, _ := net.SplitHostPort(addr)
-	return parseNodes(rep.Str, host)
+	return parseNodes(text, host)
 }
 
 // topologyConn is the connection that CLUSTER NODES is asked on: the

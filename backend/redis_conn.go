@@ -49,6 +49,16 @@ func (h *healthConn) do(ctx context.Context, args ...string) (wire.Reply, error)
 	return rep, rep.Err()
 }
 
+// text is do for a command that answers a bulk string (INFO, CLUSTER
+// NODES).
+func (h *healthConn) text(ctx context.Context, args ...string) (string, error) {
+	rep, err := h.do(ctx, args...)
+	if err == nil && rep.Kind != '$' {
+		return "", unexpected(rep)
+	}
+	return rep.Str, err
+}
+
 func (h *healthConn) connect(ctx context.Context) (*wire.Conn, error) {
 	h.mu.Lock()
 	c, closed := h.cur, h.closed

@@ -183,10 +183,7 @@ func (w *redisWatch) monitorLoop() {
 func (w *redisWatch) probe() quorum.ServerInfo {
 	ctx, cancel := context.WithTimeout(w.ctx, max(w.interval, time.Second))
 	defer cancel()
-	text, err := w.info(ctx, "info", "server", "replication")
-	if isServerError(err) { // a server older than 7.0 takes one section only
-		text, err = w.info(ctx, "info")
-	}
+	text, err := readInfo(func(args ...string) (string, error) { return w.info(ctx, args...) })
 	if err != nil {
 		return quorum.ServerInfo{Err: err}
 	}
@@ -195,14 +192,21 @@ func (w *redisWatch) probe() quorum.ServerInfo {
 
 // info runs one INFO command over the health connection.
 func (w *redisWatch) info(ctx context.Context, args ...string) (string, error) {
-	rep, err := w.health.do(ctx, args...)
-	if err == nil && rep.Kind != '$' {
-		err = unexpected(rep)
-	}
+	text, err := w.health.text(ctx, args...)
 	if err != nil {
 		return "", wrap(ctx, "INFO", err)
 	}
-	return rep.Str, nil
+	return text, nil
+}
+
+// readInfo reads the server's INFO text through run: INFO server
+// replication, or INFO alone from a server older than 7.0, which takes one
+// section only.
+func readInfo(run func(args ...string) (string, error)) (string, error) {
+	if text, err := run("info", "server", "replication"); !isServerError(err) {
+		return text, err
+	}
+	return run("info")
 }
 
 func isServerError(err error) bool {
@@ -245,15 +249,13 @@ func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
 		_ = nc.SetDeadline(dl)
 		defer nc.SetDeadline(time.Time{})
 	}
-	reps, err := wire.RoundTrip(nc, []string{"info", "server", "replication"})
-	if err == nil && reps[0].Err() != nil { // a server older than 7.0 takes one section only
-		reps, err = wire.RoundTrip(nc, []string{"info"})
-	}
-	var text string
-	if err == nil {
-		text, err = reps[0].Str, reps[0].Err()
-	}
-	return w.lookedAt(text, err)
+	return w.lookedAt(readInfo(func(args ...string) (string, error) {
+		reps, err := wire.RoundTrip(nc, args)
+		if err != nil {
+			return "", err
+		}
+		return reps[0].Str, reps[0].Err()
+	}))
 }
 
 // lookedAt reports a look taken on a new connection. Only a broken

@@ -178,19 +178,24 @@ func (cl *Cluster) nodeLocked(addr string) *Redis {
 	if n := cl.nodes[addr]; n != nil {
 		return n
 	}
-	o := *cl.base
-	o.Addr = addr
-	if o.TLSConfig != nil {
-		// The URL's host names the certificate: a cluster's masters
-		// share one, as they share the credentials.
-		o.TLSConfig = o.TLSConfig.Clone()
-	}
 	opts := cl.opts
 	opts.Name = cl.name + "/" + addr
-	n := newRedisFrom(&o, opts)
+	n := newRedisFrom(cl.optionsAt(addr), opts)
 	cl.nodes[addr] = n
 	if cl.watcher != nil {
 		cl.watchNodeLocked(addr, n)
 	}
 	return n
+}
+
+// optionsAt is how the server at addr is reached: the URL's credentials
+// and TLS, whose host names the certificate (a cluster's servers share
+// one, as they share the credentials).
+func (cl *Cluster) optionsAt(addr string) *redis.Options {
+	o := *cl.base
+	o.Addr = addr
+	if o.TLSConfig != nil {
+		o.TLSConfig = o.TLSConfig.Clone()
+	}
+	return &o
 }

@@ -93,7 +93,7 @@ type clusterCall struct {
 func (cc *clusterCall) send() {
 	t := cc.cl.topo.Load()
 	if t == nil || t.slots[cc.slot] == nil {
-		cc.afterRefresh(cc.cl.startRefresh(), cc.sendKnown)
+		cc.afterRefresh(cc.sendKnown)
 		return
 	}
 	cc.sh = t.slots[cc.slot]
@@ -111,8 +111,10 @@ func (cc *clusterCall) sendKnown() {
 	cc.send()
 }
 
-// afterRefresh runs next once run ends, or fails the call at its deadline.
-func (cc *clusterCall) afterRefresh(run *refreshRun, next func()) {
+// afterRefresh starts a read of the topology (or joins the one on its
+// way) and runs next once it ends, or fails the call at its deadline.
+func (cc *clusterCall) afterRefresh(next func()) {
+	run := cc.cl.startRefresh()
 	go func() {
 		t := time.NewTimer(time.Until(cc.deadline))
 		defer t.Stop()
@@ -169,7 +171,7 @@ func (cc *clusterCall) redirect(se ServerError) bool {
 		cc.send()
 		return true
 	}
-	cc.afterRefresh(cc.cl.startRefresh(), cc.send)
+	cc.afterRefresh(cc.send)
 	return true
 }
 
@@ -179,7 +181,7 @@ func (cc *clusterCall) redirect(se ServerError) bool {
 func (cc *clusterCall) ask(addr string) bool {
 	sh := cc.cl.shardAt(addr)
 	if sh == nil {
-		cc.afterRefresh(cc.cl.startRefresh(), cc.send)
+		cc.afterRefresh(cc.send)
 		return true
 	}
 	cc.sh = sh
@@ -241,7 +243,7 @@ func (cl *Cluster) everyShard(deadline time.Time, cmd quorum.Cmd, rcv quorum.Rec
 	t := cl.topo.Load()
 	if t == nil || len(t.shards) == 0 {
 		cc := &clusterCall{cl: cl, deadline: deadline, rcv: rcv}
-		cc.afterRefresh(cl.startRefresh(), func() {
+		cc.afterRefresh(func() {
 			if cl.topo.Load() == nil {
 				cc.fail(errNoTopology)
 				return

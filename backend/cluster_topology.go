@@ -147,9 +147,7 @@ func (cl *Cluster) topologyConn(addr string) *healthConn {
 		if cl.asked != nil {
 			cl.asked.h.close()
 		}
-		o := *cl.base
-		o.Addr = addr
-		cl.asked = &seedConn{addr: addr, h: healthConn{cfg: nodeConfig(&o, cl.opts, nil)}}
+		cl.asked = &seedConn{addr: addr, h: healthConn{cfg: nodeConfig(cl.optionsAt(addr), cl.opts, nil)}}
 	}
 	return &cl.asked.h
 }

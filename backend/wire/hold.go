@@ -20,10 +20,7 @@ func (m *Mux) Release() {
 		wake := len(l.queue) > 0
 		l.mu.Unlock()
 		if wake {
-			select {
-			case l.wake <- struct{}{}:
-			default:
-			}
+			poke(l.wake)
 		}
 	}
 }

@@ -134,6 +134,14 @@ func (c *Config) graceFor(deadline, now time.Time) time.Duration {
 	return max(deadline.Sub(now), minStaleGrace)
 }
 
+// failUnsent fails r, still queued, with err, unless its caller gave up
+// on it first: either way it is never sent.
+func (r *Request) failUnsent(err error) {
+	if r.state.CompareAndSwap(stQueued, stSent) {
+		r.finish(Reply{}, err)
+	}
+}
+
 // finish delivers the request's outcome; the first delivery wins.
 func (r *Request) finish(rep Reply, err error) { r.finishAt(rep, time.Time{}, err) }
 
@@ -214,12 +222,18 @@ func (l *Line) enqueue(r *Request) bool {
 	l.watch(l, r)
 	l.mu.Unlock()
 	if first {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
+		poke(l.wake)
 	}
 	return true
+}
+
+// poke wakes the goroutine that waits on ch (buffered 1) without ever
+// blocking: a wake already pending covers this one.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // yieldBelow is the queue length under which the writer yields once
@@ -296,9 +310,7 @@ func (l *Line) send(batch []*Request, out []byte) []byte {
 	}
 	if err != nil {
 		for _, r := range batch {
-			if r.state.CompareAndSwap(stQueued, stSent) {
-				r.finish(Reply{}, err)
-			}
+			r.failUnsent(err)
 		}
 		return out
 	}
@@ -309,9 +321,7 @@ func (l *Line) send(batch []*Request, out []byte) []byte {
 		// would only give the write a deadline in the past, and its
 		// failure would reset the connection under everyone else.
 		if !now.Before(r.deadline) {
-			if r.state.CompareAndSwap(stQueued, stSent) {
-				r.finish(Reply{}, errExpired)
-			}
+			r.failUnsent(errExpired)
 			continue
 		}
 		if r.state.CompareAndSwap(stQueued, stSent) {
@@ -329,16 +339,22 @@ func (l *Line) send(batch []*Request, out []byte) []byte {
 		w.fresh = false
 		out, live = l.preload(out, live)
 	}
-	if !l.track(w, live) {
-		return out
-	}
 	// The write gets until the last caller gives up; a server that does
 	// not take the bytes by then is stalled, and the connection is reset.
-	_ = w.nc.SetWriteDeadline(last)
+	l.write(w, live, out, last)
+	return out
+}
+
+// write sends out, the bytes of reqs, on w with the write deadline dl,
+// once they are tracked; a failed write resets w.
+func (l *Line) write(w *wire, reqs []*Request, out []byte, dl time.Time) {
+	if !l.track(w, reqs) {
+		return
+	}
+	_ = w.nc.SetWriteDeadline(dl)
 	if _, err := w.nc.Write(out); err != nil {
 		l.reset(w, err)
 	}
-	return out
 }
 
 // preload puts the preload commands in front of a new connection's first
@@ -360,10 +376,7 @@ func (l *Line) preload(out []byte, live []*Request) ([]byte, []*Request) {
 // any command; see warm.
 func (m *Mux) WarmUp() {
 	for _, l := range m.lines {
-		select {
-		case l.warmReq <- struct{}{}:
-		default:
-		}
+		poke(l.warmReq)
 	}
 }
 
@@ -381,13 +394,7 @@ func (l *Line) warm() {
 	anchor := &Request{deadline: dl, grace: minStaleGrace}
 	out, pre := l.preload(nil, []*Request{anchor})
 	pre = pre[:len(pre)-1] // the anchor only lends its deadline
-	if !l.track(w, pre) {
-		return
-	}
-	_ = w.nc.SetWriteDeadline(dl)
-	if _, err := w.nc.Write(out); err != nil {
-		l.reset(w, err)
-	}
+	l.write(w, pre, out, dl)
 }
 
 // ignore is the answerer of a request whose reply nobody reads.
@@ -512,23 +519,13 @@ func RoundTrip(nc net.Conn, cmds ...[]string) ([]Reply, error) {
 	if _, err := nc.Write(out); err != nil {
 		return nil, err
 	}
-	reps := make([]Reply, 0, len(cmds))
-	var buf []byte
-	tmp := make([]byte, 4096)
-	for len(reps) < len(cmds) {
-		rep, used, err := ParseReply(buf)
-		if err != nil {
+	c := &Conn{NC: nc}
+	reps := make([]Reply, len(cmds))
+	for i := range reps {
+		var err error
+		if reps[i], err = c.Read(); err != nil {
 			return nil, err
 		}
-		if used > 0 {
-			reps, buf = append(reps, rep), buf[used:]
-			continue
-		}
-		k, err := nc.Read(tmp)
-		if err != nil {
-			return nil, err
-		}
-		buf = append(buf, tmp[:k]...)
 	}
 	return reps, nil
 }
@@ -738,9 +735,7 @@ func (l *Line) shutdown() {
 	l.stopSweeper()
 	l.mu.Unlock()
 	for _, r := range queue {
-		if r.state.CompareAndSwap(stQueued, stSent) {
-			r.finish(Reply{}, ErrClosed)
-		}
+		r.failUnsent(ErrClosed)
 	}
 	if w != nil {
 		l.reset(w, ErrClosed)

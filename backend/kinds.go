@@ -22,12 +22,14 @@ type kind struct {
 	build  func(c *call, cmd quorum.Cmd, channel string) error
 }
 
-// memNeed says which of a command's durations must be positive.
+// memNeed says which of a command's durations must be positive (a wait
+// mark: not negative).
 type memNeed uint8
 
 const (
 	memNeedTTL memNeed = 1 << iota
 	memNeedAddLimit
+	memNeedMark // Add, a wait mark
 )
 
 // kinds is the one table of command kinds. Every quorum.CmdKind has a
@@ -35,7 +37,7 @@ const (
 // step of its own for runs there as on a Redis node: the same command or
 // script (Build), through the engine's script interpreter.
 var kinds = [...]kind{
-	quorum.SetNX:            {name: "SetNX", op: "SET NX", need: memNeedTTL, build: buildSetNX},
+	quorum.SetNX:            {name: "SetNX", op: "SET NX", need: memNeedTTL | memNeedMark, build: buildSetNX},
 	quorum.Set:              {name: "Set", op: "SET", need: memNeedTTL, build: buildSet},
 	quorum.CompareAndDelete: {name: "CompareAndDelete", op: "compare-and-delete", build: buildCompareAndDelete},
 	quorum.CompareAndExtend: {name: "CompareAndExtend", op: "compare-and-extend", need: memNeedTTL, build: buildCompareAndExtend},
@@ -133,7 +135,7 @@ func (row kind) checkArgs(cmd *quorum.Cmd) error {
 	switch {
 	case row.need&memNeedTTL != 0 && cmd.TTL <= 0,
 		row.need&memNeedAddLimit != 0 && (cmd.Add <= 0 || cmd.Limit <= 0),
-		cmd.Kind == quorum.SetNX && cmd.Add < 0:
+		row.need&memNeedMark != 0 && cmd.Add < 0:
 		return ErrInvalidTTL
 	}
 	return nil

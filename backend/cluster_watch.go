@@ -1,10 +1,6 @@
 package backend
 
-import (
-	"time"
-
-	"github.com/redlockd/redlockd/quorum"
-)
+import "github.com/redlockd/redlockd/quorum"
 
 // Watch implements quorum.Node. The topology is read now and every health
 // interval; every master's node looks at its server as a single node
@@ -86,19 +82,12 @@ func (cl *Cluster) report() {
 // refreshLoop reads the topology now and then every interval.
 func (cl *Cluster) refreshLoop() {
 	defer cl.wg.Done()
-	t := time.NewTicker(orDefault(cl.opts.HealthInterval, defaultHealthInterval))
-	defer t.Stop()
-	for {
-		run := cl.startRefresh()
+	tick(cl.ctx, orDefault(cl.opts.HealthInterval, defaultHealthInterval), func() bool {
 		select {
-		case <-run.done:
+		case <-cl.startRefresh().done:
+			return true
 		case <-cl.ctx.Done():
-			return
+			return false
 		}
-		select {
-		case <-t.C:
-		case <-cl.ctx.Done():
-			return
-		}
-	}
+	})
 }

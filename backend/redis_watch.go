@@ -148,14 +148,16 @@ func (w *redisWatch) stop() {
 	w.wg.Wait()
 }
 
-func (w *redisWatch) watchers() ([]func(int, string), []func(quorum.ServerInfo)) {
+// watchers are the watchers of releases, of the server and of changed
+// keys, as they stand.
+func (w *redisWatch) watchers() ([]func(int, string), []func(quorum.ServerInfo), []func([]string)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.releases, w.servers
+	return w.releases, w.servers, w.invalids
 }
 
 func (w *redisWatch) report(in quorum.ServerInfo) {
-	_, fns := w.watchers()
+	_, fns, _ := w.watchers()
 	for _, fn := range fns {
 		fn(in)
 	}
@@ -164,16 +166,24 @@ func (w *redisWatch) report(in quorum.ServerInfo) {
 // monitorLoop looks at the server now and then every interval.
 func (w *redisWatch) monitorLoop() {
 	defer w.wg.Done()
-	t := time.NewTicker(w.interval)
-	defer t.Stop()
-	for {
+	tick(w.ctx, w.interval, func() bool {
 		in := w.probe()
 		if w.ctx.Err() != nil {
-			return // a look cut short by Close says nothing about the server
+			return false // a look cut short by Close says nothing about the server
 		}
 		w.report(in)
+		return true
+	})
+}
+
+// tick runs fn now and then every interval, until ctx ends or fn returns
+// false.
+func tick(ctx context.Context, interval time.Duration, fn func() bool) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for fn() {
 		select {
-		case <-w.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -242,7 +252,7 @@ func parseServerInfo(text string) quorum.ServerInfo {
 // commands, before the connection carries any: a restarted server is known
 // to the Cluster before it can vote.
 func (w *redisWatch) onConnect(ctx context.Context, nc net.Conn) error {
-	if _, fns := w.watchers(); len(fns) == 0 {
+	if _, fns, _ := w.watchers(); len(fns) == 0 {
 		return nil
 	}
 	if dl, ok := ctx.Deadline(); ok {
@@ -366,10 +376,7 @@ const invalidateChannel = "__redis__:invalidate"
 // invalidateChannel, in order with the subscription's other messages. A
 // server that refuses it (older than 6.0, or an ACL) reports nothing.
 func (w *redisWatch) track(c *wire.Conn) reportsMode {
-	w.mu.Lock()
-	want := len(w.invalids) > 0
-	w.mu.Unlock()
-	if !want {
+	if _, _, fns := w.watchers(); len(fns) == 0 {
 		return reportsOff
 	}
 	_ = c.NC.SetReadDeadline(time.Now().Add(w.interval))
@@ -393,9 +400,7 @@ func (w *redisWatch) track(c *wire.Conn) reportsMode {
 // invalidated tells the watchers of changed keys (nil: anything may have
 // changed).
 func (w *redisWatch) invalidated(keys []string) {
-	w.mu.Lock()
-	fns := w.invalids
-	w.mu.Unlock()
+	_, _, fns := w.watchers()
 	for _, fn := range fns {
 		fn(keys)
 	}
@@ -472,7 +477,7 @@ func isTimeout(err error) bool {
 }
 
 func (w *redisWatch) deliver(db int, key string) {
-	fns, _ := w.watchers()
+	fns, _, _ := w.watchers()
 	for _, fn := range fns {
 		fn(db, key)
 	}

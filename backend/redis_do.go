@@ -198,11 +198,7 @@ func (c *call) setNXPX(key, token string, ttl time.Duration) {
 // into its request at once.
 func (c *call) script(s *Script, read readFn, keys []string, args ...string) {
 	c.s, c.read = s, read
-	var buf [12]string
-	argv := append(buf[:0], "evalsha", s.sha, strconv.Itoa(len(keys)))
-	argv = append(argv, keys...)
-	argv = append(argv, args...)
-	c.req.Buf = resp.AppendCommand(c.req.Small[:0], argv)
+	c.req.Buf = appendScript(c.req.Small[:0], s, false, keys, args...)
 }
 
 // evalPrefix is how an encoded EVALSHA begins after its array header: the

@@ -279,13 +279,13 @@ func (m *markedEval) step(user *Script, eval bool) []byte {
 	return resp.AppendCommand(buf, []string{"exec"})
 }
 
-// appendScript appends EVALSHA (or, with eval, EVAL) of s.
+// appendScript appends EVALSHA (or, with eval, EVAL) of s over keys and
+// then args; a short one builds its arguments on the stack.
 func appendScript(buf []byte, s *Script, eval bool, keys []string, args ...string) []byte {
-	argv := make([]string, 0, 3+len(keys)+len(args))
+	var short [12]string
+	argv := append(short[:0], "evalsha", s.sha)
 	if eval {
-		argv = append(argv, "eval", s.src)
-	} else {
-		argv = append(argv, "evalsha", s.sha)
+		argv = append(short[:0], "eval", s.src)
 	}
 	argv = append(append(append(argv, strconv.Itoa(len(keys))), keys...), args...)
 	return resp.AppendCommand(buf, argv)

@@ -69,8 +69,6 @@ func (h *healthConn) connect(ctx context.Context) (*wire.Conn, error) {
 	case c != nil:
 		return c, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
-	defer cancel()
 	nc, err := h.cfg.Open(ctx)
 	if err != nil {
 		return nil, err

@@ -300,9 +300,7 @@ func (w *redisWatch) subscribeLoop() {
 // connection (no message, no pong for three intervals) counts as failed:
 // a half-open TCP connection would otherwise be waited on forever.
 func (w *redisWatch) subscribe() {
-	ctx, cancel := context.WithTimeout(w.ctx, w.subCfg.Timeout)
-	nc, err := w.subCfg.Open(ctx)
-	cancel()
+	nc, err := w.subCfg.Open(w.ctx)
 	if err != nil {
 		return
 	}

@@ -38,7 +38,7 @@ type Config struct {
 	// selects the db on it.
 	Dial      func(ctx context.Context) (net.Conn, error)
 	Handshake [][]string
-	Timeout   time.Duration // dial plus handshake
+	Timeout   time.Duration // bounds Open: dial, handshake, Connected
 	// Grace is a written request's whole budget (see Request.grace); zero:
 	// the time left to its deadline when written.
 	Grace time.Duration
@@ -450,9 +450,7 @@ func (l *Line) connect() (*wire, error) {
 	if w != nil {
 		return w, nil
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Timeout)
-	defer cancel()
-	nc, err := l.cfg.Open(ctx)
+	nc, err := l.cfg.Open(l.ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -471,9 +469,12 @@ func (l *Line) connect() (*wire, error) {
 }
 
 // Open dials a connection, runs the handshake (AUTH, SELECT) on it and
-// then the connected hook, before any request can be queued behind it.
-// Every connection of a node, whatever it carries, is opened here.
+// then the connected hook, before any request can be queued behind it,
+// all within cfg.Timeout. Every connection of a node, whatever it
+// carries, is opened here.
 func (cfg *Config) Open(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
 	nc, err := cfg.Dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("backend: dial: %w", err)

@@ -269,6 +269,22 @@ func TestRueidisNoLoop(t *testing.T) {
 		if v, err := r.ToString(); err != nil || v != "tok-1" || !r.IsCacheHit() {
 			t.Fatalf("cached GET after its own SET = %q, %v (hit %v): told of its own write", v, err, r.IsCacheHit())
 		}
+		// Its own write in a transaction (run on the backends as one
+		// script): left out too.
+		for i, r := range a.DoMulti(ctx, a.B().Multi().Build(),
+			a.B().Set().Key(key).Value("tok-4").PxMilliseconds(60000).Build(), a.B().Exec().Build()) {
+			if err := r.Error(); err != nil {
+				t.Fatalf("own MULTI … EXEC, reply %d: %v", i, err)
+			}
+		}
+		for range len(tg.backends) {
+			seen.waitFor(t, ctx, key)
+		}
+		time.Sleep(300 * time.Millisecond)
+		r = a.DoCache(ctx, get(), time.Minute)
+		if v, err := r.ToString(); err != nil || v != "tok-1" || !r.IsCacheHit() {
+			t.Fatalf("cached GET after its own MULTI … EXEC = %q, %v (hit %v): told of its own write", v, err, r.IsCacheHit())
+		}
 		// Read afresh (as the client does after any invalidation), then
 		// changed through the other side: told.
 		if err := a.Do(ctx, a.B().Get().Key(key).Build()).Error(); err != nil {

@@ -165,7 +165,6 @@ func (t *Table) evictLocked() map[Client][]string {
 		for c := range t.byKey[k] {
 			told[c] = append(told[c], k)
 			t.drop(k, c)
-			delete(t.keysOf[c], k)
 		}
 	}
 	return told
@@ -275,7 +274,9 @@ func (t *Table) Tracks(c Client, key string) bool {
 	return ok
 }
 
+// drop forgets that c tracks k, on both sides.
 func (t *Table) drop(k string, c Client) {
+	delete(t.keysOf[c], k)
 	readers := t.byKey[k]
 	delete(readers, c)
 	if len(readers) == 0 {
@@ -287,8 +288,9 @@ func (t *Table) drop(k string, c Client) {
 }
 
 // Invalidated takes a report of changed keys (nil: anything may have
-// changed) from a node it cannot name, and tells the clients concerned,
-// each own write a change (see Own).
+// changed) from a node it cannot name, and tells the clients concerned;
+// with no node to look at, a NOLOOP client's own writes are told too
+// (see Own).
 func (t *Table) Invalidated(keys []string) { t.invalidated(-1, keys) }
 
 // invalidated takes node i's report of changed keys (i < 0: a node not
@@ -382,14 +384,18 @@ func (t *Table) concernsLocked(c Client, k string) bool {
 		return hasPrefix(k, prefixes)
 	}
 	inFlight, ok := t.byKey[k][c]
-	if !ok {
-		return false
+	if ok {
+		t.toldLocked(k, c, inFlight)
 	}
+	return ok
+}
+
+// toldLocked forgets k for c, which is being told of it, unless a read of
+// it is in flight (another node's answer to it may predate the change).
+func (t *Table) toldLocked(k string, c Client, inFlight int) {
 	if inFlight == 0 {
 		t.drop(k, c)
-		delete(t.keysOf[c], k)
 	}
-	return true
 }
 
 // flushLocked forgets what every client tracks (but for the reads in
@@ -402,10 +408,7 @@ func (t *Table) flushLocked() []Client {
 	for c, mine := range t.keysOf {
 		seen[c] = struct{}{}
 		for k := range mine {
-			if t.byKey[k][c] == 0 {
-				t.drop(k, c)
-				delete(mine, k)
-			}
+			t.toldLocked(k, c, t.byKey[k][c])
 		}
 	}
 	out := make([]Client, 0, len(seen))
@@ -442,10 +445,7 @@ func (t *Table) reportLocked(i int, keys []string) (map[Client][]string, map[loo
 				continue
 			}
 			told[c] = append(told[c], k)
-			if inFlight == 0 {
-				t.drop(k, c)
-				delete(t.keysOf[c], k)
-			}
+			t.toldLocked(k, c, inFlight)
 		}
 		for c, prefixes := range t.bcast {
 			if hasPrefix(k, prefixes) && !later(c, k) {

@@ -14,8 +14,8 @@ func init() {
 		&command{name: "exists", arity: -2, keys: keysAll, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdExists},
 		&command{name: "pexpire", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPExpire},
 		&command{name: "expire", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdExpire},
-		&command{name: "delifeq", arity: 3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDelIfEq, start: (*Handler).startUnlock},
-		&command{name: "delex", arity: -2, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDelEx},
+		&command{name: "delifeq", arity: 3, write: true, deletes: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDelIfEq, start: (*Handler).startUnlock},
+		&command{name: "delex", arity: -2, write: true, deletes: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDelEx},
 	)
 }
 

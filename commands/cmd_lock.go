@@ -11,10 +11,10 @@ func init() {
 	register(
 		&command{name: "lock", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, mayBlock: lockWaits, outcome: outcomeAcquire, run: (*Handler).cmdLock, start: (*Handler).startLock},
 		&command{name: "renew", arity: 4, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdRenew},
-		&command{name: "unlock", arity: 3, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdUnlock, start: (*Handler).startUnlock},
+		&command{name: "unlock", arity: 3, write: true, deletes: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdUnlock, start: (*Handler).startUnlock},
 		&command{name: "get", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdGet},
 		&command{name: "pttl", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPTTL},
-		&command{name: "del", arity: -2, write: true, keys: keysAll, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDel},
+		&command{name: "del", arity: -2, write: true, deletes: true, keys: keysAll, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdDel},
 	)
 }
 

@@ -178,10 +178,6 @@ func (s *Session) noLoop() bool {
 	return s.tracking.state.on && s.tracking.state.noloop
 }
 
-// deletes are the writes that leave their keys absent where they change
-// them.
-var deletes = map[string]bool{"del": true, "unlock": true, "delifeq": true, "delex": true}
-
 // ownWrite tells client-side caching, before a command of a connection
 // with NOLOOP runs, what a write leaves on a node where it changes a key:
 // one of its arguments after the keys (a SET's value, a token, a script's
@@ -208,5 +204,5 @@ func (h *Handler) ownWrite(s *Session, cmd *command, args [][]byte) {
 	case keyFirst:
 		values = args[2:]
 	}
-	h.tracking.Own(s, s.DB(), strs(keys), strs(values), deletes[cmd.name])
+	h.tracking.Own(s, s.DB(), strs(keys), strs(values), cmd.deletes)
 }

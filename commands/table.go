@@ -14,6 +14,9 @@ type command struct {
 	noAuth bool
 	// write marks commands that change backend state (for COMMAND's flags).
 	write bool
+	// deletes marks the writes that leave their keys absent where they
+	// change them (client-side caching's NOLOOP, see ownWrite).
+	deletes bool
 	// keys says where the command names keys: COMMAND reports it,
 	// pipelines order by it, and Exec refuses reserved keys by it.
 	keys keyLayout

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -121,8 +122,11 @@ func (m *Memory) run(deadline time.Time, c memCmd) quorum.Reply {
 	before := m.snapshot(c)
 	rep := s.exec()
 	changed := m.changed(c, before)
-	if m.expired != nil {
-		changed = append(changed, m.takeExpired()...)
+	for _, k := range m.takeExpired() {
+		// A key the command names and found expired is among changed.
+		if !slices.Contains(changed, k) {
+			changed = append(changed, k)
+		}
 	}
 	m.mu.Unlock()
 	m.tracking.report(changed)

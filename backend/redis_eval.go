@@ -53,10 +53,9 @@ const EvalMarkSlack = 2 * time.Second
 // that has passed since means the key is gone. 1: something was put back.
 // undone(m, ttl) leaves the "undone" mark for ttl ms, or for as long as
 // the record had left where that is shorter.
-const evalUndoLua = `
+const evalUndoLua = nowLua + `
 local function undo(m)
-  local t = redis.call("time")
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = nowMs()
   local done = 0
   for i = 2, #KEYS do
     local f = redis.call("hmget", m, "b" .. i, "be" .. i, "a" .. i, "ae" .. i)
@@ -130,8 +129,7 @@ local function state(k, i, e)
 end
 local m = KEYS[1]
 local limit, max = tonumber(ARGV[1]), tonumber(ARGV[4])
-local t = redis.call("time")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = nowMs()
 local long, last, over = 0, 0, false
 local eff, timed = {}, {}
 for i = 2, #KEYS do

@@ -51,11 +51,7 @@ var fairReleasePrefixes = []string{waitPrefix, quorum.FairQueuePrefix, fairResPr
 // fairLua is the part the fair scripts share, over q (queue), e
 // (expiries), k (lock key) and res (reservation). Numbers are passed to
 // Redis as integer text: Lua's own conversion keeps 14 digits only.
-const fairLua = `
-local function fairNow()
-  local t = redis.call("time")
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+const fairLua = nowLua + `
 local function fairPurge(q, e, now)
   local dead = redis.call("zrangebyscore", e, "-inf", now)
   for _, m in ipairs(dead) do redis.call("zrem", q, m) end
@@ -116,7 +112,7 @@ if queued then return 2 end
 return 0`)
 	// KEYS: queue, expiries. The largest ticket queued, 0 when none.
 	fairTailScript = newScript(fairLua + `
-fairPurge(KEYS[1], KEYS[2], fairNow())
+fairPurge(KEYS[1], KEYS[2], nowMs())
 local last = redis.call("zrange", KEYS[1], -1, -1, "withscores")
 if last[2] then return tonumber(last[2]) end
 return 0`)
@@ -129,7 +125,7 @@ if ARGV[2] == "0" then
   if redis.call("exists", q) == 0 and redis.call("set", k, ARGV[1], "nx", "px", ARGV[3]) then return 1 end
   return 0
 end
-local now = fairNow()
+local now = nowMs()
 fairPurge(q, e, now)
 fairQueue(q, e, ARGV[1], ARGV[2], ARGV[4], now)
 local free = fairFree(k, res)
@@ -148,7 +144,7 @@ return 0`)
 local k, q, e, res = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if redis.call("get", k) ~= ARGV[1] then return 0 end
 redis.call("del", k)
-local now = fairNow()
+local now = nowMs()
 fairPurge(q, e, now)
 fairQueue(q, e, ARGV[1], ARGV[2], ARGV[3], now)
 fairReserve(k, res, q, ARGV[2])
@@ -157,7 +153,7 @@ return 1`)
 	// channel. 1 was queued.
 	fairLeaveScript = newScript(fairLua + `
 local k, q, e, res = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local now = fairNow()
+local now = nowMs()
 fairPurge(q, e, now)
 local n = fairTake(q, e, ARGV[1], now)
 -- Whether or not the entry was still there (it expires as its wait runs

@@ -26,6 +26,15 @@ func newScript(src string) *Script {
 	return s
 }
 
+// nowLua is nowMs(), the server's clock (TIME) in milliseconds: the one
+// clock of every script that compares an expiry it keeps itself.
+const nowLua = `
+local function nowMs()
+  local t = redis.call("time")
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
 // Each operation that reads before it writes is one script: it runs
 // atomically on the server, so the compare and its write never straddle
 // another client's write.

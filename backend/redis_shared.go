@@ -9,13 +9,9 @@ import "github.com/redlockd/redlockd/quorum"
 // latest expiry of the set (PXAT), and the set expires with it. Every
 // script drops the readers whose expiry has passed before it counts them.
 //
-// sharedLua: now() is the server's clock in ms; prune(set) drops the
+// sharedLua: nowMs() is the server's clock in ms; prune(set) drops the
 // expired readers; top(set) is the latest expiry left, or nil.
-const sharedLua = `
-local function now()
-  local t = redis.call("time")
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+const sharedLua = nowLua + `
 local function prune(set, at)
   redis.call("zremrangebyscore", set, "-inf", at)
 end
@@ -33,7 +29,7 @@ local function refuse()
   if m > 0 and redis.call("pttl", KEYS[4]) < m then redis.call("set", KEYS[4], "1", "px", m) end
   return 0
 end
-local at = now()
+local at = nowMs()
 local v = redis.call("get", KEYS[1])
 if v then
   if v ~= ARGV[3] then return refuse() end
@@ -53,7 +49,7 @@ return 1`)
 local v = redis.call("get", KEYS[1])
 if v == ARGV[1] and v ~= ARGV[3] then return redis.call("pexpire", KEYS[1], ARGV[2]) end
 if v ~= ARGV[3] then return 0 end
-local at = now()
+local at = nowMs()
 prune(KEYS[2], at)
 if not redis.call("zscore", KEYS[2], ARGV[1]) then return 0 end
 redis.call("zadd", KEYS[2], at + tonumber(ARGV[2]), ARGV[1])
@@ -74,7 +70,7 @@ local v = redis.call("get", KEYS[1])
 if not v then return -1 end
 if v == ARGV[1] and v ~= ARGV[3] then return free() end
 if v ~= ARGV[3] then return 0 end
-prune(KEYS[2], now())
+prune(KEYS[2], nowMs())
 if redis.call("zrem", KEYS[2], ARGV[1]) == 0 then return 0 end
 local t = top(KEYS[2])
 if not t then return free() end
@@ -85,7 +81,7 @@ return 1`)
 	// lock is not held by readers. It only reads.
 	readSharedScript = newScript(sharedLua + `
 if redis.call("get", KEYS[1]) ~= ARGV[1] then return -1 end
-return redis.call("zcount", KEYS[2], "(" .. now(), "+inf")`)
+return redis.call("zcount", KEYS[2], "(" .. nowMs(), "+inf")`)
 )
 
 // buildShared builds the read-write lock's commands.

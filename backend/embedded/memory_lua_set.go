@@ -98,13 +98,15 @@ func (r *luaRun) set(args []string) quorum.Value {
 // NX, XX, GT and LT. A time already past deletes the key.
 func expireCmd(unit time.Duration, absolute bool) func(*luaRun, []string) quorum.Value {
 	return func(r *luaRun, args []string) quorum.Value {
-		n, ok := parseInt(args[1])
-		if !ok {
-			return errorValue(errNotInteger)
-		}
+		// Redis reads the flags before the amount: a bad flag is the
+		// error even where the amount is not a number.
 		flags, errv := parseExpireFlags(args[2:])
 		if errv != nil {
 			return *errv
+		}
+		n, ok := parseInt(args[1])
+		if !ok {
+			return errorValue(errNotInteger)
 		}
 		at, ok := r.expiryAfter(n, unit, absolute)
 		if !ok {

@@ -110,6 +110,8 @@ var luaTTLCases = []luaCase{
 	{name: "PEXPIRE GT LT together", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('pexpire', KEYS[1], 10, 'GT', 'LT')['err']`, keys: k1},
 	{name: "PEXPIRE bad option", script: `return redis.pcall('pexpire', KEYS[1], 10, 'foo')['err']`, keys: k1},
 	{name: "PEXPIRE word", script: `return redis.pcall('pexpire', KEYS[1], 'x')['err']`, keys: k1},
+	{name: "PEXPIRE word, bad option", script: `return redis.pcall('pexpire', KEYS[1], 'x', 'foo')['err']`, keys: k1},
+	{name: "PEXPIRE word, NX XX", script: `return redis.pcall('pexpire', KEYS[1], 'x', 'NX', 'XX')['err']`, keys: k1},
 	{name: "EXPIRE overflow", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('expire', KEYS[1], '9223372036854775')['err']`, keys: k1},
 	{name: "PEXPIRE overflow", setup: `redis.call('set', KEYS[1], 'a')`, script: `return redis.pcall('pexpire', KEYS[1], '9223372036854775000')['err']`, keys: k1},
 	{name: "EXPIRE arity", script: `return redis.pcall('expire', KEYS[1])['err']`, keys: k1},

@@ -12,8 +12,9 @@ import (
 
 // The anchors are what a Redlock round is compared with besides the
 // direct server: twemproxy (Debian's nutcracker), a C proxy forwarding to
-// one redis-server, and redlockd over one redis-server, so that the cost
-// of proxying is told apart from the cost of the fan-out.
+// one redis-server, the Go floor (floor.go), and redlockd over one
+// redis-server, so that the cost of proxying is told apart from the cost
+// of the fan-out, and the Go runtime's share of it from redlockd's.
 const (
 	anchorTwemproxy = "twemproxy → 1"
 	anchorRedlockd1 = "redlockd → 1"
@@ -56,6 +57,13 @@ func (m *nRun) anchors() (targets []target, names []string, stop func(), err err
 		targets = append(targets, target{addr: tw.addr, pid: tw.pid(), backends: []*redisProc{r}, servers: []string{r.addr}})
 		names = append(names, anchorTwemproxy)
 	}
+	fl, err := startFloor()
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	stops = append(stops, fl.stop)
+	targets = append(targets, target{addr: fl.addr, pid: fl.pid()})
+	names = append(names, anchorGoFloor)
 	r, err := server("redlockd1-backend")
 	if err != nil {
 		return nil, nil, stop, err
@@ -158,6 +166,10 @@ func (t *tabler) anchorRows() {
 	if hasTw {
 		row(anchorTwemproxy+" redis-server (nutcracker)", tw)
 	}
+	floor, hasFloor := r.anchors[anchorGoFloor]
+	if hasFloor {
+		row(anchorGoFloor+": a goroutine per connection answering +OK, no backend", floor)
+	}
 	row(anchorRedlockd1+" redis-server", r.anchors[anchorRedlockd1])
 	var s [2]summary
 	for w := range 2 {
@@ -166,6 +178,14 @@ func (t *tabler) anchorRows() {
 	row(fmt.Sprintf("redlockd → %d redis-servers (a Redlock round)", t.n0), s)
 	if !hasTw {
 		t.printf("\nNo twemproxy row: nutcracker was not on PATH.\n")
+	}
+	if one := r.anchors[anchorRedlockd1]; hasFloor {
+		t.printf("\nredlockd → 1 over the Go floor: %s (%s), %s (%s); redlockd → %d over it: %s, %s. "+
+			"The Go floor over twemproxy → 1: %s, %s (a C proxy's event loop against a goroutine per connection).\n",
+			ratio(one[c50].selfUS, floor[c50].selfUS), workloadName(r.opts, c50),
+			ratio(one[p16].selfUS, floor[p16].selfUS), workloadName(r.opts, p16),
+			t.n0, ratio(s[c50].selfUS, floor[c50].selfUS), ratio(s[p16].selfUS, floor[p16].selfUS),
+			ratio(floor[c50].selfUS, tw[c50].selfUS), ratio(floor[p16].selfUS, tw[p16].selfUS))
 	}
 	t.flushNotes()
 }

@@ -12,6 +12,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	serveFloorIfAsked()
 	leaktest.VerifyTestMain(m)
 }
 
@@ -73,6 +74,9 @@ func smokeChecks(res *results) []check {
 	one := res.anchors[anchorRedlockd1]
 	checks = append(checks, check{"redlockd → 1 -c", one[c50].rps > 0 && one[c50].done == res.opts.reps},
 		check{"redlockd → 1 -P", one[p16].rps > 0 && one[p16].done == res.opts.reps})
+	floor := res.anchors[anchorGoFloor]
+	checks = append(checks, check{"go floor -c", floor[c50].rps > 0 && floor[c50].done == res.opts.reps},
+		check{"go floor -P", floor[p16].rps > 0 && floor[p16].done == res.opts.reps})
 	if _, err := exec.LookPath("nutcracker"); err == nil {
 		tw := res.anchors[anchorTwemproxy]
 		checks = append(checks, check{"twemproxy -c", tw[c50].rps > 0 && tw[c50].done == res.opts.reps},

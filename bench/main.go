@@ -59,6 +59,7 @@ type options struct {
 }
 
 func main() {
+	serveFloorIfAsked()
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+)
+
+// The Go floor is the least a Go server that runs a goroutine per
+// connection, as redlockd does, spends per request: it reads what a client
+// sent, answers every complete request in it with +OK in one write, and
+// does nothing else. Beside redlockd → 1 it tells the cost of the Go
+// runtime's network I/O (the netpoller, a goroutine parked and woken per
+// read) apart from the work redlockd adds on top of it.
+const anchorGoFloor = "Go floor"
+
+// floorEnv names the address a bench process serves the floor on, when it
+// is run as the floor's child process.
+const floorEnv = "REDLOCKD_BENCH_GO_FLOOR"
+
+// serveFloorIfAsked serves the floor when this process was started as it,
+// and never returns then; otherwise it returns at once.
+func serveFloorIfAsked() {
+	addr := os.Getenv(floorEnv)
+	if addr == "" {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "go floor:", serveFloor(addr))
+	os.Exit(1)
+}
+
+// serveFloor serves the floor on addr until its listener fails.
+func serveFloor(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go floorConn(c)
+	}
+}
+
+// floorMaxRequest bounds what one connection buffers.
+const floorMaxRequest = 1 << 20
+
+var floorOK = []byte("+OK\r\n")
+
+func floorConn(c net.Conn) {
+	defer c.Close()
+	buf := make([]byte, 16<<10)
+	out := make([]byte, 0, 16<<10)
+	have := 0
+	for {
+		if have == len(buf) {
+			if len(buf) >= floorMaxRequest {
+				return
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+		n, err := c.Read(buf[have:])
+		if err != nil {
+			return
+		}
+		have += n
+		reqs, used, bad := countRequests(buf[:have])
+		copy(buf, buf[used:have])
+		have -= used
+		out = out[:0]
+		for range reqs {
+			out = append(out, floorOK...)
+		}
+		if bad != nil {
+			// The requests before the one it cannot read are answered.
+			out = append(out, "-ERR Protocol error: the Go floor reads arrays of bulk strings only\r\n"...)
+		}
+		if len(out) > 0 {
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+		if bad != nil {
+			return
+		}
+	}
+}
+
+// errFloorProtocol is what the floor cannot read.
+var errFloorProtocol = errors.New("protocol error: the Go floor reads arrays of bulk strings only")
+
+// countRequests counts the complete RESP requests (arrays of bulk
+// strings) at the start of b and the bytes they take.
+func countRequests(b []byte) (reqs, used int, err error) {
+	for {
+		n, end, err := floorHeader(b, used, '*')
+		if err != nil || end < 0 {
+			return reqs, used, err
+		}
+		at := end
+		for range n {
+			size, e, err := floorHeader(b, at, '$')
+			if err != nil || e < 0 {
+				return reqs, used, err
+			}
+			at = e + size + 2
+			if at > len(b) {
+				return reqs, used, nil
+			}
+		}
+		reqs, used = reqs+1, at
+	}
+}
+
+// floorHeader reads the line "<kind><number>\r\n" at b[at:]: the number
+// and where the line ends, or end -1 when the line is not all there yet.
+func floorHeader(b []byte, at int, kind byte) (n, end int, err error) {
+	if at >= len(b) {
+		return 0, -1, nil
+	}
+	if b[at] != kind {
+		return 0, 0, errFloorProtocol
+	}
+	for i := at + 1; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		if i < at+3 || b[i-1] != '\r' {
+			return 0, 0, errFloorProtocol
+		}
+		n, err := strconv.Atoi(string(b[at+1 : i-1]))
+		if err != nil || n < 0 || n > floorMaxRequest {
+			return 0, 0, errFloorProtocol
+		}
+		return n, i + 1, nil
+	}
+	if len(b)-at > 32 {
+		return 0, 0, errFloorProtocol
+	}
+	return 0, -1, nil
+}
+
+// floorProc is the floor served by a child process: this program run
+// again with floorEnv set.
+type floorProc struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startFloor() (*floorProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), floorEnv+"="+addr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("go floor: %w", err)
+	}
+	p := &floorProc{addr: addr, cmd: cmd}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		nc, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			nc.Close()
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("go floor on %s not ready within %v", addr, startTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *floorProc) pid() int { return p.cmd.Process.Pid }
+
+func (p *floorProc) stop() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}

@@ -57,13 +57,18 @@ func (m *nRun) anchors() (targets []target, names []string, stop func(), err err
 		targets = append(targets, target{addr: tw.addr, pid: tw.pid(), backends: []*redisProc{r}, servers: []string{r.addr}})
 		names = append(names, anchorTwemproxy)
 	}
-	fl, err := startFloor()
-	if err != nil {
-		return nil, nil, stop, err
+	for _, epoll := range []bool{false, true} {
+		if epoll && !epollFloorSupported {
+			break
+		}
+		fl, err := startFloor(epoll)
+		if err != nil {
+			return nil, nil, stop, err
+		}
+		stops = append(stops, fl.stop)
+		targets = append(targets, target{addr: fl.addr, pid: fl.pid()})
+		names = append(names, map[bool]string{false: anchorGoFloor, true: anchorEpollFloor}[epoll])
 	}
-	stops = append(stops, fl.stop)
-	targets = append(targets, target{addr: fl.addr, pid: fl.pid()})
-	names = append(names, anchorGoFloor)
 	r, err := server("redlockd1-backend")
 	if err != nil {
 		return nil, nil, stop, err
@@ -170,6 +175,9 @@ func (t *tabler) anchorRows() {
 	if hasFloor {
 		row(anchorGoFloor+": a goroutine per connection answering +OK, no backend", floor)
 	}
+	if ep, ok := r.anchors[anchorEpollFloor]; ok {
+		row(anchorEpollFloor+": the same answers from an epoll loop per processor", ep)
+	}
 	row(anchorRedlockd1+" redis-server", r.anchors[anchorRedlockd1])
 	var s [2]summary
 	for w := range 2 {
@@ -186,6 +194,10 @@ func (t *tabler) anchorRows() {
 			ratio(one[p16].selfUS, floor[p16].selfUS), workloadName(r.opts, p16),
 			t.n0, ratio(s[c50].selfUS, floor[c50].selfUS), ratio(s[p16].selfUS, floor[p16].selfUS),
 			ratio(floor[c50].selfUS, tw[c50].selfUS), ratio(floor[p16].selfUS, tw[p16].selfUS))
+		if ep, ok := r.anchors[anchorEpollFloor]; ok {
+			t.printf("\nThe epoll floor over the Go floor: %s, %s (below 1: an event loop of its own costs less than a goroutine per connection).\n",
+				ratio(ep[c50].selfUS, floor[c50].selfUS), ratio(ep[p16].selfUS, floor[p16].selfUS))
+		}
 	}
 	t.flushNotes()
 }

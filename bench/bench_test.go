@@ -77,6 +77,11 @@ func smokeChecks(res *results) []check {
 	floor := res.anchors[anchorGoFloor]
 	checks = append(checks, check{"go floor -c", floor[c50].rps > 0 && floor[c50].done == res.opts.reps},
 		check{"go floor -P", floor[p16].rps > 0 && floor[p16].done == res.opts.reps})
+	if epollFloorSupported {
+		ep := res.anchors[anchorEpollFloor]
+		checks = append(checks, check{"epoll floor -c", ep[c50].rps > 0 && ep[c50].done == res.opts.reps},
+			check{"epoll floor -P", ep[p16].rps > 0 && ep[p16].done == res.opts.reps})
+	}
 	if _, err := exec.LookPath("nutcracker"); err == nil {
 		tw := res.anchors[anchorTwemproxy]
 		checks = append(checks, check{"twemproxy -c", tw[c50].rps > 0 && tw[c50].done == res.opts.reps},

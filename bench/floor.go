@@ -19,8 +19,12 @@ import (
 const anchorGoFloor = "Go floor"
 
 // floorEnv names the address a bench process serves the floor on, when it
-// is run as the floor's child process.
-const floorEnv = "REDLOCKD_BENCH_GO_FLOOR"
+// is run as the floor's child process; floorEpollEnv, set to 1, makes it
+// the epoll floor (floor_epoll_linux.go).
+const (
+	floorEnv      = "REDLOCKD_BENCH_GO_FLOOR"
+	floorEpollEnv = "REDLOCKD_BENCH_GO_FLOOR_EPOLL"
+)
 
 // serveFloorIfAsked serves the floor when this process was started as it,
 // and never returns then; otherwise it returns at once.
@@ -29,7 +33,11 @@ func serveFloorIfAsked() {
 	if addr == "" {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "go floor:", serveFloor(addr))
+	serve := serveFloor
+	if os.Getenv(floorEpollEnv) == "1" {
+		serve = serveEpollFloor
+	}
+	fmt.Fprintln(os.Stderr, "go floor:", serve(addr))
 	os.Exit(1)
 }
 
@@ -79,7 +87,7 @@ func floorConn(c net.Conn) {
 		}
 		if bad != nil {
 			// The requests before the one it cannot read are answered.
-			out = append(out, "-ERR Protocol error: the Go floor reads arrays of bulk strings only\r\n"...)
+			out = append(out, floorProtocolError...)
 		}
 		if len(out) > 0 {
 			if _, err := c.Write(out); err != nil {
@@ -92,8 +100,12 @@ func floorConn(c net.Conn) {
 	}
 }
 
-// errFloorProtocol is what the floor cannot read.
-var errFloorProtocol = errors.New("protocol error: the Go floor reads arrays of bulk strings only")
+// errFloorProtocol is what the floor cannot read; floorProtocolError is
+// its reply to it.
+var (
+	errFloorProtocol   = errors.New("protocol error: the Go floor reads arrays of bulk strings only")
+	floorProtocolError = "-ERR Protocol error: the Go floor reads arrays of bulk strings only\r\n"
+)
 
 // countRequests counts the complete RESP requests (arrays of bulk
 // strings) at the start of b and the bytes they take.
@@ -153,7 +165,8 @@ type floorProc struct {
 	cmd  *exec.Cmd
 }
 
-func startFloor() (*floorProc, error) {
+// startFloor starts the floor, with epoll its epoll form.
+func startFloor(epoll bool) (*floorProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -165,6 +178,9 @@ func startFloor() (*floorProc, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), floorEnv+"="+addr)
+	if epoll {
+		cmd.Env = append(cmd.Env, floorEpollEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("go floor: %w", err)

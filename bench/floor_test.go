@@ -39,12 +39,22 @@ func TestCountRequests(t *testing.T) {
 // one +OK per request, and a request it cannot read gets an error and the
 // connection closed.
 func TestFloorAnswersEachRequest(t *testing.T) {
-	p, err := startFloor()
-	if err != nil {
-		t.Fatal(err)
+	for _, epoll := range []bool{false, true} {
+		if epoll && !epollFloorSupported {
+			continue
+		}
+		p, err := startFloor(epoll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		floorAnswers(t, p.addr)
+		p.stop()
 	}
-	defer p.stop()
-	c, err := net.Dial("tcp", p.addr)
+}
+
+func floorAnswers(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,7 +160,7 @@ func (m *nRun) record(names []string, samples, retried [][2][]sample) {
 			fmt.Fprintf(m.log, "redis-server direct: %s\n", describe(m.o, sum, re))
 			continue
 		}
-		if name == anchorTwemproxy || name == anchorGoFloor || name == anchorRedlockd1 {
+		if name == anchorTwemproxy || name == anchorGoFloor || name == anchorEpollFloor || name == anchorRedlockd1 {
 			m.res.anchors[name] = sum
 			fmt.Fprintf(m.log, "%s: %s\n", name, describe(m.o, sum, re))
 			continue

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+const anchorEpollFloor = "Go floor, epoll loops"
+
+const epollFloorSupported = false
+
+func serveEpollFloor(string) error { return errors.New("epoll is Linux's") }

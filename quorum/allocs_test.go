@@ -31,7 +31,9 @@ func yesCluster(t *testing.T, n int, obs Observer) *Cluster {
 // The hot operations' allocations per call, engine only (N=3): the round,
 // its replies and the few closures that chain its steps. The budgets are
 // what the engine allocates today; they guard it against creeping back to
-// a goroutine, a context or a channel per node.
+// a goroutine, a context or a channel per node. The async acquire and
+// release, the proxy's fast path, recycle their rounds and allocate
+// nothing.
 func TestRoundAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocations are counted without the race detector")
@@ -63,14 +65,14 @@ func roundAllocations(t *testing.T, c *Cluster, observed bool) {
 		begun  bool // the operation's report is begin's closure
 		run    func()
 	}{
-		{"AcquireAsync", 2, false, func() { c.AcquireAsync("k", "t", time.Second, noop) }},
-		{"Acquire", 5, false, func() { _, _ = c.Acquire(ctx, "k", "t", time.Second) }},
-		{"ReleaseAsync", 4, true, func() { c.ReleaseAsync("k", "t", func(bool, error) {}) }},
-		{"Release", 7, true, func() { _, _ = c.Release(ctx, "k", "t") }},
+		{"AcquireAsync", 0, false, func() { c.AcquireAsync("k", "t", time.Second, noop) }},
+		{"Acquire", 3, false, func() { _, _ = c.Acquire(ctx, "k", "t", time.Second) }},
+		{"ReleaseAsync", 0, false, func() { c.ReleaseAsync("k", "t", func(bool, error) {}) }},
+		{"Release", 3, false, func() { _, _ = c.Release(ctx, "k", "t") }},
 		{"Extend", 6, true, func() { _, _ = c.Extend(ctx, "k", "t", time.Second) }},
 		{"Get", 6, true, func() { _, _ = c.Get(ctx, "k") }},
-		{"Acquire, cancellable ctx", 5, false, func() { _, _ = c.Acquire(cctx, "k", "t", time.Second) }},
-		{"Release, cancellable ctx", 7, true, func() { _, _ = c.Release(cctx, "k", "t") }},
+		{"Acquire, cancellable ctx", 3, false, func() { _, _ = c.Acquire(cctx, "k", "t", time.Second) }},
+		{"Release, cancellable ctx", 3, false, func() { _, _ = c.Release(cctx, "k", "t") }},
 		{"Extend, cancellable ctx", 6, true, func() { _, _ = c.Extend(cctx, "k", "t", time.Second) }},
 		{"Get, cancellable ctx", 6, true, func() { _, _ = c.Get(cctx, "k") }},
 	}
@@ -105,14 +107,13 @@ func TestRefusedAcquireAllocations(t *testing.T) {
 	}
 	c := newCluster(t, nodes, testConfig())
 	var err error
-	got := testing.AllocsPerRun(200, func() {
-		c.AcquireAsync("k", "t", time.Second, func(_ Lock, e error) { err = e })
-	})
+	done := func(_ Lock, e error) { err = e } // the caller's, made once
+	got := testing.AllocsPerRun(200, func() { c.AcquireAsync("k", "t", time.Second, done) })
 	if err != ErrNotAcquired {
 		t.Fatalf("refused acquire: %v", err)
 	}
 	t.Logf("refused AcquireAsync: %.1f allocs", got)
-	if got > 3 {
-		t.Errorf("a refused AcquireAsync allocates %.1f times per call, budget 3", got)
+	if got > 0 {
+		t.Errorf("a refused AcquireAsync allocates %.1f times per call, budget 0", got)
 	}
 }

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -101,21 +102,30 @@ func (c *Cluster) grantLock(ctx context.Context, key, token string, g grant) (Lo
 }
 
 // acquireThen runs cmd's acquire round and gives done its outcome: a
-// plain SET NX refused where fair waiters are queued is ErrQueued.
+// plain SET NX refused where fair waiters are queued is ErrQueued. The
+// outcome is values, so the round is pooled (see round.hold): an acquire
+// allocates no record of its own.
 func (c *Cluster) acquireThen(cmd Cmd, done func(Lock, error)) {
-	// The closure keeps the few fields it needs, not the whole Cmd (which
-	// would move to the heap).
-	key, token, ttl, plain := cmd.Key, cmd.Token, cmd.TTL, cmd.Kind == SetNX
-	c.grantThen(c.acquireGrant(cmd), func(v time.Duration, r *round, err error) {
-		var l Lock
-		if err == nil {
-			l = Lock{Key: key, Token: token, Validity: v}
-		} else if err == ErrNotAcquired && plain && r.sawQueue() {
-			err = ErrQueued
-		}
-		c.roundDone(OpAcquire, r, err, l.Validity, ttl)
-		done(l, err)
-	})
+	if cmd.TTL <= 0 {
+		c.acquired(nil, &cmd, 0, ErrInvalidTTL, done)
+		return
+	}
+	gr := grantPool.Get().(*grantRun)
+	gr.acquired = done
+	c.startGrant(gr, c.acquireGrant(cmd), true)
+}
+
+// acquired gives done the outcome of cmd's acquire round r (nil: none
+// ran), and reports it.
+func (c *Cluster) acquired(r *round, cmd *Cmd, v time.Duration, err error, done func(Lock, error)) {
+	var l Lock
+	if err == nil {
+		l = Lock{Key: cmd.Key, Token: cmd.Token, Validity: v}
+	} else if err == ErrNotAcquired && cmd.Kind == SetNX && r.sawQueue() {
+		err = ErrQueued
+	}
+	c.roundDone(OpAcquire, r, err, l.Validity, cmd.TTL)
+	done(l, err)
 }
 
 // refused is a node that answered an acquire with "no": it never stored
@@ -162,15 +172,73 @@ func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify 
 // release again later (see retrier). notify: a user's release, announced
 // to waiters.
 func (c *Cluster) releaseThen(op, key, token string, ttl time.Duration, notify bool, only func(int) bool, then func(*round, tally)) {
-	cmd := Cmd{Kind: cmdsOf(token).release, Key: key, Token: token, Notify: notify}
-	ask := func(i int) (Cmd, bool) { return cmd, only == nil || only(i) }
-	c.collectThen(op, ask, okVote, func(r *round, t tally) {
-		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, false) })
-		if notify && t.yes > 0 {
-			c.wake.notify(c.db, key)
+	c.startRelease(&releaseRun{then: then}, op, key, token, ttl, notify, only, false)
+}
+
+// releaseRun is a release's round in flight with what its outcome needs,
+// in one allocation: its steps are methods, not closures.
+type releaseRun struct {
+	round
+	cmd Cmd
+	ttl time.Duration // how long a pending retry of it is kept
+	// then gets the round with every reply in; or, where it is nil, done
+	// gets ReleaseAsync's outcome, reported as begin would from t0.
+	then func(*round, tally)
+	done func(bool, error)
+	t0   time.Time
+}
+
+// releasePool holds the release records of ReleaseAsync, whose outcome
+// hands the round to nobody.
+var releasePool = sync.Pool{New: func() any { return new(releaseRun) }}
+
+// startRelease launches rr's round: a compare-and-delete of key=token on
+// every node that only names (nil: all). pooled: rr came from
+// releasePool, and goes back to it once nothing holds it.
+func (c *Cluster) startRelease(rr *releaseRun, op, key, token string, ttl time.Duration, notify bool, only func(int) bool, pooled bool) {
+	rr.cmd = Cmd{Kind: cmdsOf(token).release, Key: key, Token: token, Notify: notify}
+	rr.ttl = ttl
+	r := &rr.round
+	r.init(c, op, okVote, 0)
+	r.run, r.same = rr, &rr.cmd
+	r.hold(pooled)
+	var ask asker
+	if only != nil {
+		ask = func(i int) (Cmd, bool) { return rr.cmd, only(i) }
+	}
+	r.launch(ask)
+}
+
+// ready implements runner: every reply is in (a release has no early
+// threshold). A node that did not answer gets the release again later;
+// a user's release that deleted anything wakes the key's waiters.
+func (rr *releaseRun) ready(t tally) {
+	r, c := &rr.round, rr.c
+	key, token, ttl := rr.cmd.Key, rr.cmd.Token, rr.ttl
+	r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, ttl, false) })
+	if rr.cmd.Notify && t.yes > 0 {
+		c.wake.notify(c.db, key)
+	}
+	if rr.then != nil {
+		rr.then(r, t)
+	} else {
+		released, err := c.majority(&t)
+		if o := c.cfg.Observer; o != nil {
+			o.OpDone(OpRelease, Outcome(boolOutcome(released, err)), time.Since(rr.t0), 0, 0)
 		}
-		then(r, t)
-	})
+		rr.done(released, err)
+	}
+	r.unref()
+}
+
+// failed implements runner; a release never leaves its decision to it.
+func (rr *releaseRun) failed(tally) {}
+
+// recycle implements runner.
+func (rr *releaseRun) recycle() {
+	rr.round.reuse()
+	rr.cmd, rr.ttl, rr.then, rr.done, rr.t0 = Cmd{}, 0, nil, nil, time.Time{}
+	releasePool.Put(rr)
 }
 
 // acquireWait retries Acquire until it succeeds, wait has passed, or ctx is
@@ -298,12 +366,12 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) 
 // ReleaseAsync is Release that does not wait: done gets its outcome, once,
 // as AcquireAsync's does.
 func (c *Cluster) ReleaseAsync(key, token string, done func(bool, error)) {
-	end := c.begin(OpRelease)
-	c.releaseThen(OpRelease, key, token, 0, true, nil, func(_ *round, t tally) {
-		released, err := c.majority(&t)
-		end(boolOutcome(released, err), 0, 0)
-		done(released, err)
-	})
+	rr := releasePool.Get().(*releaseRun)
+	rr.done = done
+	if c.cfg.Observer != nil {
+		rr.t0 = time.Now() // as begin reads it
+	}
+	c.startRelease(rr, OpRelease, key, token, 0, true, nil, true)
 }
 
 // releaseAll is the release after a failed operation: compare-and-delete

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -38,11 +39,14 @@ func anyVote(Reply) bool  { return true }
 // goroutine of the last reply they wait for (a node's reader), or on the
 // caller's within launch when a node answers at once; they must not block.
 //
-// A round is allocated for one fan-out (newRound, grantThen) and never
-// reused or pooled: its calls stay valid for as long as anything holds
-// the round, a caller that read an early decision or the goroutine of a
-// late reply alike. So the last reply can report the whole round's calls
-// from them (see report) after the decision went out.
+// A round is allocated for one fan-out (newRound, grantThen): its calls
+// stay valid for as long as anything holds the round, a caller that read
+// an early decision or the goroutine of a late reply alike. So the last
+// reply can report the whole round's calls from them (see report) after
+// the decision went out. The rounds of the async hot paths (AcquireAsync,
+// ReleaseAsync), whose outcome hands the round to nobody, are pooled
+// instead (see hold): such a round counts who holds it and goes back
+// to its pool only once the last of them let go.
 type round struct {
 	c     *Cluster
 	op    string
@@ -52,9 +56,14 @@ type round struct {
 	calls []nodeCall // one per node, in configuration order
 	// same is what every node is asked when launch gets no asker.
 	same *Cmd
-	// run is the grant this round decides (see grantThen), whose steps
-	// take the place of onReady and onAll; nil for a collect.
-	run *grantRun
+	// run is the record this round is part of (a grant, see grantThen; a
+	// release, see releaseThen), whose steps take the place of onReady
+	// and onAll; nil for a collect of closures.
+	run runner
+	// pooled: r belongs to a pooled record, recycled once refs, the
+	// holders of r, drop to zero (see hold).
+	pooled bool
+	refs   atomic.Int32
 
 	mu      sync.Mutex
 	got     int
@@ -69,6 +78,56 @@ type round struct {
 	// once, by the last reply; its array inline for up to three nodes.
 	results       []NodeResult
 	inlineResults [3]NodeResult
+}
+
+// runner is the record a round is part of: its steps are methods, so a
+// round needs no closure, and the record can be pooled.
+type runner interface {
+	// ready runs once a majority said yes (a round with an early
+	// threshold) or every reply is in.
+	ready(tally)
+	// failed runs once every reply is in, where ready left the decision
+	// to it (runAll).
+	failed(tally)
+	// recycle takes the record back to its pool; only a pooled round's,
+	// once nothing holds it.
+	recycle()
+}
+
+// A pooled round is held by each of its node calls until that node's
+// reply was received (its hooks run included), by launch until it has
+// asked every node, and by its outcome until the caller's callback has
+// returned: refs counts them, and the last to let go recycles the
+// record. A node hands its reply to a call exactly once (Node.Do), and
+// nothing else keeps a pooled round: its outcome gives the caller values,
+// never the round; the Observer's report is only valid during the call;
+// a horizon wait holds the call until its reply is received; an undo's
+// release round reads the grant round before it calls back, never after;
+// pending releases copy the key and token.
+func (r *round) hold(pooled bool) {
+	r.pooled = pooled
+	if pooled {
+		r.refs.Store(int32(len(r.calls) + 2))
+	}
+}
+
+// unref lets go of one hold on r; the last one recycles it. A round that
+// is not pooled is left to the collector.
+func (r *round) unref() {
+	if r.pooled && r.refs.Add(-1) == 0 {
+		r.run.recycle()
+	}
+}
+
+// reuse clears r for its next round, keeping the room of its calls and
+// results where they are not inline.
+func (r *round) reuse() {
+	calls, results := r.calls, r.results
+	if cap(calls) <= len(r.inline) {
+		calls, results = nil, nil
+	}
+	*r = round{}
+	r.calls, r.results = calls[:0], results[:0]
 }
 
 // nodeCall is the Receiver of one node's reply within a round.
@@ -122,10 +181,17 @@ func (c *Cluster) newRound(op string, vote voter, early int) *round {
 // init prepares r in place, its calls inline when they fit.
 func (r *round) init(c *Cluster, op string, vote voter, early int) {
 	r.c, r.op, r.vote, r.early = c, op, vote, early
-	if n := len(c.nodes); n <= len(r.inline) {
+	switch n := len(c.nodes); {
+	case n <= len(r.inline):
 		r.calls = r.inline[:n]
 		r.results = r.inlineResults[:0]
-	} else {
+	case cap(r.calls) >= n: // a pooled round's, cleared by reuse
+		r.calls = r.calls[:n]
+		clear(r.calls)
+		if c.cfg.Observer != nil && cap(r.results) < n {
+			r.results = make([]NodeResult, 0, n)
+		}
+	default:
 		r.calls = make([]nodeCall, n)
 		if c.cfg.Observer != nil {
 			r.results = make([]NodeResult, 0, n)
@@ -159,6 +225,7 @@ func (r *round) launch(ask asker) {
 		r.c.pending.supersede(i, cmd.DB, &cmd)
 		n.Do(deadline, cmd, nc)
 	}
+	r.unref()
 }
 
 // receive takes node nc.i's reply: recorded for the report, vetoed while
@@ -215,11 +282,13 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 	case all != nil:
 		all(t)
 	}
+	r.unref()
 }
 
 // report gives the Observer the calls of every node the round asked, in
 // one NodesDone; only from the last reply, once. The round is not reused
-// (see round), so its calls and results are still this round's.
+// before its last reply let go of it (see hold), so its calls and
+// results are still this round's.
 func (r *round) report() {
 	o := r.c.cfg.Observer
 	if o == nil {
@@ -508,6 +577,12 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 		then(0, nil, ErrInvalidTTL)
 		return
 	}
+	c.startGrant(&grantRun{then: then}, g, false)
+}
+
+// startGrant launches gr's round of g (g.ttl > 0); pooled: gr came from
+// grantPool, and goes back to it once nothing holds it.
+func (c *Cluster) startGrant(gr *grantRun, g grant, pooled bool) {
 	if g.vote == nil {
 		g.vote = okVote
 	}
@@ -515,13 +590,14 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 	if g.early {
 		early = c.Quorum()
 	}
-	gr := &grantRun{g: g, then: then}
+	gr.g = g
 	if !c.realClock {
 		gr.t0 = c.cfg.Now()
 	}
 	r := &gr.round
 	r.init(c, g.op, g.vote, early)
 	r.run, r.same = gr, &gr.g.cmd
+	r.hold(pooled)
 	r.launch(gr.g.ask)
 }
 
@@ -529,9 +605,34 @@ func (c *Cluster) grantThen(g grant, then func(time.Duration, *round, error)) {
 // one allocation: its steps are methods, not closures.
 type grantRun struct {
 	round
-	g    grant
-	t0   time.Time // the validity's start, when the clock is not time.Now
-	then func(time.Duration, *round, error)
+	g  grant
+	t0 time.Time // the validity's start, when the clock is not time.Now
+	// then gets the outcome; or, where it is nil, acquired does, as
+	// acquireThen's caller (see Cluster.acquired).
+	then     func(time.Duration, *round, error)
+	acquired func(Lock, error)
+}
+
+// grantPool holds the grant records of the acquires whose outcome hands
+// the round to nobody (acquireThen).
+var grantPool = sync.Pool{New: func() any { return new(grantRun) }}
+
+// recycle implements runner.
+func (gr *grantRun) recycle() {
+	gr.round.reuse()
+	gr.g, gr.t0, gr.then, gr.acquired = grant{}, time.Time{}, nil, nil
+	grantPool.Put(gr)
+}
+
+// finish hands the outcome on, and then lets go of the round.
+func (gr *grantRun) finish(v time.Duration, err error) {
+	r := &gr.round
+	if gr.then != nil {
+		gr.then(v, r, err)
+	} else {
+		gr.c.acquired(r, &gr.g.cmd, v, err, gr.acquired)
+	}
+	r.unref()
 }
 
 // ready decides the round once a majority said yes or every reply is in:
@@ -548,7 +649,7 @@ func (gr *grantRun) ready(t tally) {
 			start = r.start // read before any node was asked
 		}
 		if v := Validity(ttl, c.cfg.Now().Sub(start), c.cfg.DriftFactor); v > 0 {
-			gr.then(v, r, nil)
+			gr.finish(v, nil)
 			return
 		}
 	}
@@ -572,10 +673,10 @@ func (gr *grantRun) failed(t tally) {
 	err := gr.c.failRound(&t, g.failed)
 	undo := gr.c.undoOf(g, r)
 	if undo == nil {
-		gr.then(0, r, err)
+		gr.finish(0, err)
 		return
 	}
-	undo(r, func() { gr.then(0, r, err) })
+	undo(r, func() { gr.finish(0, err) })
 }
 
 // agreedTTL is the q-th largest ttl among the yes replies: q nodes hold

@@ -43,3 +43,6 @@ func (c *Cluster) PendingKeys(i int) []string {
 	}
 	return keys
 }
+
+// RaceEnabled reports whether the tests run under the race detector.
+const RaceEnabled = raceEnabled

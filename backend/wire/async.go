@@ -15,6 +15,21 @@ type Answerer interface {
 	Answer(rep Reply, at time.Time, err error)
 }
 
+// Releaser is an Answerer told when the line no longer holds a request
+// it answered: the request was answered (Answer has returned), it left
+// the line's queue and the replies awaited (its reply was read, or its
+// connection reset, or it was never sent), and the line's sweep dropped
+// it. Released is called once per submission, from any goroutine, maybe
+// with the line's lock held: it must not block, nor submit. From then on
+// the request, and the answerer around it, may be reused for another
+// submission. Until then a request answered at its deadline may still be
+// in the line's hands: its reply can come later, and must then find the
+// same request, answered.
+type Releaser interface {
+	Answerer
+	Released(r *Request)
+}
+
 // Submit queues one command, encoded in r.Buf, on the line and calls cb
 // with its reply or error, exactly once: from the reader when the reply comes
 // before deadline, from the writer or a reset when the command fails, or
@@ -24,10 +39,14 @@ type Answerer interface {
 // past is failed unsent by the writer (or the sweeper), which reads the
 // clock once per batch. cb must not block; it may run before Submit
 // returns. r is the caller's (one embedded in its answerer saves an
-// allocation) and must be new: a request is never submitted twice.
+// allocation) and must be new, or zeroed (its Buf aside) after a Releaser
+// was told that its last submission was released: a request is never in a
+// line twice.
 func (l *Line) Submit(r *Request, deadline time.Time, cb Answerer) {
 	r.deadline, r.cb = deadline, cb
+	r.refs.Store(3) // its answer, the line, the sweep
 	if !l.enqueue(r) {
+		r.refs.Store(1) // its answer alone
 		r.finish(Reply{}, ErrClosed)
 	}
 }
@@ -71,6 +90,8 @@ func (s *sweeper) compact() {
 	for _, r := range s.watched {
 		if !r.fired.Load() {
 			keep = append(keep, r)
+		} else {
+			r.unref()
 		}
 	}
 	clear(s.watched[len(keep):])
@@ -85,6 +106,7 @@ func (s *sweeper) stopSweeper() {
 		s.timer.Stop()
 	}
 	s.armed = time.Time{}
+	unrefAll(s.watched)
 	clear(s.watched)
 	s.watched = nil
 }
@@ -101,6 +123,7 @@ func (l *Line) sweep() {
 	for _, r := range s.watched {
 		switch {
 		case r.fired.Load():
+			r.unref()
 		case !now.Before(r.deadline):
 			expired = append(expired, r)
 		default:
@@ -124,5 +147,6 @@ func (l *Line) sweep() {
 		} else {
 			r.finish(Reply{}, context.DeadlineExceeded)
 		}
+		r.unref()
 	}
 }

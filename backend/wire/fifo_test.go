@@ -7,7 +7,7 @@ import "testing"
 func TestFifoOrderAndReuse(t *testing.T) {
 	reqs := make([]*Request, 64)
 	for i := range reqs {
-		reqs[i] = &Request{Skip: int32(i)}
+		reqs[i] = &Request{Skip: int16(i)}
 	}
 	var q fifo
 	next, want := 0, 0

@@ -106,13 +106,20 @@ type Request struct {
 	cb    Answerer
 	state atomic.Int32
 	fired atomic.Bool
+	// refs counts what holds the request: its answer until cb.Answer
+	// has returned, the line until it left the queue and the replies
+	// awaited, the sweep until it left the watch, and the reader while
+	// it delivers the answer of a request that stays for replies after
+	// it (see pop). The last to let go tells a Releaser cb (see unref).
+	refs atomic.Int32
 	// Skip is how many replies come before the one that answers the
 	// request (a MULTI … EXEC sent as one request: only EXEC's counts);
 	// they are dropped. After is how many come after it (HELLO 2 behind a
 	// script wanted in RESP3), dropped too: negative once the answer was
-	// read. Both read and counted under the line's lock.
-	Skip  int32
-	After int32
+	// read. Both read and counted under the line's lock. A few at most:
+	// int16 keeps a request, and the record it is embedded in, small.
+	Skip  int16
+	After int16
 	Small [160]byte
 }
 
@@ -151,6 +158,25 @@ func (r *Request) finish(rep Reply, err error) { r.finishAt(rep, time.Time{}, er
 func (r *Request) finishAt(rep Reply, at time.Time, err error) {
 	if r.fired.CompareAndSwap(false, true) {
 		r.cb.Answer(rep, at, err)
+		r.unref()
+	}
+}
+
+// unref lets go of one hold on r (see refs): the last one tells a
+// Releaser answerer that r may be reused. Nothing of the line touches r
+// after its unref.
+func (r *Request) unref() {
+	if r.refs.Add(-1) == 0 {
+		if rl, ok := r.cb.(Releaser); ok {
+			rl.Released(r)
+		}
+	}
+}
+
+// unrefAll lets go of the line's hold on each of rs.
+func unrefAll(rs []*Request) {
+	for _, r := range rs {
+		r.unref()
 	}
 }
 
@@ -311,6 +337,7 @@ func (l *Line) send(batch []*Request, out []byte) []byte {
 	if err != nil {
 		for _, r := range batch {
 			r.failUnsent(err)
+			r.unref()
 		}
 		return out
 	}
@@ -322,6 +349,7 @@ func (l *Line) send(batch []*Request, out []byte) []byte {
 		// failure would reset the connection under everyone else.
 		if !now.Before(r.deadline) {
 			r.failUnsent(errExpired)
+			r.unref()
 			continue
 		}
 		if r.state.CompareAndSwap(stQueued, stSent) {
@@ -329,6 +357,8 @@ func (l *Line) send(batch []*Request, out []byte) []byte {
 			out = append(out, r.Buf...)
 			live = append(live, r)
 			last = later(last, r.deadline)
+		} else {
+			r.unref() // abandoned by the sweep: it leaves the line unsent
 		}
 	}
 	l.live = live // reused by the next batch: only the writer touches it
@@ -366,6 +396,7 @@ func (l *Line) preload(out []byte, live []*Request) ([]byte, []*Request) {
 	for _, args := range l.cfg.Preload {
 		r := &Request{deadline: live[0].deadline, grace: live[0].grace, cb: ignore{}}
 		r.state.Store(stSent)
+		r.refs.Store(2) // its answer and the line; never watched
 		pre = append(pre, r)
 		buf = resp.AppendCommand(buf, args)
 	}
@@ -419,6 +450,7 @@ func (l *Line) track(w *wire, live []*Request) bool {
 		// Outside the lock: a callback may submit again.
 		for _, r := range live {
 			r.finish(Reply{}, ErrConnReset)
+			r.unref()
 		}
 	}
 	return !dead
@@ -565,6 +597,10 @@ func (l *Line) read(w *wire) {
 type paired struct {
 	reps []Reply
 	reqs []*Request // nil where a reply is one the request skips
+	// left are the requests that left the replies awaited in this read,
+	// and those answered that still await replies after their answer: the
+	// reader lets go of them once their replies were delivered.
+	left []*Request
 }
 
 // maxPairedKept is the most replies' room the reader keeps between reads:
@@ -574,12 +610,13 @@ const maxPairedKept = 1024
 // reset empties p for the next read, dropping what it pointed to.
 func (p *paired) reset() {
 	if cap(p.reps) > maxPairedKept {
-		p.reps, p.reqs = nil, nil
+		p.reps, p.reqs, p.left = nil, nil, nil
 		return
 	}
 	clear(p.reps)
 	clear(p.reqs)
-	p.reps, p.reqs = p.reps[:0], p.reqs[:0]
+	clear(p.left)
+	p.reps, p.reqs, p.left = p.reps[:0], p.reqs[:0], p.left[:0]
 }
 
 // deliver hands every whole reply in buf to its request and returns the
@@ -615,6 +652,7 @@ func (l *Line) deliver(w *wire, buf []byte, p *paired) ([]byte, error) {
 			r.finishAt(p.reps[i], now, nil)
 		}
 	}
+	unrefAll(p.left)
 	p.reset()
 	if unasked {
 		return buf, errProtocol // a reply nobody asked for
@@ -633,7 +671,7 @@ func (l *Line) pair(w *wire, p *paired) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for range p.reps {
-		r, ok := l.pop(w)
+		r, ok := l.pop(w, p)
 		if !ok {
 			return true
 		}
@@ -644,8 +682,10 @@ func (l *Line) pair(w *wire, p *paired) bool {
 
 // pop returns the oldest request, or nil while this reply is one it skips
 // or drops after its answer (it stays the oldest until its last); false
-// when none is waiting. l.mu is held.
-func (l *Line) pop(w *wire) (*Request, bool) {
+// when none is waiting. A request that leaves the replies awaited goes to
+// p.left, and so does one answered while it stays, with a hold of the
+// reader's own. l.mu is held.
+func (l *Line) pop(w *wire, p *paired) (*Request, bool) {
 	if w.pending.len() == 0 {
 		return nil, false
 	}
@@ -657,13 +697,20 @@ func (l *Line) pop(w *wire) (*Request, bool) {
 	case r.After < 0: // answered: a reply it drops after its answer
 		if r.After++; r.After == 0 {
 			w.pending.pop()
+			p.left = append(p.left, r)
 		}
 		return nil, true
 	case r.After > 0: // the answer; the request stays for what follows
+		// The reader holds it until the answer was delivered: a reset
+		// can take it from pending meanwhile, and let go of the line's
+		// hold.
 		r.After = -r.After
+		r.refs.Add(1)
+		p.left = append(p.left, r)
 		return r, true
 	}
 	w.pending.pop()
+	p.left = append(p.left, r)
 	return r, true
 }
 
@@ -708,6 +755,7 @@ func (l *Line) reset(w *wire, cause error) {
 	err := fmt.Errorf("%w: %w", ErrConnReset, cause)
 	for _, r := range pending {
 		r.finish(Reply{}, err)
+		r.unref()
 	}
 }
 
@@ -737,6 +785,7 @@ func (l *Line) shutdown() {
 	l.mu.Unlock()
 	for _, r := range queue {
 		r.failUnsent(ErrClosed)
+		r.unref()
 	}
 	if w != nil {
 		l.reset(w, ErrClosed)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redlockd/redlockd/backend/wire"
@@ -42,7 +43,7 @@ var errNoScript error = ServerError{Code: "NOSCRIPT"}
 // first key), so commands on one key keep their order on the wire. The
 // reply is read by the line's reader; a deadline that passes first is the
 // line's sweeper's to report. No goroutine, context or timer is made per
-// call.
+// call, and the call's record is reused (see call.Released).
 func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 	r.do(deadline, cmd, rcv, false)
 }
@@ -56,7 +57,8 @@ func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, aski
 		r.watch.clients.change(deadline, cmd, cmd.Kind == quorum.Subscribe, rcv)
 		return
 	}
-	c := &call{rcv: rcv, kind: cmd.Kind, asking: asking}
+	c := callPool.Get().(*call)
+	c.rcv, c.kind, c.asking = rcv, cmd.Kind, asking
 	m, err := r.muxOf(&cmd)
 	if err == nil {
 		c.ln = m.Line(lineKey(&cmd))
@@ -126,8 +128,8 @@ func lineKey(cmd *quorum.Cmd) string {
 }
 
 // call is one Cmd on its way: the request it travels in and what its
-// answer needs to read the reply, in one allocation, made per node per
-// command: only what the hot path needs is kept here, packed.
+// answer needs to read the reply, in one record, taken from callPool per
+// node per command: only what the hot path needs is kept here, packed.
 type call struct {
 	req    wire.Request // its deadline is the call's
 	ln     *wire.Line   // the line of the Cmd's key, in the Cmd's database
@@ -141,6 +143,44 @@ type call struct {
 	asking bool  // follows an ASK redirect: each request begins with ASKING
 	resp3  bool  // a client's script wanted in RESP3 (see send)
 	nkeys  int32 // ReleaseEach, permits: how many answers to expect
+}
+
+// callPool holds the calls that their lines released (see Released).
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+// maxKeptBuf is the largest encoding buffer that a released call keeps
+// for its next command (see room).
+const maxKeptBuf = 1 << 10
+
+// Released implements wire.Releaser: the line holds c.req no more, and
+// c's answer has been given, so c goes back to callPool, cleared. Its
+// command's buffer, where the command outgrew the request's Small, is
+// kept for the next (see room): every buffer of c.req.Buf is the call's
+// own, and the line copied it when it wrote it. A call that sent its
+// script again after NOSCRIPT (resend) has a second request, which may
+// still be in a line's hands: it is left to the collector, as is the
+// resend's request itself. A call that never reached a line (its build
+// failed) is too.
+func (c *call) Released(r *wire.Request) {
+	if r != &c.req || c.evaled {
+		return
+	}
+	buf := c.req.Buf
+	*c = call{}
+	if cap(buf) > len(c.req.Small) && cap(buf) <= maxKeptBuf {
+		c.req.Buf = buf[:0]
+	}
+	callPool.Put(c)
+}
+
+// room is where the call's command is encoded: its request's Small, or
+// the larger buffer that an earlier command of the call grew, where it
+// kept one (see Released).
+func (c *call) room() []byte {
+	if cap(c.req.Buf) > len(c.req.Small) {
+		return c.req.Buf[:0]
+	}
+	return c.req.Small[:0]
 }
 
 // readFn turns a reply (never an error reply) into the Cmd's Reply.
@@ -173,7 +213,7 @@ func (c *call) Answer(rep wire.Reply, at time.Time, err error) {
 // once: the call keeps the bytes it sends, not its arguments.
 func (c *call) command(read readFn, args ...string) {
 	c.read = read
-	c.req.Buf = resp.AppendCommand(c.req.Small[:0], args)
+	c.req.Buf = resp.AppendCommand(c.room(), args)
 }
 
 // setNXPX makes the call SET key token NX PX ms, the most frequent
@@ -187,7 +227,7 @@ func (c *call) setNXPX(key, token string, ttl time.Duration) {
 	c.read = readStored
 	var digits [20]byte
 	ms := strconv.AppendInt(digits[:0], n, 10)
-	b := append(c.req.Small[:0], "*6\r\n$3\r\nset\r\n"...)
+	b := append(c.room(), "*6\r\n$3\r\nset\r\n"...)
 	b = appendBulk(appendBulk(b, key), token)
 	b = append(b, "$2\r\nnx\r\n$2\r\npx\r\n$"...)
 	b = append(strconv.AppendInt(b, int64(len(ms)), 10), '\r', '\n')
@@ -198,7 +238,7 @@ func (c *call) setNXPX(key, token string, ttl time.Duration) {
 // into its request at once.
 func (c *call) script(s *Script, read readFn, keys []string, args ...string) {
 	c.s, c.read = s, read
-	c.req.Buf = appendScript(c.req.Small[:0], s, false, keys, args...)
+	c.req.Buf = appendScript(c.room(), s, false, keys, args...)
 }
 
 // evalPrefix is how an encoded EVALSHA begins after its array header: the

@@ -178,7 +178,7 @@ func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
 func (c *call) scriptTagged(s *Script, read readFn, key string, prefixes []string, args ...string) {
 	c.s, c.read = s, read
 	nkeys := 1 + len(prefixes)
-	b := append(c.req.Small[:0], '*')
+	b := append(c.room(), '*')
 	b = strconv.AppendInt(b, int64(3+nkeys+len(args)), 10)
 	b = appendBulk(append(b, '\r', '\n'), "evalsha")
 	b = appendBulk(appendBulk(b, s.sha), strconv.Itoa(nkeys))

@@ -32,7 +32,7 @@ func buildCompareAndDelete(c *call, cmd quorum.Cmd, channel string) error {
 }
 
 func buildCompareAndExtend(c *call, cmd quorum.Cmd, _ string) error {
-	c.script(compareAndExtendScript, readYes, []string{cmd.Key}, cmd.Token, c.ms(cmd.TTL))
+	c.scriptTTL(compareAndExtendScript, readYes, []string{cmd.Key}, cmd.TTL, cmd.Token)
 	return c.err
 }
 
@@ -61,7 +61,7 @@ func buildAddTTL(c *call, cmd quorum.Cmd, _ string) error {
 }
 
 func buildExtendOrSetNX(c *call, cmd quorum.Cmd, _ string) error {
-	c.script(extendOrSetNXScript, readYes, []string{cmd.Key}, cmd.Token, c.ms(cmd.TTL))
+	c.scriptTTL(extendOrSetNXScript, readYes, []string{cmd.Key}, cmd.TTL, cmd.Token)
 	return c.err
 }
 

@@ -241,6 +241,31 @@ func (c *call) script(s *Script, read readFn, keys []string, args ...string) {
 	c.req.Buf = appendScript(c.room(), s, false, keys, args...)
 }
 
+// scriptTTL is script over keys and then args and ttl in whole
+// milliseconds (rounded up), encoded without building the ttl as a
+// string: an extend's, sent per node per renewal.
+func (c *call) scriptTTL(s *Script, read readFn, keys []string, ttl time.Duration, args ...string) {
+	n, err := ceilMillis(ttl)
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.s, c.read = s, read
+	var digits [20]byte
+	b := append(c.room(), '*')
+	b = strconv.AppendInt(b, int64(4+len(keys)+len(args)), 10)
+	b = appendBulk(append(b, '\r', '\n'), "evalsha")
+	b = appendBulk(b, s.sha)
+	b = appendBulkBytes(b, strconv.AppendInt(digits[:0], int64(len(keys)), 10))
+	for _, k := range keys {
+		b = appendBulk(b, k)
+	}
+	for _, a := range args {
+		b = appendBulk(b, a)
+	}
+	c.req.Buf = appendBulkBytes(b, strconv.AppendInt(digits[:0], n, 10))
+}
+
 // evalPrefix is how an encoded EVALSHA begins after its array header: the
 // name, then the SHA1 (40 hex digits) as a bulk string.
 const evalPrefix = "$7\r\nevalsha\r\n$40\r\n"

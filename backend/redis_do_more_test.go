@@ -334,8 +334,8 @@ func (d discard) Receive(quorum.Reply) { d.wg.Done() }
 // TestRedisDoAllocs guards the allocations of one command through Do, from
 // the call to its reply. The call (with its request and RESP buffer) is
 // taken from a pool, which its line refills as it lets go of answered
-// calls: at their deadline, or by the few hundred. Only the ttl's digits,
-// where a script takes a ttl, are allocated.
+// calls: at their deadline, or by the few hundred. A ttl's digits are
+// written on the stack.
 func TestRedisDoAllocs(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
@@ -344,7 +344,7 @@ func TestRedisDoAllocs(t *testing.T) {
 		max float64
 	}{
 		{quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: tok, TTL: time.Minute}, 0},
-		{quorum.Cmd{Kind: quorum.CompareAndExtend, Key: "k", Token: tok, TTL: time.Minute}, 1},
+		{quorum.Cmd{Kind: quorum.CompareAndExtend, Key: "k", Token: tok, TTL: time.Minute}, 0},
 		{quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "absent", Token: tok}, 0},
 		// A user's release, announced to waiters, is longer than a
 		// request's inline room: the pooled call keeps the buffer it grew.
@@ -400,6 +400,32 @@ func TestSetNXPXEncoding(t *testing.T) {
 	c := &call{}
 	if c.setNXPX("k", "t", -time.Millisecond); c.err == nil {
 		t.Error("setNXPX with a negative ttl: no error")
+	}
+}
+
+// A script with a ttl, encoded without building the ttl as a string, is
+// exactly the EVALSHA the general encoder writes.
+func TestScriptTTLEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		keys, args []string
+		ttl        time.Duration
+	}{
+		{[]string{"k"}, []string{"tok"}, 10 * time.Second},
+		{[]string{"a\r\nb"}, []string{strings.Repeat("x", 300)}, 1500 * time.Microsecond},
+		{[]string{"{user:7}:lock", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}, []string{"", "owner:1:w:abc"}, 24 * time.Hour},
+		{nil, nil, time.Millisecond},
+	} {
+		c := &call{}
+		c.scriptTTL(compareAndExtendScript, readYes, tc.keys, tc.ttl, tc.args...)
+		ms, _ := ceilMillis(tc.ttl)
+		want := appendScript(nil, compareAndExtendScript, false, tc.keys, append(tc.args, strconv.FormatInt(ms, 10))...)
+		if c.err != nil || string(c.req.Buf) != string(want) || c.s != compareAndExtendScript {
+			t.Errorf("scriptTTL(%q, %q, %v) = %q, %v; want %q", tc.keys, tc.args, tc.ttl, c.req.Buf, c.err, want)
+		}
+	}
+	c := &call{}
+	if c.scriptTTL(compareAndExtendScript, readYes, []string{"k"}, 0, "t"); c.err == nil {
+		t.Error("scriptTTL with no ttl: no error")
 	}
 }
 

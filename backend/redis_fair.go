@@ -207,6 +207,12 @@ func appendBulk(b []byte, s string) []byte {
 	return append(append(append(b, '\r', '\n'), s...), '\r', '\n')
 }
 
+// appendBulkBytes is appendBulk of bytes.
+func appendBulkBytes(b, s []byte) []byte {
+	b = strconv.AppendInt(append(b, '$'), int64(len(s)), 10)
+	return append(append(append(b, '\r', '\n'), s...), '\r', '\n')
+}
+
 // buildFair builds the fair queue's commands.
 func (c *call) buildFair(cmd quorum.Cmd, channel string) error {
 	k, q, e, res := cmd.Key, quorum.FairQueueKey(cmd.Key), fairExpiryKey(cmd.Key), fairResKey(cmd.Key)

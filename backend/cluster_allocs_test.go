@@ -12,7 +12,7 @@ import (
 // A lock and its release, as the proxy's fast path runs them (AcquireAsync
 // and ReleaseAsync of a plain token), over three real servers: once the
 // pools are filled, the quorum's rounds and the nodes' calls are all
-// reused, and the pair allocates nothing.
+// reused, and the pair allocates nothing; nor does a refused lock.
 func TestClusterLockUnlockAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocations are counted without the race detector")
@@ -55,5 +55,31 @@ func TestClusterLockUnlockAllocs(t *testing.T) {
 	t.Logf("AcquireAsync and ReleaseAsync over three servers: %.1f allocations", allocs)
 	if allocs > 0 {
 		t.Errorf("a lock and its release allocate %.1f times, budget 0", allocs)
+	}
+
+	// A lock refused (the key is held by another token) costs nothing
+	// either: nothing is undone.
+	wg.Add(1)
+	c.AcquireAsync("held", "other", time.Minute, locked)
+	wg.Wait()
+	if lockErr != nil {
+		t.Fatalf("lock of held: %v", lockErr)
+	}
+	refused := func() {
+		wg.Add(1)
+		c.AcquireAsync("held", "tok", time.Minute, locked)
+		wg.Wait()
+	}
+	for range 300 {
+		refused()
+	}
+	time.Sleep(2 * timeout)
+	allocs = testing.AllocsPerRun(100, refused)
+	if lockErr != quorum.ErrNotAcquired {
+		t.Fatalf("lock of a held key: %v", lockErr)
+	}
+	t.Logf("refused AcquireAsync over three servers: %.1f allocations", allocs)
+	if allocs > 0 {
+		t.Errorf("a refused lock allocates %.1f times, budget 0", allocs)
 	}
 }

@@ -173,7 +173,7 @@ func (r *Request) unref() {
 	}
 }
 
-// unrefAll lets go of the line's hold on each of rs.
+// unrefAll lets go of one hold on each of rs (see unref).
 func unrefAll(rs []*Request) {
 	for _, r := range rs {
 		r.unref()

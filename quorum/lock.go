@@ -58,7 +58,14 @@ func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time
 // that decided it or before AcquireAsync returns. done must not block.
 // The round cannot be cancelled once started.
 func (c *Cluster) AcquireAsync(key, token string, ttl time.Duration, done func(Lock, error)) {
-	c.acquireThen(Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl}, done)
+	c.acquireThen(nil, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl}, done)
+}
+
+// AcquireAsyncTo is AcquireAsync reported to rp (nil: the Cluster's
+// Observer) in one RoundDone, as Reporter says: for a caller that reports
+// the acquire in one with its own work.
+func (c *Cluster) AcquireAsyncTo(rp Reporter, key, token string, ttl time.Duration, done func(Lock, error)) {
+	c.acquireThen(rp, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl}, done)
 }
 
 // acquireGrant declares the round of an acquire of one lock, cmd (of
@@ -83,7 +90,7 @@ func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (Lock, error) {
 		c.roundDone(OpAcquire, nil, err, 0, cmd.TTL)
 		return Lock{}, err
 	}
-	l, err, _ := awaitThen(context.Background(), func(then func(Lock, error)) { c.acquireThen(cmd, then) })
+	l, err, _ := awaitThen(context.Background(), func(then func(Lock, error)) { c.acquireThen(nil, cmd, then) })
 	return l, err
 }
 
@@ -101,22 +108,28 @@ func (c *Cluster) grantLock(ctx context.Context, key, token string, g grant) (Lo
 	return Lock{Key: key, Token: token, Validity: v}, nil
 }
 
-// acquireThen runs cmd's acquire round and gives done its outcome: a
-// plain SET NX refused where fair waiters are queued is ErrQueued. The
-// outcome is values, so the round is pooled (see round.hold): an acquire
-// allocates no record of its own.
-func (c *Cluster) acquireThen(cmd Cmd, done func(Lock, error)) {
+// acquireThen runs cmd's acquire round, reported to rp (nil: the
+// Cluster's Observer), and gives done its outcome: a plain SET NX refused
+// where fair waiters are queued is ErrQueued. The outcome is values, so
+// the round is pooled (see round.hold): an acquire allocates no record of
+// its own.
+func (c *Cluster) acquireThen(rp Reporter, cmd Cmd, done func(Lock, error)) {
 	if cmd.TTL <= 0 {
-		c.acquired(nil, &cmd, 0, ErrInvalidTTL, done)
+		if rp != nil {
+			rp.RoundDone(&Report{Op: OpAcquire, Outcome: Outcome(ErrInvalidTTL), TTL: cmd.TTL})
+		} else {
+			c.roundDone(OpAcquire, nil, ErrInvalidTTL, 0, cmd.TTL)
+		}
+		done(Lock{}, ErrInvalidTTL)
 		return
 	}
 	gr := grantPool.Get().(*grantRun)
-	gr.acquired = done
+	gr.acquired, gr.reporter = done, rp
 	c.startGrant(gr, c.acquireGrant(cmd), true)
 }
 
-// acquired gives done the outcome of cmd's acquire round r (nil: none
-// ran), and reports it.
+// acquired gives done the outcome of cmd's acquire round r, and reports
+// it: to r's Reporter where it has one.
 func (c *Cluster) acquired(r *round, cmd *Cmd, v time.Duration, err error, done func(Lock, error)) {
 	var l Lock
 	if err == nil {
@@ -124,7 +137,11 @@ func (c *Cluster) acquired(r *round, cmd *Cmd, v time.Duration, err error, done 
 	} else if err == ErrNotAcquired && cmd.Kind == SetNX && r.sawQueue() {
 		err = ErrQueued
 	}
-	c.roundDone(OpAcquire, r, err, l.Validity, cmd.TTL)
+	if r.reporter != nil {
+		r.reportOp(OpAcquire, err, l.Validity, cmd.TTL)
+	} else {
+		c.roundDone(OpAcquire, r, err, l.Validity, cmd.TTL)
+	}
 	done(l, err)
 }
 
@@ -223,7 +240,9 @@ func (rr *releaseRun) ready(t tally) {
 		rr.then(r, t)
 	} else {
 		released, err := c.majority(&t)
-		if o := c.cfg.Observer; o != nil {
+		if r.reporter != nil {
+			r.reportOp(OpRelease, boolOutcome(released, err), 0, 0)
+		} else if o := c.cfg.Observer; o != nil {
 			o.OpDone(OpRelease, Outcome(boolOutcome(released, err)), time.Since(rr.t0), 0, 0)
 		}
 		rr.done(released, err)
@@ -366,9 +385,15 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) 
 // ReleaseAsync is Release that does not wait: done gets its outcome, once,
 // as AcquireAsync's does.
 func (c *Cluster) ReleaseAsync(key, token string, done func(bool, error)) {
+	c.ReleaseAsyncTo(nil, key, token, done)
+}
+
+// ReleaseAsyncTo is ReleaseAsync reported to rp (nil: the Cluster's
+// Observer) in one RoundDone, as AcquireAsyncTo's acquire is.
+func (c *Cluster) ReleaseAsyncTo(rp Reporter, key, token string, done func(bool, error)) {
 	rr := releasePool.Get().(*releaseRun)
-	rr.done = done
-	if c.cfg.Observer != nil {
+	rr.done, rr.reporter = done, rp
+	if rp == nil && c.cfg.Observer != nil {
 		rr.t0 = time.Now() // as begin reads it
 	}
 	c.startRelease(rr, OpRelease, key, token, 0, true, nil, true)

@@ -10,7 +10,9 @@ import (
 // fan-out goroutines, from the goroutines on which AsyncNodes answer (a
 // backend connection's reader) and from callers' goroutines at once, so they
 // must be safe for concurrent use, and quick: they run on the lock's
-// critical path.
+// critical path. An operation started with a Reporter of its own
+// (AcquireAsyncTo, ReleaseAsyncTo) is reported to that one instead, but
+// for the calls its round answered after its outcome.
 type Observer interface {
 	// NodesDone reports the calls to nodes within operation op, one
 	// NodeResult each, in configuration order: a round's calls together,
@@ -22,6 +24,34 @@ type Observer interface {
 	// constants), its duration, and for operations that grant a lock
 	// (acquire, extend, force_set) the validity left out of ttl.
 	OpDone(op, outcome string, d time.Duration, validity, ttl time.Duration)
+}
+
+// Reporter is told of one operation in one call, in place of the
+// Cluster's Observer: an operation started with one (AcquireAsyncTo,
+// ReleaseAsyncTo), for a caller that reports it in one with its own work
+// (a command and its round). Like an Observer it must be quick and must
+// not block.
+type Reporter interface {
+	// RoundDone reports the operation, once, when its outcome is decided
+	// and before its done is called: with the calls of its round
+	// answered by then (a release's, or a refused acquire's, are all; an
+	// acquire granted by a majority may be waiting for the others). rep
+	// stays valid until done returns. The calls answered after it are
+	// reported to the Cluster's Observer, in one NodesDone, once the last
+	// is in.
+	RoundDone(rep *Report)
+}
+
+// Report is one operation as a Reporter is told of it: what OpDone and
+// its round's NodesDone tell an Observer, in one piece.
+type Report struct {
+	// Op, Outcome, D, Validity and TTL are OpDone's figures.
+	Op, Outcome      string
+	D, Validity, TTL time.Duration
+	// Calls are the calls of the operation's round answered by the time
+	// its outcome was decided, as NodesDone lists them; none where it
+	// made no round.
+	Calls []NodeResult
 }
 
 // NodeResult is one call to one node, as Observer.NodesDone reports it.

@@ -64,6 +64,14 @@ type round struct {
 	// holders of r, drop to zero (see hold).
 	pooled bool
 	refs   atomic.Int32
+	// reporter, when set, is told of r's operation (see Reporter) in
+	// place of the Cluster's Observer; only a pooled round's. rep is what
+	// it is told, late that the outcome was decided before the last reply
+	// came, so that the last holder reports the calls answered after it
+	// (see reportOp).
+	reporter Reporter
+	rep      Report
+	late     bool
 
 	mu      sync.Mutex
 	got     int
@@ -100,7 +108,8 @@ type runner interface {
 // returned: refs counts them, and the last to let go recycles the
 // record. A node hands its reply to a call exactly once (Node.Do), and
 // nothing else keeps a pooled round: its outcome gives the caller values,
-// never the round; the Observer's report is only valid during the call;
+// never the round; the Observer's report is only valid during the call,
+// a Reporter's until the callback returned;
 // a horizon wait holds the call until its reply is received; an undo's
 // release round reads the grant round before it calls back, never after;
 // pending releases copy the key and token.
@@ -111,10 +120,14 @@ func (r *round) hold(pooled bool) {
 	}
 }
 
-// unref lets go of one hold on r; the last one recycles it. A round that
-// is not pooled is left to the collector.
+// unref lets go of one hold on r; the last one reports the calls that
+// r's Reporter was not told of (see reportOp), and recycles r. A round
+// that is not pooled is left to the collector.
 func (r *round) unref() {
 	if r.pooled && r.refs.Add(-1) == 0 {
+		if r.late {
+			r.reportLate()
+		}
 		r.run.recycle()
 	}
 }
@@ -139,6 +152,9 @@ type nodeCall struct {
 	kind CmdKind
 	ttl  time.Duration
 	rep  Reply
+	// in: the reply was received (guarded by r.mu); told: the call was
+	// in r's Reporter's report (see reportOp).
+	in, told bool
 	// took and err are the call's latency and error as the node gave
 	// them (before the veto and the naming by node), for the Observer;
 	// recorded on receipt, only with an Observer.
@@ -178,7 +194,12 @@ func (c *Cluster) newRound(op string, vote voter, early int) *round {
 	return r
 }
 
-// init prepares r in place, its calls inline when they fit.
+// observed says whether r's calls are reported: to the Cluster's
+// Observer or to r's Reporter.
+func (r *round) observed() bool { return r.reporter != nil || r.c.cfg.Observer != nil }
+
+// init prepares r in place, its calls inline when they fit; a Reporter
+// is set before.
 func (r *round) init(c *Cluster, op string, vote voter, early int) {
 	r.c, r.op, r.vote, r.early = c, op, vote, early
 	switch n := len(c.nodes); {
@@ -188,12 +209,12 @@ func (r *round) init(c *Cluster, op string, vote voter, early int) {
 	case cap(r.calls) >= n: // a pooled round's, cleared by reuse
 		r.calls = r.calls[:n]
 		clear(r.calls)
-		if c.cfg.Observer != nil && cap(r.results) < n {
+		if r.observed() && cap(r.results) < n {
 			r.results = make([]NodeResult, 0, n)
 		}
 	default:
 		r.calls = make([]nodeCall, n)
-		if c.cfg.Observer != nil {
+		if r.observed() {
 			r.results = make([]NodeResult, 0, n)
 		}
 	}
@@ -237,9 +258,10 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 	if nc.asked {
 		c := r.c
 		n := c.nodes[nc.i]
-		if c.cfg.Observer != nil {
+		if r.observed() {
 			// Written before r.mu is taken below, and read by the last
-			// reply only after it took r.mu in turn.
+			// reply (or the outcome, see reportOp) only after it took
+			// r.mu in turn.
 			nc.took, nc.err = nodeLatency(r.start, rep), rep.Err
 		}
 		if rep.Err == nil {
@@ -252,7 +274,7 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 		}
 	}
 	r.mu.Lock()
-	nc.rep = rep
+	nc.rep, nc.in = rep, true
 	r.got++
 	r.t.add(rep.Err == nil && r.vote(rep), rep.Err)
 	last := r.got == len(r.calls)
@@ -286,24 +308,66 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 }
 
 // report gives the Observer the calls of every node the round asked, in
-// one NodesDone; only from the last reply, once. The round is not reused
+// one NodesDone; only from the last reply, once, and not for a round with
+// a Reporter (see reportOp and reportLate). The round is not reused
 // before its last reply let go of it (see hold), so its calls and
 // results are still this round's.
 func (r *round) report() {
 	o := r.c.cfg.Observer
-	if o == nil {
+	if o == nil || r.reporter != nil {
 		return
 	}
-	res := r.results[:0]
-	for i := range r.calls {
-		if nc := &r.calls[i]; nc.asked {
-			res = append(res, NodeResult{Index: i, Node: r.c.nodes[i].Name(), D: nc.took, Err: nc.err})
-		}
-	}
-	if len(res) > 0 {
+	if res := r.nodeResults(nil); len(res) > 0 {
 		o.NodesDone(r.op, res)
 	}
 }
+
+// nodeResults lists, in r.results, the calls of every node r asked and
+// that keep says to list; with every reply in, or under r.mu with a keep
+// that lists only calls answered (a call's other fields are its
+// launch's and its reply's until then).
+func (r *round) nodeResults(keep func(*nodeCall) bool) []NodeResult {
+	res := r.results[:0]
+	for i := range r.calls {
+		if nc := &r.calls[i]; (keep == nil || keep(nc)) && nc.asked {
+			res = append(res, NodeResult{Index: i, Node: r.c.nodes[i].Name(), D: nc.took, Err: nc.err})
+		}
+	}
+	return res
+}
+
+// reportOp tells r's Reporter of r's operation as its outcome is
+// decided, before the outcome goes to its caller: with the calls
+// answered by then. The calls answered later are left to r's last holder
+// (see unref, reportLate), which lets go only once the caller's callback
+// returned and the last reply was received, so r.results is free again.
+func (r *round) reportOp(op string, err error, validity, ttl time.Duration) {
+	r.rep = Report{Op: op, Outcome: Outcome(err), D: time.Since(r.start), Validity: validity, TTL: ttl}
+	r.mu.Lock()
+	r.late = r.got < len(r.calls)
+	r.rep.Calls = r.nodeResults(tell)
+	r.mu.Unlock()
+	r.reporter.RoundDone(&r.rep)
+}
+
+// tell marks a call answered in time for the Reporter's report; under
+// r.mu.
+func tell(nc *nodeCall) bool {
+	nc.told = nc.in
+	return nc.told
+}
+
+// reportLate gives the Cluster's Observer the calls of r answered after
+// its Reporter was told of it, in one NodesDone; every reply is in.
+func (r *round) reportLate() {
+	if o := r.c.cfg.Observer; o != nil {
+		if res := r.nodeResults(untold); len(res) > 0 {
+			o.NodesDone(r.op, res)
+		}
+	}
+}
+
+func untold(nc *nodeCall) bool { return !nc.told }
 
 // afterAll runs f once every reply is in: now, if they are.
 func (r *round) afterAll(f func(tally)) {

@@ -29,8 +29,10 @@ type Options struct {
 	Version string
 	// Logger receives state changes, never one line per command. Default slog.Default().
 	Logger *slog.Logger
-	// Observer, when set, is told of every command run (for metrics).
-	// Default nil: nothing is reported.
+	// Observer, when set, is told of every command run (for metrics),
+	// and of the quorum rounds of the commands Start runs (see
+	// Observer.CommandDone) in place of the cluster's Observer: set it to
+	// the same metrics. Default nil: nothing is reported.
 	Observer Observer
 	// Info, when set, adds its figures to INFO. Default nil.
 	Info InfoSource

@@ -16,7 +16,15 @@ type Observer interface {
 	// "contended" (the quorum said held elsewhere, or not held),
 	// "no_quorum" or "error" (any other error reply). It follows from the
 	// command's registration and the quorum's verdict, not from the reply.
-	CommandDone(cmd, outcome string, d time.Duration)
+	//
+	// round, when not nil, is the command's quorum operation, which the
+	// cluster's Observer is then not told of but for the calls its round
+	// answered after its outcome (see quorum.Reporter): a command started
+	// in its asynchronous form (Handler.Start) is reported once, with its
+	// round, before its reply is handed on. round is only valid during
+	// the call. nil: the command's operations, if any, were reported to
+	// the cluster's Observer on their own.
+	CommandDone(cmd, outcome string, d time.Duration, round *quorum.Report)
 }
 
 // InfoSource adds figures kept elsewhere (metrics) to INFO.

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 type cmdRecorder struct {
@@ -12,7 +14,7 @@ type cmdRecorder struct {
 	got []string
 }
 
-func (r *cmdRecorder) CommandDone(cmd, outcome string, _ time.Duration) {
+func (r *cmdRecorder) CommandDone(cmd, outcome string, _ time.Duration, _ *quorum.Report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, cmd+"/"+outcome)

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"sync"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -25,45 +26,119 @@ func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 		return false
 	}
 	h.ownWrite(s, cmd, args)
-	c, finish := h.startCall(s, cmd, args, w, done)
-	if !cmd.start(h, c, finish) {
+	st := h.startCall(s, cmd, args, w, done)
+	if !cmd.start(h, st) {
+		st.free()
 		return false
 	}
+	// st may be back in the pool already: only cmd from here.
 	s.commandDone(cmd)
 	h.stats.commands.Add(1)
 	return true
 }
 
-// startCall makes the call that Start hands to a command's start, and the
-// function that ends it: done, after the Observer's report when there is
-// one. One allocation for the call either way, as in Run.
-func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, done func()) (*call, func()) {
-	o := h.opts.Observer
-	if o == nil {
-		return &call{s: s, w: w, name: cmd.name, args: args[1:]}, done
+// started is a command that Start began: its call, what ends it (the
+// caller's done, and the Observer's outcome and clock) and the
+// continuations it hands the quorum. It comes from a pool and goes back
+// once the command ended, so that a request allocates none of it.
+//
+// With an Observer, st is its round's quorum.Reporter: the round's
+// report comes before the quorum's continuation, and stays valid until
+// the continuation returns, so end reports the command once, with its
+// round, in one CommandDone. Nothing uses st once it is back: the quorum
+// calls a continuation and a Reporter once each, on the same goroutine.
+type started struct {
+	call
+	ow   outcomeWriter
+	h    *Handler
+	cmd  *command
+	o    Observer // nil: no report
+	done func()
+	t0   time.Time
+
+	// The lock acquireAsync asks for.
+	cl         *quorum.Cluster
+	key, token string
+	asLock     bool
+
+	round *quorum.Report // the round's report, told before end
+
+	// The methods the quorum calls back, bound once per started.
+	acquired func(quorum.Lock, error)
+	released func(bool, error)
+}
+
+var startedPool sync.Pool // of *started
+
+// getStarted is a started from the pool, or a new one.
+func getStarted() *started {
+	if st, ok := startedPool.Get().(*started); ok {
+		return st
 	}
-	oc := &observedCall{call: call{s: s, name: cmd.name, args: args[1:]}, ow: outcomeWriter{Writer: w}}
-	oc.w = &oc.ow
-	t0 := time.Now()
-	return &oc.call, func() {
-		o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0))
-		done()
+	st := &started{}
+	st.acquired, st.released = st.onAcquired, st.onReleased
+	return st
+}
+
+// startCall makes the call that Start hands to a command's start: its
+// reply goes through the outcome's writer when there is an Observer.
+func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, done func()) *started {
+	st := getStarted()
+	st.call = call{s: s, w: w, name: cmd.name, args: args[1:]}
+	st.h, st.cmd, st.done, st.o = h, cmd, done, h.opts.Observer
+	if st.o != nil {
+		st.ow = outcomeWriter{Writer: w}
+		st.w = &st.ow
+		st.t0 = time.Now()
 	}
+	return st
+}
+
+// reporter is the Reporter of st's round: st itself, which reports it
+// with the command, when there is an Observer; else none (the cluster's
+// Observer is told of the round).
+func (st *started) reporter() quorum.Reporter {
+	if st.o == nil {
+		return nil
+	}
+	return st
+}
+
+// end ends the command, once its reply is written: the Observer's
+// report, with the round's when there was one, then done.
+func (st *started) end() {
+	done := st.done
+	if st.o != nil {
+		st.o.CommandDone(st.name, st.ow.outcome(st.cmd), time.Since(st.t0), st.round)
+	}
+	st.free()
+	done()
+}
+
+// RoundDone implements quorum.Reporter: the round's report, kept for end.
+func (st *started) RoundDone(rep *quorum.Report) { st.round = rep }
+
+// free puts st back in the pool, keeping nothing of its request.
+func (st *started) free() {
+	acquired, released := st.acquired, st.released
+	*st = started{}
+	st.acquired, st.released = acquired, released
+	startedPool.Put(st)
 }
 
 // startSet is SET's asynchronous form: the plain lock, SET key token NX PX
 // ms (or EX s). A malformed SET is answered at once; the other forms
 // (takeovers, session locks, IFEQ) are left to Run.
-func (h *Handler) startSet(c *call, done func()) bool {
-	o, ok := h.parseSet(c)
+func (h *Handler) startSet(st *started) bool {
+	o, ok := h.parseSet(&st.call)
 	if !ok {
-		done()
+		st.end()
 		return true
 	}
 	if !o.plainLock() {
 		return false
 	}
-	h.acquireAsync(c, c.arg(0), c.arg(1), o.ttl, false, done)
+	h.acquireAsync(st, st.arg(0), st.arg(1), o.ttl, false)
 	return true
 }
 
@@ -71,16 +146,16 @@ func (h *Handler) startSet(c *call, done func()) bool {
 // [TOKEN t]. A malformed LOCK is answered at once; the other options
 // (WAIT, KEEPALIVE, FENCE, OWNER and the lock kinds) keep their books on
 // a worker, so they are left to Run.
-func (h *Handler) startLock(c *call, done func()) bool {
-	o, ok := h.parseLock(c)
+func (h *Handler) startLock(st *started) bool {
+	o, ok := h.parseLock(&st.call)
 	if !ok {
-		done()
+		st.end()
 		return true
 	}
 	if !o.tryLock() {
 		return false
 	}
-	h.acquireAsync(c, c.arg(0), o.token, o.ttl, true, done)
+	h.acquireAsync(st, st.arg(0), o.token, o.ttl, true)
 	return true
 }
 
@@ -92,66 +167,69 @@ func (o setOpts) plainLock() bool {
 
 // acquireAsync is acquire without WAIT, for Start: the reply (SET's OK,
 // or with asLock LOCK's [token, validity-ms]; or the lock error) is
-// written to c.w from the goroutine of the round's deciding reply, then
-// done is called. A lock won for a client that hung up
-// meanwhile is released, as acquire does. One closure carries the whole
-// continuation.
-func (h *Handler) acquireAsync(c *call, key, token string, ttl time.Duration, asLock bool, done func()) {
-	s := c.s
+// written to st.w from the goroutine of the round's deciding reply, then
+// st ends. A lock won for a client that hung up meanwhile is released,
+// as acquire does.
+func (h *Handler) acquireAsync(st *started, key, token string, ttl time.Duration, asLock bool) {
+	s := st.s
 	if err := s.Context().Err(); err != nil {
-		writeLockError(c.w, c.name, err)
-		done()
+		writeLockError(st.w, st.name, err)
+		st.end()
 		return
 	}
 	// The database in force at this command's place in a pipeline: a
 	// SELECT is a barrier, so the commands before it are all started.
-	cl := h.clusterOf(s)
-	cl.AcquireAsync(key, token, ttl, func(l quorum.Lock, err error) {
-		if err == nil && s.Context().Err() != nil {
-			err = s.Context().Err()
-			cl.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
-		}
-		h.took(s, err, token, key)
-		switch {
-		case err != nil:
-			writeLockError(c.w, c.name, err)
-		case asLock:
-			h.writeGrant(c, grant{Lock: l}, false, 0)
-		default:
-			c.w.WriteSimple("OK")
-		}
-		done()
-	})
+	st.cl, st.key, st.token, st.asLock = h.clusterOf(s), key, token, asLock
+	st.cl.AcquireAsyncTo(st.reporter(), key, token, ttl, st.acquired)
+}
+
+// onAcquired is acquireAsync's continuation.
+func (st *started) onAcquired(l quorum.Lock, err error) {
+	s := st.s
+	if err == nil && s.Context().Err() != nil {
+		err = s.Context().Err()
+		st.cl.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
+	}
+	st.h.took(s, err, st.token, st.key)
+	switch {
+	case err != nil:
+		writeLockError(st.w, st.name, err)
+	case st.asLock:
+		st.h.writeGrant(&st.call, grant{Lock: l}, false, 0)
+	default:
+		st.w.WriteSimple("OK")
+	}
+	st.end()
 }
 
 // startUnlock is UNLOCK's asynchronous form (and DELIFEQ's, the same
 // release): the compare-and-delete of a plain lock.
-func (h *Handler) startUnlock(c *call, done func()) bool {
-	return h.releaseAsync(c, c.arg(0), c.arg(1), done)
+func (h *Handler) startUnlock(st *started) bool {
+	return h.releaseAsync(st, st.arg(0), st.arg(1))
 }
 
 // startEval is EVAL's asynchronous form, for a recognised release script
 // (lockScript.release).
-func (h *Handler) startEval(c *call, done func()) bool {
-	if !releaseShape(c) {
+func (h *Handler) startEval(st *started) bool {
+	if !releaseShape(&st.call) {
 		return false
 	}
-	if s := scripts[sha1Hex(c.arg(0))]; s == nil || !s.release {
+	if s := scripts[sha1Hex(st.arg(0))]; s == nil || !s.release {
 		return false
 	}
-	return h.releaseAsync(c, c.arg(2), c.arg(3), done)
+	return h.releaseAsync(st, st.arg(2), st.arg(3))
 }
 
 // startEvalSHA is EVALSHA's asynchronous form. A SHA1 spelled in upper
 // case is left to Run, which lowers it: clients send it as Redis names it.
-func (h *Handler) startEvalSHA(c *call, done func()) bool {
-	if !releaseShape(c) {
+func (h *Handler) startEvalSHA(st *started) bool {
+	if !releaseShape(&st.call) {
 		return false
 	}
-	if s := scripts[string(c.args[0])]; s == nil || !s.release {
+	if s := scripts[string(st.args[0])]; s == nil || !s.release {
 		return false
 	}
-	return h.releaseAsync(c, c.arg(2), c.arg(3), done)
+	return h.releaseAsync(st, st.arg(2), st.arg(3))
 }
 
 // releaseShape reports whether c is script numkeys=1 key token: the only
@@ -165,8 +243,8 @@ func releaseShape(c *call) bool {
 // lock of this proxy is kept (renewed) or known lost under it. The other
 // cases keep their books (hold counts, bindings) on the worker: it
 // reports false for them, having done nothing.
-func (h *Handler) releaseAsync(c *call, key, token string, done func()) bool {
-	s := c.s
+func (h *Handler) releaseAsync(st *started, key, token string) bool {
+	s := st.s
 	if quorum.IsOwnerToken(token) {
 		return false
 	}
@@ -174,9 +252,12 @@ func (h *Handler) releaseAsync(c *call, key, token string, done func()) bool {
 	if h.bound.wasLost(ref, s.ID) || h.bound.get(ref) != nil {
 		return false
 	}
-	h.clusterOf(s).ReleaseAsync(key, token, func(ok bool, err error) {
-		writeReleased(c.w, c.name, ok, err)
-		done()
-	})
+	h.clusterOf(s).ReleaseAsyncTo(st.reporter(), key, token, st.released)
 	return true
+}
+
+// onReleased is releaseAsync's continuation.
+func (st *started) onReleased(ok bool, err error) {
+	writeReleased(st.w, st.name, ok, err)
+	st.end()
 }

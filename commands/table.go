@@ -36,9 +36,9 @@ type command struct {
 	outcome outcomeKind
 	run     func(h *Handler, c *call)
 	// start, when set, is the command's asynchronous form (see Start): it
-	// either takes the call over, calling done once it is answered, or
-	// reports false having written nothing.
-	start func(h *Handler, c *call, done func()) bool
+	// either takes st over, ending it (started.end) once it is answered,
+	// or reports false having written nothing and handed st to nobody.
+	start func(h *Handler, st *started) bool
 }
 
 // pipeKind is how a command runs within a pipelined batch.
@@ -190,7 +190,7 @@ func (h *Handler) runObserved(o Observer, cmd *command, args [][]byte, oc *obser
 	oc.w = &oc.ow
 	t0 := time.Now()
 	h.runChecked(cmd, args, &oc.call)
-	o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0))
+	o.CommandDone(cmd.name, oc.ow.outcome(cmd), time.Since(t0), nil)
 }
 
 // runChecked runs c (args with the name first) unless it names the

@@ -27,7 +27,7 @@ func BenchmarkObserve(b *testing.B) {
 			}
 			m.NodesDone("acquire", round)
 			m.OpDone("acquire", "ok", time.Millisecond, 9*time.Second, 10*time.Second)
-			m.CommandDone("set", "acquired", time.Millisecond)
+			m.CommandDone("set", "acquired", time.Millisecond, nil)
 			i++
 		}
 	})

@@ -189,10 +189,19 @@ func (m *Metrics) histogramVec(name, help string, buckets []float64, labels ...s
 // Registry is the registry /metrics serves.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// CommandDone counts one command of the command table.
-func (m *Metrics) CommandDone(cmd, outcome string, d time.Duration) {
+// CommandDone counts one command of the command table, and, when it
+// brings one, its quorum operation: the series NodesDone and OpDone
+// would move for that operation, moved here instead.
+func (m *Metrics) CommandDone(cmd, outcome string, d time.Duration, round *quorum.Report) {
 	counterOf(&m.commandCounts, m.commands, cmd, outcome).Inc()
 	observerOf(&m.commandSecs, m.commandSeconds, cmd).Observe(d.Seconds())
+	if round == nil {
+		return
+	}
+	if len(round.Calls) > 0 {
+		m.NodesDone(round.Op, round.Calls)
+	}
+	m.OpDone(round.Op, round.Outcome, round.D, round.Validity, round.TTL)
 }
 
 // OpDone implements quorum.Observer.

@@ -106,7 +106,7 @@ func TestFamiliesMoveAfterLocks(t *testing.T) {
 	if _, err := r.cluster.Acquire(ctx, "held", "b", 10*time.Second); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("second Acquire: %v, want contention", err)
 	}
-	r.m.CommandDone("lock", "acquired", time.Millisecond)
+	r.m.CommandDone("lock", "acquired", time.Millisecond, nil)
 
 	code, body := r.get(t, "/metrics")
 	if code != http.StatusOK {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +18,13 @@ import (
 // on warm backends and operation a success costs no allocation.
 func TestObserveAllocations(t *testing.T) {
 	m, nodes := warmMetrics()
-	m.CommandDone("set", "acquired", time.Millisecond)
+	m.CommandDone("set", "acquired", time.Millisecond, nil)
 	round := results(nodes, 300*time.Microsecond)
 	// The same backends at each other's indexes: found by name.
 	swapped := results(nodes, 300*time.Microsecond)
 	swapped[0].Node, swapped[2].Node = swapped[2].Node, swapped[0].Node
+	withRound := &quorum.Report{Op: quorum.OpAcquire, Outcome: quorum.OutcomeOK, D: time.Millisecond,
+		Validity: 9 * time.Second, TTL: 10 * time.Second, Calls: round}
 	for _, c := range []struct {
 		name string
 		f    func()
@@ -31,7 +34,8 @@ func TestObserveAllocations(t *testing.T) {
 		{"OpDone", func() {
 			m.OpDone(quorum.OpAcquire, quorum.OutcomeOK, time.Millisecond, 9*time.Second, 10*time.Second)
 		}},
-		{"CommandDone", func() { m.CommandDone("set", "acquired", time.Millisecond) }},
+		{"CommandDone", func() { m.CommandDone("set", "acquired", time.Millisecond, nil) }},
+		{"CommandDone with its round", func() { m.CommandDone("set", "acquired", time.Millisecond, withRound) }},
 	} {
 		if got := testing.AllocsPerRun(1000, c.f); got != 0 {
 			t.Errorf("%s: %v allocations per call, want 0", c.name, got)
@@ -185,4 +189,54 @@ func backendSamples(t *testing.T, m *Metrics) map[labelPair]uint64 {
 		}
 	}
 	return got
+}
+
+// A command reported with its quorum operation (CommandDone's round)
+// moves the same series, by the same amounts, as the command and its
+// operation reported apart (CommandDone, NodesDone and OpDone).
+func TestCommandDoneWithRound(t *testing.T) {
+	nodes := []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"}
+	calls := results(nodes, 300*time.Microsecond)
+	calls[2].Err = context.DeadlineExceeded
+	reports := []quorum.Report{
+		{Op: quorum.OpAcquire, Outcome: quorum.OutcomeOK, D: 2 * time.Millisecond, Validity: 9 * time.Second, TTL: 10 * time.Second, Calls: calls},
+		{Op: quorum.OpRelease, Outcome: quorum.OutcomeContended, D: time.Millisecond, Calls: calls[:2]},
+		{Op: quorum.OpAcquire, Outcome: quorum.OutcomeError, TTL: -time.Second}, // no round made
+	}
+	apart, together := New(Options{Backends: nodes}), New(Options{Backends: nodes})
+	for _, r := range reports {
+		if len(r.Calls) > 0 {
+			apart.NodesDone(r.Op, r.Calls)
+		}
+		apart.OpDone(r.Op, r.Outcome, r.D, r.Validity, r.TTL)
+		apart.CommandDone("set", "acquired", 3*time.Millisecond, nil)
+		together.CommandDone("set", "acquired", 3*time.Millisecond, &r)
+	}
+	want, got := families(t, apart), families(t, together)
+	for _, name := range []string{NameCommands, NameCommandSeconds, NameOperations, NameOperationSeconds,
+		NameValidityRatio, NameBackendSeconds, NameBackendErrors, NameBackendChanges} {
+		if want[name] == "" {
+			t.Errorf("%s: no series", name)
+		}
+		if got[name] != want[name] {
+			t.Errorf("%s with the round in CommandDone:\n%s\nwant, as reported apart:\n%s", name, got[name], want[name])
+		}
+	}
+}
+
+var created = regexp.MustCompile(`created_timestamp:\{[^}]*\}`)
+
+// families is the text of each family m's registry gathers, by name,
+// without the series' creation times.
+func families(t *testing.T, m *Metrics) map[string]string {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = created.ReplaceAllString(mf.String(), "")
+	}
+	return out
 }

@@ -41,7 +41,7 @@ func (c *replayConn) Write(p []byte) (int, error) {
 // costs the proxy a call's worth of bookkeeping.
 type nopObserver struct{}
 
-func (nopObserver) CommandDone(string, string, time.Duration) {}
+func (nopObserver) CommandDone(string, string, time.Duration, *quorum.Report) {}
 
 // releaseSHA names the compare-and-delete release script (docs/commands.md, EVAL).
 var releaseSHA = func() string {

@@ -1,0 +1,207 @@
+package commands
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlockd/redlockd/backend/embedded"
+	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
+)
+
+// countingObserver notes the metric reports it is given, as the metrics
+// are given them: it is both the command table's Observer and the
+// cluster's. A command's report names its round's operation, outcome and
+// number of calls, and whether the command's done had been called by then.
+type countingObserver struct {
+	mu      sync.Mutex
+	reports []string
+	done    chan struct{} // the command's done, when one is watched
+	more    chan struct{} // buffered 1: a report came
+}
+
+func newCountingObserver() *countingObserver {
+	return &countingObserver{more: make(chan struct{}, 1)}
+}
+
+func (o *countingObserver) note(s string) {
+	o.mu.Lock()
+	o.reports = append(o.reports, s)
+	o.mu.Unlock()
+	select {
+	case o.more <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the reports so far and forgets them.
+func (o *countingObserver) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.reports
+	o.reports = nil
+	return r
+}
+
+// await waits for a first report, then returns the reports so far.
+func (o *countingObserver) await(t *testing.T) []string {
+	t.Helper()
+	for {
+		o.mu.Lock()
+		n := len(o.reports)
+		o.mu.Unlock()
+		if n > 0 {
+			return o.take()
+		}
+		select {
+		case <-o.more:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no report")
+		}
+	}
+}
+
+func (o *countingObserver) CommandDone(cmd, outcome string, _ time.Duration, round *quorum.Report) {
+	s := "CommandDone " + cmd + "/" + outcome
+	if round != nil {
+		s += fmt.Sprintf(" round=%s/%s calls=%d", round.Op, round.Outcome, len(round.Calls))
+	}
+	o.mu.Lock()
+	done := o.done
+	o.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+			s += " after done"
+		default:
+			s += " before done"
+		}
+	}
+	o.note(s)
+}
+
+func (o *countingObserver) NodesDone(op string, calls []quorum.NodeResult) {
+	o.note(fmt.Sprintf("NodesDone %s calls=%d", op, len(calls)))
+}
+
+func (o *countingObserver) OpDone(op, outcome string, _, _, _ time.Duration) {
+	o.note("OpDone " + op + "/" + outcome)
+}
+
+// reportsHandler is a Handler over three in-memory nodes whose command
+// table and cluster both report to obs; the last node can be held up.
+func reportsHandler(t *testing.T, obs *countingObserver) (*Handler, *Session, *faultnode.Node) {
+	t.Helper()
+	var nodes []quorum.Node
+	var last *faultnode.Node
+	for _, n := range []string{"m1", "m2", "m3"} {
+		last = faultnode.Wrap(embedded.New(n))
+		nodes = append(nodes, last)
+	}
+	cfg := quorum.DefaultConfig()
+	cfg.Observer = obs
+	cl, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	h := New(cl, Options{Observer: obs})
+	s := h.NewSession("127.0.0.1:1")
+	t.Cleanup(func() { h.CloseSession(s) })
+	return h, s, last
+}
+
+// A request that Start runs is reported once, before its done, its
+// quorum round in the command's report; only the calls its round
+// answered after its outcome (here the node an acquire asks once a
+// majority granted it) are reported on their own, to the cluster's
+// Observer. Run's reports are unchanged: the command, and the cluster's
+// reports of its operation.
+func TestReportsPerRequest(t *testing.T) {
+	obs := newCountingObserver()
+	h, s, _ := reportsHandler(t, obs)
+	for _, tc := range []struct {
+		words []string
+		start []string
+	}{
+		{[]string{"SET", "k", "tok", "NX", "PX", "10000"}, []string{
+			"CommandDone set/acquired round=acquire/ok calls=2 before done", "NodesDone acquire calls=1"}},
+		{[]string{"SET", "k", "other", "NX", "PX", "10000"}, []string{
+			"CommandDone set/contended round=acquire/contended calls=3 before done"}},
+		{[]string{"EVALSHA", sha1Hex(cadScript), "1", "k", "tok"}, []string{
+			"CommandDone evalsha/ok round=release/ok calls=3 before done"}},
+		{[]string{"LOCK", "k", "10000", "TOKEN", "tok"}, []string{
+			"CommandDone lock/acquired round=acquire/ok calls=2 before done", "NodesDone acquire calls=1"}},
+		{[]string{"UNLOCK", "k", "tok"}, []string{
+			"CommandDone unlock/ok round=release/ok calls=3 before done"}},
+		{[]string{"UNLOCK", "k", "tok"}, []string{
+			"CommandDone unlock/contended round=release/contended calls=3 before done"}},
+		{[]string{"SET", "k", "tok", "NX", "PX", "x"}, []string{
+			"CommandDone set/error before done"}},
+	} {
+		var r recorder
+		done := make(chan struct{})
+		obs.mu.Lock()
+		obs.done = done
+		obs.mu.Unlock()
+		// The in-memory nodes answer at once: every report is made
+		// before Start returns.
+		if !h.Start(s, NewRequest(byteArgs(tc.words)), &r, func() { close(done) }) {
+			t.Fatalf("%v has no asynchronous form", tc.words)
+		}
+		<-done
+		if got := obs.take(); !slices.Equal(got, tc.start) {
+			t.Errorf("Start %v: reports %q, want %q", tc.words, got, tc.start)
+		}
+	}
+
+	obs.mu.Lock()
+	obs.done = nil
+	obs.mu.Unlock()
+	h.Exec(s, byteArgs([]string{"SET", "k", "tok", "NX", "PX", "10000"}), new(recorder))
+	got := obs.take()
+	slices.Sort(got)
+	want := []string{"CommandDone set/acquired", "NodesDone acquire calls=3", "OpDone acquire/ok"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Exec of SET NX PX: reports %q, want %q", got, want)
+	}
+}
+
+// A command's report does not wait for a slow node: an acquire that a
+// majority granted is reported before its done with the calls answered
+// by then, the slow node's call later on its own; a release awaits every
+// reply, so its report has every call.
+func TestReportDoesNotAwaitASlowNode(t *testing.T) {
+	obs := newCountingObserver()
+	h, s, slow := reportsHandler(t, obs)
+	slow.SetDelay(50 * time.Millisecond)
+	for _, tc := range []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"SET", "k", "tok", "NX", "PX", "10000"}, []string{
+			"CommandDone set/acquired round=acquire/ok calls=2 before done", "NodesDone acquire calls=1"}},
+		{[]string{"UNLOCK", "k", "tok"}, []string{
+			"CommandDone unlock/ok round=release/ok calls=3 before done"}},
+	} {
+		var r recorder
+		done := make(chan struct{})
+		obs.mu.Lock()
+		obs.done = done
+		obs.mu.Unlock()
+		if !h.Start(s, NewRequest(byteArgs(tc.words)), &r, func() { close(done) }) {
+			t.Fatalf("%v has no asynchronous form", tc.words)
+		}
+		<-done
+		got := obs.await(t)
+		for len(got) < len(tc.want) {
+			got = append(got, obs.await(t)...)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Start %v: reports %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}

@@ -138,7 +138,8 @@ func (h *Handler) startSet(st *started) bool {
 	if !o.plainLock() {
 		return false
 	}
-	h.acquireAsync(st, st.arg(0), st.arg(1), o.ttl, false)
+	key, token := st.argPair(0, 1)
+	h.acquireAsync(st, key, token, o.ttl, false)
 	return true
 }
 
@@ -205,7 +206,7 @@ func (st *started) onAcquired(l quorum.Lock, err error) {
 // startUnlock is UNLOCK's asynchronous form (and DELIFEQ's, the same
 // release): the compare-and-delete of a plain lock.
 func (h *Handler) startUnlock(st *started) bool {
-	return h.releaseAsync(st, st.arg(0), st.arg(1))
+	return h.releaseAsync(st, 0, 1)
 }
 
 // startEval is EVAL's asynchronous form, for a recognised release script
@@ -217,7 +218,7 @@ func (h *Handler) startEval(st *started) bool {
 	if s := scripts[sha1Hex(st.arg(0))]; s == nil || !s.release {
 		return false
 	}
-	return h.releaseAsync(st, st.arg(2), st.arg(3))
+	return h.releaseAsync(st, 2, 3)
 }
 
 // startEvalSHA is EVALSHA's asynchronous form. A SHA1 spelled in upper
@@ -229,7 +230,7 @@ func (h *Handler) startEvalSHA(st *started) bool {
 	if s := scripts[string(st.args[0])]; s == nil || !s.release {
 		return false
 	}
-	return h.releaseAsync(st, st.arg(2), st.arg(3))
+	return h.releaseAsync(st, 2, 3)
 }
 
 // releaseShape reports whether c is script numkeys=1 key token: the only
@@ -238,13 +239,15 @@ func releaseShape(c *call) bool {
 	return len(c.args) == 4 && string(c.args[1]) == "1"
 }
 
-// releaseAsync is releaseToken without a worker, for Start, where it is
+// releaseAsync is releaseToken without a worker, for Start, of the key
+// and token that st's arguments keyArg and tokenArg name, where it is
 // simply the quorum's release: the token is not an OWNER token, and no
 // lock of this proxy is kept (renewed) or known lost under it. The other
 // cases keep their books (hold counts, bindings) on the worker: it
 // reports false for them, having done nothing.
-func (h *Handler) releaseAsync(st *started, key, token string) bool {
+func (h *Handler) releaseAsync(st *started, keyArg, tokenArg int) bool {
 	s := st.s
+	key, token := st.argPair(keyArg, tokenArg)
 	if quorum.IsOwnerToken(token) {
 		return false
 	}

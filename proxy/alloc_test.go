@@ -268,3 +268,119 @@ func TestAllocsPerPipelinedRequest(t *testing.T) {
 		t.Fatalf("the proxy allocates %.2f times per pipelined lock and release of its own, budget %.0f", own, budget)
 	}
 }
+
+// asyncDirect is the quorum's and the nodes' share of a lock and its
+// release as Start runs them (AcquireAsync, ReleaseAsync), for each of
+// keys: what TestStartedAllocs takes out of a proxied request.
+func asyncDirect(cluster *quorum.Cluster, keys []string, token string) func() {
+	acquired := func(quorum.Lock, error) {}
+	released := func(bool, error) {}
+	return func() {
+		for _, k := range keys {
+			cluster.AcquireAsync(k, token, 10*time.Second, acquired)
+		}
+		for _, k := range keys {
+			cluster.ReleaseAsync(k, token, released)
+		}
+	}
+}
+
+// TestStartedAllocs is the allocations of the proxy and the command
+// table on the path of the lock requests that start without a worker
+// (commands.Handler.Start): a pipelined batch of them, and a single
+// request over a socket. Their quorum calls are the async ones, which
+// are taken out here as such; what is left is the key and token string
+// that each round keeps, one allocation per request (commands' argPair),
+// and nothing else: the command's record and its report are pooled.
+func TestStartedAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are counted without the race detector")
+	}
+	t.Run("pipelined", func(t *testing.T) {
+		const depth = 16
+		var sets, releases []byte
+		var setReplies, releaseReplies string
+		keys := make([]string, depth)
+		for i := range depth {
+			k := fmt.Sprintf("k%d", i)
+			keys[i] = k
+			sets = append(sets, request("SET", k, "tok", "NX", "PX", "10000")...)
+			releases = append(releases, request("EVALSHA", releaseSHA, "1", k, "tok")...)
+			setReplies += "+OK\r\n"
+			releaseReplies += ":1\r\n"
+		}
+		cluster := memoryCluster(t)
+		s, st := replayServer(t, cluster, [][]byte{sets, releases})
+		t.Cleanup(func() { close(s.work) })
+		round := func() {
+			for _, want := range []string{setReplies, releaseReplies} {
+				batch, err := st.rd.next()
+				if err != nil || len(batch) != depth {
+					t.Fatalf("next = %d requests, %v", len(batch), err)
+				}
+				s.serveBatch(st, batch)
+				if out := st.nc.(*replayConn).out; string(out) != want {
+					t.Fatalf("replies %q, want %q", out, want)
+				}
+			}
+		}
+		round()
+		proxied := testing.AllocsPerRun(50, round)
+		direct := testing.AllocsPerRun(50, asyncDirect(cluster, keys, "tok"))
+		own := (proxied - direct) / depth
+		t.Logf("%.1f allocations per 16+16 through the proxy, %.1f in the quorum and nodes: %.2f per lock and release of its own", proxied, direct, own)
+		if own > 2 {
+			t.Errorf("the proxy allocates %.2f times per pipelined lock and release of its own, budget 2", own)
+		}
+	})
+	t.Run("socket", func(t *testing.T) {
+		cluster := memoryCluster(t)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := New(commands.New(cluster, commands.Options{Observer: nopObserver{}}), Options{})
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		<-srv.Ready()
+		defer func() {
+			srv.Close()
+			<-served
+		}()
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		reqs := [][]byte{request("SET", "key:1", "tok", "NX", "PX", "10000"), request("EVALSHA", releaseSHA, "1", "key:1", "tok")}
+		replies := []string{"+OK\r\n", ":1\r\n"}
+		buf := make([]byte, 64)
+		pair := func() {
+			for i, req := range reqs {
+				if _, err := nc.Write(req); err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for n < len(replies[i]) {
+					m, err := nc.Read(buf[n:])
+					if err != nil {
+						t.Fatal(err)
+					}
+					n += m
+				}
+				if string(buf[:n]) != replies[i] {
+					t.Fatalf("reply %q, want %q", buf[:n], replies[i])
+				}
+			}
+		}
+		pair()
+		proxied := testing.AllocsPerRun(200, pair)
+		direct := testing.AllocsPerRun(200, asyncDirect(cluster, []string{"key:1"}, "tok"))
+		own := proxied - direct
+		t.Logf("%.1f allocations per pair over the socket, %.1f in the quorum and nodes: %.1f the proxy's own", proxied, direct, own)
+		if own > 2 {
+			t.Errorf("the proxy allocates %.1f times per pair of its own over a socket, budget 2", own)
+		}
+	})
+}

@@ -92,7 +92,8 @@ func (o *countingObserver) OpDone(op, outcome string, _, _, _ time.Duration) {
 }
 
 // reportsHandler is a Handler over three in-memory nodes whose command
-// table and cluster both report to obs; the last node can be held up.
+// table and cluster both report to obs; the last node can be held up
+// (for less than the node timeout).
 func reportsHandler(t *testing.T, obs *countingObserver) (*Handler, *Session, *faultnode.Node) {
 	t.Helper()
 	var nodes []quorum.Node
@@ -103,6 +104,7 @@ func reportsHandler(t *testing.T, obs *countingObserver) (*Handler, *Session, *f
 	}
 	cfg := quorum.DefaultConfig()
 	cfg.Observer = obs
+	cfg.NodeTimeout = 5 * time.Second // a held-up node answers, late, rather than fails
 	cl, err := quorum.New(nodes, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -37,10 +37,10 @@ func TestClusterLockUnlockAllocs(t *testing.T) {
 	unlocked := func(ok bool, _ error) { released = ok; wg.Done() }
 	pair := func() {
 		wg.Add(1)
-		c.AcquireAsync("k", "tok", time.Minute, locked)
+		c.AcquireAsync(nil, "k", "tok", time.Minute, locked)
 		wg.Wait()
 		wg.Add(1)
-		c.ReleaseAsync("k", "tok", unlocked)
+		c.ReleaseAsync(nil, "k", "tok", unlocked)
 		wg.Wait()
 	}
 	// The nodes' lines let go of their calls once their deadline passed.
@@ -60,14 +60,14 @@ func TestClusterLockUnlockAllocs(t *testing.T) {
 	// A lock refused (the key is held by another token) costs nothing
 	// either: nothing is undone.
 	wg.Add(1)
-	c.AcquireAsync("held", "other", time.Minute, locked)
+	c.AcquireAsync(nil, "held", "other", time.Minute, locked)
 	wg.Wait()
 	if lockErr != nil {
 		t.Fatalf("lock of held: %v", lockErr)
 	}
 	refused := func() {
 		wg.Add(1)
-		c.AcquireAsync("held", "tok", time.Minute, locked)
+		c.AcquireAsync(nil, "held", "tok", time.Minute, locked)
 		wg.Wait()
 	}
 	for range 300 {

@@ -181,7 +181,7 @@ func (h *Handler) acquireAsync(st *started, key, token string, ttl time.Duration
 	// The database in force at this command's place in a pipeline: a
 	// SELECT is a barrier, so the commands before it are all started.
 	st.cl, st.key, st.token, st.asLock = h.clusterOf(s), key, token, asLock
-	st.cl.AcquireAsyncTo(st.reporter(), key, token, ttl, st.acquired)
+	st.cl.AcquireAsync(st.reporter(), key, token, ttl, st.acquired)
 }
 
 // onAcquired is acquireAsync's continuation.
@@ -189,7 +189,7 @@ func (st *started) onAcquired(l quorum.Lock, err error) {
 	s := st.s
 	if err == nil && s.Context().Err() != nil {
 		err = s.Context().Err()
-		st.cl.ReleaseAsync(l.Key, l.Token, func(bool, error) {})
+		st.cl.ReleaseAsync(nil, l.Key, l.Token, func(bool, error) {})
 	}
 	st.h.took(s, err, st.token, st.key)
 	switch {
@@ -255,7 +255,7 @@ func (h *Handler) releaseAsync(st *started, keyArg, tokenArg int) bool {
 	if h.bound.wasLost(ref, s.ID) || h.bound.get(ref) != nil {
 		return false
 	}
-	h.clusterOf(s).ReleaseAsyncTo(st.reporter(), key, token, st.released)
+	h.clusterOf(s).ReleaseAsync(st.reporter(), key, token, st.released)
 	return true
 }
 

@@ -110,8 +110,8 @@ func TestStartAllocations(t *testing.T) {
 			acquired := func(quorum.Lock, error) {}
 			released := func(bool, error) {}
 			direct := testing.AllocsPerRun(200, func() {
-				cl.AcquireAsync(key, token, 10*time.Second, acquired)
-				cl.ReleaseAsync(key, token, released)
+				cl.AcquireAsync(nil, key, token, 10*time.Second, acquired)
+				cl.ReleaseAsync(nil, key, token, released)
 			})
 			own := proxied - direct
 			t.Logf("%.1f allocations per pair started, %.1f in the quorum and nodes: %.1f in commands", proxied, direct, own)

@@ -277,10 +277,10 @@ func asyncDirect(cluster *quorum.Cluster, keys []string, token string) func() {
 	released := func(bool, error) {}
 	return func() {
 		for _, k := range keys {
-			cluster.AcquireAsync(k, token, 10*time.Second, acquired)
+			cluster.AcquireAsync(nil, k, token, 10*time.Second, acquired)
 		}
 		for _, k := range keys {
-			cluster.ReleaseAsync(k, token, released)
+			cluster.ReleaseAsync(nil, k, token, released)
 		}
 	}
 }

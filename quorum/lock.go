@@ -56,15 +56,10 @@ func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time
 // AcquireAsync is Acquire that does not wait: done gets its outcome, once,
 // after any cleanup of a failed round, from the goroutine of the reply
 // that decided it or before AcquireAsync returns. done must not block.
-// The round cannot be cancelled once started.
-func (c *Cluster) AcquireAsync(key, token string, ttl time.Duration, done func(Lock, error)) {
-	c.acquireThen(nil, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl}, done)
-}
-
-// AcquireAsyncTo is AcquireAsync reported to rp (nil: the Cluster's
-// Observer) in one RoundDone, as Reporter says: for a caller that reports
-// the acquire in one with its own work.
-func (c *Cluster) AcquireAsyncTo(rp Reporter, key, token string, ttl time.Duration, done func(Lock, error)) {
+// The round cannot be cancelled once started. It is reported to rp in one
+// RoundDone, as Reporter says, for a caller that reports the acquire in
+// one with its own work; nil: to the Cluster's Observer.
+func (c *Cluster) AcquireAsync(rp Reporter, key, token string, ttl time.Duration, done func(Lock, error)) {
 	c.acquireThen(rp, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl}, done)
 }
 
@@ -378,19 +373,13 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 // Like every release it runs to its end whatever ctx says: an unlock sent
 // just before its client hangs up still lands.
 func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
-	ok, err, _ := awaitThen(context.Background(), func(then func(bool, error)) { c.ReleaseAsync(key, token, then) })
+	ok, err, _ := awaitThen(context.Background(), func(then func(bool, error)) { c.ReleaseAsync(nil, key, token, then) })
 	return ok, err
 }
 
 // ReleaseAsync is Release that does not wait: done gets its outcome, once,
-// as AcquireAsync's does.
-func (c *Cluster) ReleaseAsync(key, token string, done func(bool, error)) {
-	c.ReleaseAsyncTo(nil, key, token, done)
-}
-
-// ReleaseAsyncTo is ReleaseAsync reported to rp (nil: the Cluster's
-// Observer) in one RoundDone, as AcquireAsyncTo's acquire is.
-func (c *Cluster) ReleaseAsyncTo(rp Reporter, key, token string, done func(bool, error)) {
+// and rp (nil: the Cluster's Observer) its report, as AcquireAsync's do.
+func (c *Cluster) ReleaseAsync(rp Reporter, key, token string, done func(bool, error)) {
 	rr := releasePool.Get().(*releaseRun)
 	rr.done, rr.reporter = done, rp
 	if rp == nil && c.cfg.Observer != nil {

@@ -11,7 +11,7 @@ import (
 // backend connection's reader) and from callers' goroutines at once, so they
 // must be safe for concurrent use, and quick: they run on the lock's
 // critical path. An operation started with a Reporter of its own
-// (AcquireAsyncTo, ReleaseAsyncTo) is reported to that one instead, but
+// (AcquireAsync, ReleaseAsync) is reported to that one instead, but
 // for the calls its round answered after its outcome.
 type Observer interface {
 	// NodesDone reports the calls to nodes within operation op, one
@@ -27,8 +27,8 @@ type Observer interface {
 }
 
 // Reporter is told of one operation in one call, in place of the
-// Cluster's Observer: an operation started with one (AcquireAsyncTo,
-// ReleaseAsyncTo), for a caller that reports it in one with its own work
+// Cluster's Observer: an operation started with one (AcquireAsync,
+// ReleaseAsync), for a caller that reports it in one with its own work
 // (a command and its round). Like an Observer it must be quick and must
 // not block.
 type Reporter interface {

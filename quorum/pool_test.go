@@ -152,7 +152,7 @@ func TestPooledRoundsOutliveLateReplies(t *testing.T) {
 						}
 						tok := fmt.Sprintf("t%d-%d", g, i)
 						mine.Add(2)
-						c.AcquireAsync(key, tok, time.Second, func(l Lock, err error) {
+						c.AcquireAsync(nil, key, tok, time.Second, func(l Lock, err error) {
 							defer mine.Done()
 							switch {
 							case strings.HasPrefix(key, "no-"):
@@ -163,7 +163,7 @@ func TestPooledRoundsOutliveLateReplies(t *testing.T) {
 								fail("acquire of %s=%s: %+v, %v", key, tok, l, err)
 							}
 						})
-						c.ReleaseAsync(key, tok, func(ok bool, err error) {
+						c.ReleaseAsync(nil, key, tok, func(ok bool, err error) {
 							defer mine.Done()
 							if err != nil || !ok {
 								fail("release of %s=%s: %v, %v", key, tok, ok, err)

@@ -55,16 +55,16 @@ func TestReporterToldOnce(t *testing.T) {
 		late int32 // calls the Observer is told of
 	}{
 		{"acquire", func(rp Reporter, done func()) {
-			c.AcquireAsyncTo(rp, "k", "t", time.Second, func(Lock, error) { done() })
+			c.AcquireAsync(rp, "k", "t", time.Second, func(Lock, error) { done() })
 		}, "acquire/ok ttl=1s calls=a,b", 1},
 		{"refused acquire", func(rp Reporter, done func()) {
-			c.AcquireAsyncTo(rp, "no-k", "t", time.Second, func(Lock, error) { done() })
+			c.AcquireAsync(rp, "no-k", "t", time.Second, func(Lock, error) { done() })
 		}, "acquire/contended ttl=1s calls=a,b,c", 0},
 		{"acquire of no ttl", func(rp Reporter, done func()) {
-			c.AcquireAsyncTo(rp, "k", "t", 0, func(Lock, error) { done() })
+			c.AcquireAsync(rp, "k", "t", 0, func(Lock, error) { done() })
 		}, "acquire/error ttl=0s calls=", 0},
 		{"release", func(rp Reporter, done func()) {
-			c.ReleaseAsyncTo(rp, "k", "t", func(bool, error) { done() })
+			c.ReleaseAsync(rp, "k", "t", func(bool, error) { done() })
 		}, "release/ok ttl=0s calls=a,b,c", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,13 +131,13 @@ func TestReporterUnderLateReplies(t *testing.T) {
 				reporters = append(reporters, acq, rel)
 				mu.Unlock()
 				mine.Add(2)
-				c.AcquireAsyncTo(acq, key, "t", time.Second, func(Lock, error) {
+				c.AcquireAsync(acq, key, "t", time.Second, func(Lock, error) {
 					defer mine.Done()
 					if acq.calls.Load() != 1 {
 						fail("acquire of %s: done before its report", key)
 					}
 				})
-				c.ReleaseAsyncTo(rel, key, "t", func(bool, error) {
+				c.ReleaseAsync(rel, key, "t", func(bool, error) {
 					defer mine.Done()
 					if rel.calls.Load() != 1 {
 						fail("release of %s: done before its report", key)
@@ -188,8 +188,8 @@ func TestReportedRoundAllocations(t *testing.T) {
 		name string
 		run  func()
 	}{
-		{"AcquireAsyncTo", func() { c.AcquireAsyncTo(rp, "k", "t", time.Second, acquired) }},
-		{"ReleaseAsyncTo", func() { c.ReleaseAsyncTo(rp, "k", "t", released) }},
+		{"AcquireAsync", func() { c.AcquireAsync(rp, "k", "t", time.Second, acquired) }},
+		{"ReleaseAsync", func() { c.ReleaseAsync(rp, "k", "t", released) }},
 	} {
 		if got := testing.AllocsPerRun(200, tc.run); got > 0 {
 			t.Errorf("%s allocates %.1f times per call, budget 0", tc.name, got)

@@ -37,7 +37,7 @@ func TestClusterLockUnlockAllocs(t *testing.T) {
 	unlocked := func(ok bool, _ error) { released = ok; wg.Done() }
 	pair := func() {
 		wg.Add(1)
-		c.AcquireAsync(nil, "k", "tok", time.Minute, locked)
+		c.AcquireAsync(nil, quorum.SetNX, "k", "tok", time.Minute, locked)
 		wg.Wait()
 		wg.Add(1)
 		c.ReleaseAsync(nil, "k", "tok", unlocked)
@@ -60,14 +60,14 @@ func TestClusterLockUnlockAllocs(t *testing.T) {
 	// A lock refused (the key is held by another token) costs nothing
 	// either: nothing is undone.
 	wg.Add(1)
-	c.AcquireAsync(nil, "held", "other", time.Minute, locked)
+	c.AcquireAsync(nil, quorum.SetNX, "held", "other", time.Minute, locked)
 	wg.Wait()
 	if lockErr != nil {
 		t.Fatalf("lock of held: %v", lockErr)
 	}
 	refused := func() {
 		wg.Add(1)
-		c.AcquireAsync(nil, "held", "tok", time.Minute, locked)
+		c.AcquireAsync(nil, quorum.SetNX, "held", "tok", time.Minute, locked)
 		wg.Wait()
 	}
 	for range 300 {

@@ -201,11 +201,12 @@ func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
 	return true
 }
 
-// tryLock reports whether o is a plain try-lock, LOCK key ttl [TOKEN t]:
-// no option that waits or keeps books beyond the round (the form that
-// Start runs without a worker).
+// tryLock reports whether o is a try-lock of one round, LOCK key ttl
+// [TOKEN t] [SHARED | FAIR]: no option that waits, tries several rounds
+// (PERMITS) or keeps books beyond the round (the form that Start runs
+// without a worker).
 func (o *lockOpts) tryLock() bool {
-	return o.wait == 0 && !o.keepalive && !o.fence && o.owner == "" && !o.shared && o.permits == 0 && !o.fair
+	return o.wait == 0 && !o.keepalive && !o.fence && o.owner == "" && o.permits == 0
 }
 
 // lockKindsExclude names the first pair of LOCK's options that o combines

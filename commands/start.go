@@ -139,14 +139,15 @@ func (h *Handler) startSet(st *started) bool {
 		return false
 	}
 	key, token := st.argPair(0, 1)
-	h.acquireAsync(st, key, token, o.ttl, false)
+	h.acquireAsync(st, quorum.SetNX, key, token, o.ttl, false)
 	return true
 }
 
 // startLock is LOCK's asynchronous form for a try-lock: LOCK key ttl
-// [TOKEN t]. A malformed LOCK is answered at once; the other options
-// (WAIT, KEEPALIVE, FENCE, OWNER and the lock kinds) keep their books on
-// a worker, so they are left to Run.
+// [TOKEN t], and its SHARED and FAIR kinds. A malformed LOCK is answered
+// at once; the other options (WAIT, KEEPALIVE, FENCE, OWNER, PERMITS)
+// take more than one round or keep books beyond it, so they are left to
+// Run.
 func (h *Handler) startLock(st *started) bool {
 	o, ok := h.parseLock(&st.call)
 	if !ok {
@@ -156,7 +157,14 @@ func (h *Handler) startLock(st *started) bool {
 	if !o.tryLock() {
 		return false
 	}
-	h.acquireAsync(st, st.arg(0), o.token, o.ttl, true)
+	kind, token := quorum.SetNX, o.token
+	switch {
+	case o.shared:
+		kind, token = quorum.AcquireShared, quorum.NewSharedToken()
+	case o.fair:
+		kind = quorum.FairAcquire
+	}
+	h.acquireAsync(st, kind, st.arg(0), token, o.ttl, true)
 	return true
 }
 
@@ -166,12 +174,12 @@ func (o setOpts) plainLock() bool {
 	return o.nx && o.ttl > 0 && !o.xx && !o.keepTTL && !o.get && o.ifeq == nil
 }
 
-// acquireAsync is acquire without WAIT, for Start: the reply (SET's OK,
-// or with asLock LOCK's [token, validity-ms]; or the lock error) is
-// written to st.w from the goroutine of the round's deciding reply, then
-// st ends. A lock won for a client that hung up meanwhile is released,
-// as acquire does.
-func (h *Handler) acquireAsync(st *started, key, token string, ttl time.Duration, asLock bool) {
+// acquireAsync is acquire without WAIT, for Start, of a lock of kind (see
+// quorum.Cluster.AcquireAsync): the reply (SET's OK, or with asLock
+// LOCK's [token, validity-ms]; or the lock error) is written to st.w from
+// the goroutine of the round's deciding reply, then st ends. A lock won
+// for a client that hung up meanwhile is released, as acquire does.
+func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token string, ttl time.Duration, asLock bool) {
 	s := st.s
 	if err := s.Context().Err(); err != nil {
 		writeLockError(st.w, st.name, err)
@@ -181,7 +189,7 @@ func (h *Handler) acquireAsync(st *started, key, token string, ttl time.Duration
 	// The database in force at this command's place in a pipeline: a
 	// SELECT is a barrier, so the commands before it are all started.
 	st.cl, st.key, st.token, st.asLock = h.clusterOf(s), key, token, asLock
-	st.cl.AcquireAsync(st.reporter(), key, token, ttl, st.acquired)
+	st.cl.AcquireAsync(st.reporter(), kind, key, token, ttl, st.acquired)
 }
 
 // onAcquired is acquireAsync's continuation.

@@ -110,7 +110,7 @@ func TestStartAllocations(t *testing.T) {
 			acquired := func(quorum.Lock, error) {}
 			released := func(bool, error) {}
 			direct := testing.AllocsPerRun(200, func() {
-				cl.AcquireAsync(nil, key, token, 10*time.Second, acquired)
+				cl.AcquireAsync(nil, quorum.SetNX, key, token, 10*time.Second, acquired)
 				cl.ReleaseAsync(nil, key, token, released)
 			})
 			own := proxied - direct

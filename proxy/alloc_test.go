@@ -277,7 +277,7 @@ func asyncDirect(cluster *quorum.Cluster, keys []string, token string) func() {
 	released := func(bool, error) {}
 	return func() {
 		for _, k := range keys {
-			cluster.AcquireAsync(nil, k, token, 10*time.Second, acquired)
+			cluster.AcquireAsync(nil, quorum.SetNX, k, token, 10*time.Second, acquired)
 		}
 		for _, k := range keys {
 			cluster.ReleaseAsync(nil, k, token, released)

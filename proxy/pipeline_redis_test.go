@@ -121,3 +121,30 @@ func expectGrant(r *raw) {
 		r.t.Fatalf("LOCK reply %q; want [token, validity]", lines)
 	}
 }
+
+// Pipelined LOCKs of the SHARED and FAIR kinds run on the batch path as
+// try-locks do, over real redis-servers: readers of one key share it,
+// and a plain or fair lock of a held key is refused, each reply in its
+// command's place.
+func TestPipelinedLockKindsRedis(t *testing.T) {
+	var nodes []quorum.Node
+	for range 3 {
+		rs := redistest.Start(t)
+		n, err := backend.NewRedis(rs.Addr(), backend.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	ts := startServer(t, Options{}, nodes...)
+	r := ts.dial(t)
+	r.send("LOCK a 10000 SHARED\r\nLOCK b 10000 SHARED\r\nLOCK c 10000 FAIR\r\nLOCK d 10000\r\n")
+	for range 4 {
+		expectGrant(r)
+	}
+	r.send("LOCK a 10000 SHARED\r\nLOCK b 10000\r\nLOCK c 10000 FAIR\r\nLOCK d 10000 SHARED\r\n")
+	expectGrant(r)
+	for range 3 {
+		r.expect("$-1\r\n")
+	}
+}

@@ -65,7 +65,7 @@ func roundAllocations(t *testing.T, c *Cluster, observed bool) {
 		begun  bool // the operation's report is begin's closure
 		run    func()
 	}{
-		{"AcquireAsync", 0, false, func() { c.AcquireAsync(nil, "k", "t", time.Second, noop) }},
+		{"AcquireAsync", 0, false, func() { c.AcquireAsync(nil, SetNX, "k", "t", time.Second, noop) }},
 		{"Acquire", 3, false, func() { _, _ = c.Acquire(ctx, "k", "t", time.Second) }},
 		{"ReleaseAsync", 0, false, func() { c.ReleaseAsync(nil, "k", "t", func(bool, error) {}) }},
 		{"Release", 3, false, func() { _, _ = c.Release(ctx, "k", "t") }},
@@ -108,7 +108,7 @@ func TestRefusedAcquireAllocations(t *testing.T) {
 	c := newCluster(t, nodes, testConfig())
 	var err error
 	done := func(_ Lock, e error) { err = e } // the caller's, made once
-	got := testing.AllocsPerRun(200, func() { c.AcquireAsync(nil, "k", "t", time.Second, done) })
+	got := testing.AllocsPerRun(200, func() { c.AcquireAsync(nil, SetNX, "k", "t", time.Second, done) })
 	if err != ErrNotAcquired {
 		t.Fatalf("refused acquire: %v", err)
 	}

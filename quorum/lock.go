@@ -59,9 +59,21 @@ func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time
 // The round cannot be cancelled once started. It is reported to rp in one
 // RoundDone, as Reporter says, for a caller that reports the acquire in
 // one with its own work; nil: to the Cluster's Observer.
-func (c *Cluster) AcquireAsync(rp Reporter, key, token string, ttl time.Duration, done func(Lock, error)) {
-	c.acquireThen(rp, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl}, done)
+//
+// kind is the lock's: SetNX for a plain lock (Acquire), AcquireShared for
+// a reader (AcquireShared; token from NewSharedToken), FairAcquire for a
+// fair lock's try where nobody is queued (AcquireFair without Wait). Any
+// other kind is ErrAsyncKind.
+func (c *Cluster) AcquireAsync(rp Reporter, kind CmdKind, key, token string, ttl time.Duration, done func(Lock, error)) {
+	if kind != SetNX && kind != AcquireShared && kind != FairAcquire {
+		done(Lock{}, ErrAsyncKind)
+		return
+	}
+	c.acquireThen(rp, Cmd{Kind: kind, Key: key, Token: token, TTL: ttl}, done)
 }
+
+// ErrAsyncKind is AcquireAsync's answer to a kind that is not a lock's.
+var ErrAsyncKind = errors.New("quorum: AcquireAsync takes SetNX, AcquireShared or FairAcquire")
 
 // acquireGrant declares the round of an acquire of one lock, cmd (of
 // cmd.Key and cmd.Token for cmd.TTL; the kind says what each node is

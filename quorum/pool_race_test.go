@@ -63,7 +63,7 @@ func TestAsyncRoundsUnderLateReplies(t *testing.T) {
 				key, tok := fmt.Sprintf("key%d", k), fmt.Sprintf("c%d-%d", cl, i)
 				got := make(chan quorum.Lock, 2)
 				var calls atomic.Int32
-				c.AcquireAsync(nil, key, tok, 10*time.Second, func(l quorum.Lock, err error) {
+				c.AcquireAsync(nil, quorum.SetNX, key, tok, 10*time.Second, func(l quorum.Lock, err error) {
 					if calls.Add(1) > 1 {
 						fail("acquire of %s=%s called back twice", key, tok)
 					}

@@ -152,7 +152,7 @@ func TestPooledRoundsOutliveLateReplies(t *testing.T) {
 						}
 						tok := fmt.Sprintf("t%d-%d", g, i)
 						mine.Add(2)
-						c.AcquireAsync(nil, key, tok, time.Second, func(l Lock, err error) {
+						c.AcquireAsync(nil, SetNX, key, tok, time.Second, func(l Lock, err error) {
 							defer mine.Done()
 							switch {
 							case strings.HasPrefix(key, "no-"):

@@ -55,13 +55,13 @@ func TestReporterToldOnce(t *testing.T) {
 		late int32 // calls the Observer is told of
 	}{
 		{"acquire", func(rp Reporter, done func()) {
-			c.AcquireAsync(rp, "k", "t", time.Second, func(Lock, error) { done() })
+			c.AcquireAsync(rp, SetNX, "k", "t", time.Second, func(Lock, error) { done() })
 		}, "acquire/ok ttl=1s calls=a,b", 1},
 		{"refused acquire", func(rp Reporter, done func()) {
-			c.AcquireAsync(rp, "no-k", "t", time.Second, func(Lock, error) { done() })
+			c.AcquireAsync(rp, SetNX, "no-k", "t", time.Second, func(Lock, error) { done() })
 		}, "acquire/contended ttl=1s calls=a,b,c", 0},
 		{"acquire of no ttl", func(rp Reporter, done func()) {
-			c.AcquireAsync(rp, "k", "t", 0, func(Lock, error) { done() })
+			c.AcquireAsync(rp, SetNX, "k", "t", 0, func(Lock, error) { done() })
 		}, "acquire/error ttl=0s calls=", 0},
 		{"release", func(rp Reporter, done func()) {
 			c.ReleaseAsync(rp, "k", "t", func(bool, error) { done() })
@@ -131,7 +131,7 @@ func TestReporterUnderLateReplies(t *testing.T) {
 				reporters = append(reporters, acq, rel)
 				mu.Unlock()
 				mine.Add(2)
-				c.AcquireAsync(acq, key, "t", time.Second, func(Lock, error) {
+				c.AcquireAsync(acq, SetNX, key, "t", time.Second, func(Lock, error) {
 					defer mine.Done()
 					if acq.calls.Load() != 1 {
 						fail("acquire of %s: done before its report", key)
@@ -188,7 +188,7 @@ func TestReportedRoundAllocations(t *testing.T) {
 		name string
 		run  func()
 	}{
-		{"AcquireAsync", func() { c.AcquireAsync(rp, "k", "t", time.Second, acquired) }},
+		{"AcquireAsync", func() { c.AcquireAsync(rp, SetNX, "k", "t", time.Second, acquired) }},
 		{"ReleaseAsync", func() { c.ReleaseAsync(rp, "k", "t", released) }},
 	} {
 		if got := testing.AllocsPerRun(200, tc.run); got > 0 {

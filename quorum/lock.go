@@ -136,7 +136,7 @@ func (c *Cluster) acquireThen(rp Reporter, cmd Cmd, done func(Lock, error)) {
 }
 
 // acquired gives done the outcome of cmd's acquire round r, and reports
-// it: to r's Reporter where it has one.
+// it (see roundDone).
 func (c *Cluster) acquired(r *round, cmd *Cmd, v time.Duration, err error, done func(Lock, error)) {
 	var l Lock
 	if err == nil {
@@ -144,11 +144,7 @@ func (c *Cluster) acquired(r *round, cmd *Cmd, v time.Duration, err error, done 
 	} else if err == ErrNotAcquired && cmd.Kind == SetNX && r.sawQueue() {
 		err = ErrQueued
 	}
-	if r.reporter != nil {
-		r.reportOp(OpAcquire, err, l.Validity, cmd.TTL)
-	} else {
-		c.roundDone(OpAcquire, r, err, l.Validity, cmd.TTL)
-	}
+	c.roundDone(OpAcquire, r, err, l.Validity, cmd.TTL)
 	done(l, err)
 }
 
@@ -206,10 +202,9 @@ type releaseRun struct {
 	cmd Cmd
 	ttl time.Duration // how long a pending retry of it is kept
 	// then gets the round with every reply in; or, where it is nil, done
-	// gets ReleaseAsync's outcome, reported as begin would from t0.
+	// gets ReleaseAsync's outcome, reported by roundDone.
 	then func(*round, tally)
 	done func(bool, error)
-	t0   time.Time
 }
 
 // releasePool holds the release records of ReleaseAsync, whose outcome
@@ -247,11 +242,7 @@ func (rr *releaseRun) ready(t tally) {
 		rr.then(r, t)
 	} else {
 		released, err := c.majority(&t)
-		if r.reporter != nil {
-			r.reportOp(OpRelease, boolOutcome(released, err), 0, 0)
-		} else if o := c.cfg.Observer; o != nil {
-			o.OpDone(OpRelease, Outcome(boolOutcome(released, err)), time.Since(rr.t0), 0, 0)
-		}
+		c.roundDone(OpRelease, r, boolOutcome(released, err), 0, 0)
 		rr.done(released, err)
 	}
 	r.unref()
@@ -263,7 +254,7 @@ func (rr *releaseRun) failed(tally) {}
 // recycle implements runner.
 func (rr *releaseRun) recycle() {
 	rr.round.reuse()
-	rr.cmd, rr.ttl, rr.then, rr.done, rr.t0 = Cmd{}, 0, nil, nil, time.Time{}
+	rr.cmd, rr.ttl, rr.then, rr.done = Cmd{}, 0, nil, nil
 	releasePool.Put(rr)
 }
 
@@ -394,9 +385,6 @@ func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) 
 func (c *Cluster) ReleaseAsync(rp Reporter, key, token string, done func(bool, error)) {
 	rr := releasePool.Get().(*releaseRun)
 	rr.done, rr.reporter = done, rp
-	if rp == nil && c.cfg.Observer != nil {
-		rr.t0 = time.Now() // as begin reads it
-	}
 	c.startRelease(rr, OpRelease, key, token, 0, true, nil, true)
 }
 

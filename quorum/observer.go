@@ -134,8 +134,13 @@ func (c *Cluster) begin(op string) func(err error, validity, ttl time.Duration) 
 
 // roundDone reports the end of an operation of one round, r (nil: it made
 // none), timed from the round's launch: begin's report without a clock
-// reading of its own or a closure.
+// reading of its own or a closure. A round with a Reporter tells it (see
+// reportOp) instead of the Cluster's Observer.
 func (c *Cluster) roundDone(op string, r *round, err error, validity, ttl time.Duration) {
+	if r != nil && r.reporter != nil {
+		r.reportOp(op, err, validity, ttl)
+		return
+	}
 	if c.cfg.Observer == nil {
 		return
 	}

@@ -126,7 +126,7 @@ func (r *round) hold(pooled bool) {
 func (r *round) unref() {
 	if r.pooled && r.refs.Add(-1) == 0 {
 		if r.late {
-			r.reportLate()
+			r.reportUntold()
 		}
 		r.run.recycle()
 	}
@@ -309,16 +309,12 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 
 // report gives the Observer the calls of every node the round asked, in
 // one NodesDone; only from the last reply, once, and not for a round with
-// a Reporter (see reportOp and reportLate). The round is not reused
+// a Reporter (see reportOp and reportUntold). The round is not reused
 // before its last reply let go of it (see hold), so its calls and
 // results are still this round's.
 func (r *round) report() {
-	o := r.c.cfg.Observer
-	if o == nil || r.reporter != nil {
-		return
-	}
-	if res := r.nodeResults(nil); len(res) > 0 {
-		o.NodesDone(r.op, res)
+	if r.reporter == nil {
+		r.reportUntold()
 	}
 }
 
@@ -329,7 +325,7 @@ func (r *round) report() {
 func (r *round) nodeResults(keep func(*nodeCall) bool) []NodeResult {
 	res := r.results[:0]
 	for i := range r.calls {
-		if nc := &r.calls[i]; (keep == nil || keep(nc)) && nc.asked {
+		if nc := &r.calls[i]; keep(nc) && nc.asked {
 			res = append(res, NodeResult{Index: i, Node: r.c.nodes[i].Name(), D: nc.took, Err: nc.err})
 		}
 	}
@@ -339,7 +335,7 @@ func (r *round) nodeResults(keep func(*nodeCall) bool) []NodeResult {
 // reportOp tells r's Reporter of r's operation as its outcome is
 // decided, before the outcome goes to its caller: with the calls
 // answered by then. The calls answered later are left to r's last holder
-// (see unref, reportLate), which lets go only once the caller's callback
+// (see unref, reportUntold), which lets go only once the caller's callback
 // returned and the last reply was received, so r.results is free again.
 func (r *round) reportOp(op string, err error, validity, ttl time.Duration) {
 	r.rep = Report{Op: op, Outcome: Outcome(err), D: time.Since(r.start), Validity: validity, TTL: ttl}
@@ -357,9 +353,11 @@ func tell(nc *nodeCall) bool {
 	return nc.told
 }
 
-// reportLate gives the Cluster's Observer the calls of r answered after
-// its Reporter was told of it, in one NodesDone; every reply is in.
-func (r *round) reportLate() {
+// reportUntold gives the Cluster's Observer, in one NodesDone, the calls
+// of r that no Reporter was told of (see reportOp): all of them where r
+// has none, those answered after its outcome where it has one. Every
+// reply is in.
+func (r *round) reportUntold() {
 	if o := r.c.cfg.Observer; o != nil {
 		if res := r.nodeResults(untold); len(res) > 0 {
 			o.NodesDone(r.op, res)

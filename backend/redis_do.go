@@ -252,11 +252,7 @@ func (c *call) scriptTTL(s *Script, read readFn, keys []string, ttl time.Duratio
 	}
 	c.s, c.read = s, read
 	var digits [20]byte
-	b := append(c.room(), '*')
-	b = strconv.AppendInt(b, int64(4+len(keys)+len(args)), 10)
-	b = appendBulk(append(b, '\r', '\n'), "evalsha")
-	b = appendBulk(b, s.sha)
-	b = appendBulkBytes(b, strconv.AppendInt(digits[:0], int64(len(keys)), 10))
+	b := appendEvalSHAHead(c.room(), s, len(keys), len(args)+1)
 	for _, k := range keys {
 		b = appendBulk(b, k)
 	}

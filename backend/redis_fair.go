@@ -177,11 +177,7 @@ func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
 // that no key name is built on the way.
 func (c *call) scriptTagged(s *Script, read readFn, key string, prefixes []string, args ...string) {
 	c.s, c.read = s, read
-	nkeys := 1 + len(prefixes)
-	b := append(c.room(), '*')
-	b = strconv.AppendInt(b, int64(3+nkeys+len(args)), 10)
-	b = appendBulk(append(b, '\r', '\n'), "evalsha")
-	b = appendBulk(appendBulk(b, s.sha), strconv.Itoa(nkeys))
+	b := appendEvalSHAHead(c.room(), s, 1+len(prefixes), len(args))
 	b = appendBulk(b, key)
 	braced := "" // slot.Tagged(key) for a key with braces of its own (rare)
 	if strings.ContainsAny(key, "{}") {
@@ -205,6 +201,17 @@ func (c *call) scriptTagged(s *Script, read readFn, key string, prefixes []strin
 func appendBulk(b []byte, s string) []byte {
 	b = strconv.AppendInt(append(b, '$'), int64(len(s)), 10)
 	return append(append(append(b, '\r', '\n'), s...), '\r', '\n')
+}
+
+// appendEvalSHAHead begins an EVALSHA of s over nkeys keys and nargs
+// arguments: the array's header, the command, the SHA1 and nkeys; the
+// caller appends the keys and arguments.
+func appendEvalSHAHead(b []byte, s *Script, nkeys, nargs int) []byte {
+	b = strconv.AppendInt(append(b, '*'), int64(3+nkeys+nargs), 10)
+	b = appendBulk(append(b, '\r', '\n'), "evalsha")
+	b = appendBulk(b, s.sha)
+	var digits [20]byte
+	return appendBulkBytes(b, strconv.AppendInt(digits[:0], int64(nkeys), 10))
 }
 
 // appendBulkBytes is appendBulk of bytes.

@@ -48,13 +48,12 @@ func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 // round, in one CommandDone. Nothing uses st once it is back: the quorum
 // calls a continuation and a Reporter once each, on the same goroutine.
 type started struct {
-	call
-	ow   outcomeWriter
-	h    *Handler
-	cmd  *command
-	o    Observer // nil: no report
-	done func()
-	t0   time.Time
+	observedCall // its ow watches the reply where there is an Observer
+	h            *Handler
+	cmd          *command
+	o            Observer // nil: no report
+	done         func()
+	t0           time.Time
 
 	// The lock acquireAsync asks for.
 	cl         *quorum.Cluster

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"time"
 )
 
 // The anchors are what a Redlock round is compared with besides the
@@ -67,7 +66,7 @@ func (m *nRun) anchors() (targets []target, names []string, stop func(), err err
 		}
 		stops = append(stops, fl.stop)
 		targets = append(targets, target{addr: fl.addr, pid: fl.pid()})
-		names = append(names, map[bool]string{false: anchorGoFloor, true: anchorEpollFloor}[epoll])
+		names = append(names, floorName(epoll))
 	}
 	r, err := server("redlockd1-backend")
 	if err != nil {
@@ -83,16 +82,10 @@ func (m *nRun) anchors() (targets []target, names []string, stop func(), err err
 	return targets, names, stop, nil
 }
 
-// nutcrackerProc is one twemproxy process with one pool of one server.
-type nutcrackerProc struct {
-	addr string
-	cmd  *exec.Cmd
-}
-
 // startNutcracker runs nutcracker in the foreground on a free loopback
 // port (and a free stats port: its default is fixed) in front of server,
 // and waits until it accepts connections.
-func startNutcracker(bin, dir, server string) (*nutcrackerProc, error) {
+func startNutcracker(bin, dir, server string) (*listeningProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -115,28 +108,10 @@ func startNutcracker(bin, dir, server string) (*nutcrackerProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("nutcracker: %w", err)
 	}
-	p := &nutcrackerProc{addr: addr, cmd: cmd}
-	deadline := time.Now().Add(startTimeout)
-	for {
-		nc, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			nc.Close()
-			return p, nil
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			log, _ := os.ReadFile(filepath.Join(dir, "nutcracker.log"))
-			return nil, fmt.Errorf("nutcracker on %s not ready within %v: %s", addr, startTimeout, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *nutcrackerProc) pid() int { return p.cmd.Process.Pid }
-
-func (p *nutcrackerProc) stop() {
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
+	return waitListening(cmd, addr, "nutcracker", func() string {
+		log, _ := os.ReadFile(filepath.Join(dir, "nutcracker.log"))
+		return string(log)
+	})
 }
 
 // anchorRows are the anchors' CPU and throughput beside the direct server

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"time"
 )
 
 // The Go floor is the least a Go server that runs a goroutine per
@@ -16,7 +15,12 @@ import (
 // does nothing else. Beside redlockd → 1 it tells the cost of the Go
 // runtime's network I/O (the netpoller, a goroutine parked and woken per
 // read) apart from the work redlockd adds on top of it.
-const anchorGoFloor = "Go floor"
+// The epoll floor (floor_epoll_linux.go) is its work done by an event
+// loop of its own.
+const (
+	anchorGoFloor    = "Go floor"
+	anchorEpollFloor = "Go floor, epoll loops"
+)
 
 // floorEnv names the address a bench process serves the floor on, when it
 // is run as the floor's child process; floorEpollEnv, set to 1, makes it
@@ -63,41 +67,67 @@ var floorOK = []byte("+OK\r\n")
 
 func floorConn(c net.Conn) {
 	defer c.Close()
-	buf := make([]byte, 16<<10)
+	var in floorInput
 	out := make([]byte, 0, 16<<10)
-	have := 0
 	for {
-		if have == len(buf) {
-			if len(buf) >= floorMaxRequest {
-				return
-			}
-			buf = append(buf, make([]byte, len(buf))...)
+		space := in.space()
+		if space == nil {
+			return
 		}
-		n, err := c.Read(buf[have:])
+		n, err := c.Read(space)
 		if err != nil {
 			return
 		}
-		have += n
-		reqs, used, bad := countRequests(buf[:have])
-		copy(buf, buf[used:have])
-		have -= used
-		out = out[:0]
-		for range reqs {
-			out = append(out, floorOK...)
-		}
-		if bad != nil {
-			// The requests before the one it cannot read are answered.
-			out = append(out, floorProtocolError...)
-		}
-		if len(out) > 0 {
+		var end bool
+		if out, end = in.answer(n, out[:0]); len(out) > 0 {
 			if _, err := c.Write(out); err != nil {
 				return
 			}
 		}
-		if bad != nil {
+		if end {
 			return
 		}
 	}
+}
+
+// floorInput is what a connection sent that the floor has not answered:
+// the bytes of a request not yet complete.
+type floorInput struct {
+	buf  []byte
+	have int
+}
+
+// space is where the next read goes; nil once a request outgrew
+// floorMaxRequest (the connection is dropped).
+func (in *floorInput) space() []byte {
+	if in.buf == nil {
+		in.buf = make([]byte, 16<<10)
+	}
+	if in.have == len(in.buf) {
+		if len(in.buf) >= floorMaxRequest {
+			return nil
+		}
+		in.buf = append(in.buf, make([]byte, len(in.buf))...)
+	}
+	return in.buf[in.have:]
+}
+
+// answer takes n bytes read into space and appends to out the answers to
+// the requests they complete: +OK each, and the requests before one it
+// cannot read are answered before its error. end: the connection ends
+// there.
+func (in *floorInput) answer(n int, out []byte) (_ []byte, end bool) {
+	in.have += n
+	reqs, used, bad := countRequests(in.buf[:in.have])
+	copy(in.buf, in.buf[used:in.have])
+	in.have -= used
+	for range reqs {
+		out = append(out, floorOK...)
+	}
+	if bad != nil {
+		out = append(out, floorProtocolError...)
+	}
+	return out, bad != nil
 }
 
 // errFloorProtocol is what the floor cannot read; floorProtocolError is
@@ -158,15 +188,9 @@ func floorHeader(b []byte, at int, kind byte) (n, end int, err error) {
 	return 0, -1, nil
 }
 
-// floorProc is the floor served by a child process: this program run
-// again with floorEnv set.
-type floorProc struct {
-	addr string
-	cmd  *exec.Cmd
-}
-
-// startFloor starts the floor, with epoll its epoll form.
-func startFloor(epoll bool) (*floorProc, error) {
+// startFloor starts the floor, with epoll its epoll form, as a child
+// process: this program run again with floorEnv set.
+func startFloor(epoll bool) (*listeningProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -185,25 +209,14 @@ func startFloor(epoll bool) (*floorProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("go floor: %w", err)
 	}
-	p := &floorProc{addr: addr, cmd: cmd}
-	deadline := time.Now().Add(startTimeout)
-	for {
-		nc, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			nc.Close()
-			return p, nil
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("go floor on %s not ready within %v", addr, startTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return waitListening(cmd, addr, floorName(epoll), nil)
 }
 
-func (p *floorProc) pid() int { return p.cmd.Process.Pid }
-
-func (p *floorProc) stop() {
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
+// floorName is the anchor's name of the floor, with epoll of its epoll
+// form.
+func floorName(epoll bool) string {
+	if epoll {
+		return anchorEpollFloor
+	}
+	return anchorGoFloor
 }

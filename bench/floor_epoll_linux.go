@@ -14,8 +14,6 @@ import (
 // connection and wake-up, no goroutine parked or woken per request. It is
 // the other I/O model a Go proxy can take; measured beside the goroutine
 // per connection, it says which of the two costs less here.
-const anchorEpollFloor = "Go floor, epoll loops"
-
 const epollFloorSupported = true
 
 // serveEpollFloor serves the epoll floor on addr until its listener fails.
@@ -59,15 +57,8 @@ func serveEpollFloor(addr string) error {
 	}
 }
 
-// epollConn is what a loop keeps of one connection: the bytes of a
-// request not yet complete.
-type epollConn struct {
-	buf  []byte
-	have int
-}
-
 func epollLoop(ep int) {
-	conns := map[int32]*epollConn{}
+	conns := map[int32]*floorInput{}
 	evs := make([]syscall.EpollEvent, 256)
 	out := make([]byte, 0, 16<<10)
 	drop := func(fd int32) {
@@ -84,19 +75,17 @@ func epollLoop(ep int) {
 			os.Exit(1)
 		}
 		for _, ev := range evs[:n] {
-			c := conns[ev.Fd]
-			if c == nil {
-				c = &epollConn{buf: make([]byte, 16<<10)}
-				conns[ev.Fd] = c
+			in := conns[ev.Fd]
+			if in == nil {
+				in = &floorInput{}
+				conns[ev.Fd] = in
 			}
-			if c.have == len(c.buf) {
-				if len(c.buf) >= floorMaxRequest {
-					drop(ev.Fd)
-					continue
-				}
-				c.buf = append(c.buf, make([]byte, len(c.buf))...)
+			space := in.space()
+			if space == nil {
+				drop(ev.Fd)
+				continue
 			}
-			m, err := syscall.Read(int(ev.Fd), c.buf[c.have:])
+			m, err := syscall.Read(int(ev.Fd), space)
 			if err == syscall.EAGAIN || err == syscall.EINTR {
 				continue
 			}
@@ -104,25 +93,16 @@ func epollLoop(ep int) {
 				drop(ev.Fd)
 				continue
 			}
-			c.have += m
-			reqs, used, bad := countRequests(c.buf[:c.have])
-			copy(c.buf, c.buf[used:c.have])
-			c.have -= used
-			out = out[:0]
-			for range reqs {
-				out = append(out, floorOK...)
-			}
-			if bad != nil {
-				out = append(out, floorProtocolError...)
-			}
+			var end bool
+			out, end = in.answer(m, out[:0])
 			// Replies are a few bytes: the socket's buffer takes them
 			// whole, and a client that does not read is dropped.
 			if len(out) > 0 {
 				if w, err := syscall.Write(int(ev.Fd), out); err != nil || w != len(out) {
-					bad = errFloorProtocol
+					end = true
 				}
 			}
-			if bad != nil {
+			if end {
 				drop(ev.Fd)
 			}
 		}

@@ -4,8 +4,6 @@ package main
 
 import "errors"
 
-const anchorEpollFloor = "Go floor, epoll loops"
-
 const epollFloorSupported = false
 
 func serveEpollFloor(string) error { return errors.New("epoll is Linux's") }

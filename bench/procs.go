@@ -19,6 +19,44 @@ import (
 
 const startTimeout = 10 * time.Second
 
+// listeningProc is a child process serving addr, started by the
+// benchmark (nutcracker, the Go floors).
+type listeningProc struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// waitListening waits until cmd, started, accepts connections on addr.
+// Past startTimeout it stops cmd and fails, with what why (when set)
+// says of it.
+func waitListening(cmd *exec.Cmd, addr, name string, why func() string) (*listeningProc, error) {
+	p := &listeningProc{addr: addr, cmd: cmd}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		nc, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			nc.Close()
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			msg := ""
+			if why != nil {
+				msg = ": " + why()
+			}
+			return nil, fmt.Errorf("%s on %s not ready within %v%s", name, addr, startTimeout, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *listeningProc) pid() int { return p.cmd.Process.Pid }
+
+func (p *listeningProc) stop() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
 // redisProc is one redis-server started by the benchmark.
 type redisProc struct {
 	addr string

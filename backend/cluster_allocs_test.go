@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/raceflag"
 	"github.com/redlockd/redlockd/testkit/redistest"
 )
 
@@ -14,7 +15,7 @@ import (
 // pools are filled, the quorum's rounds and the nodes' calls are all
 // reused, and the pair allocates nothing; nor does a refused lock.
 func TestClusterLockUnlockAllocs(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocations are counted without the race detector")
 	}
 	nodes := make([]quorum.Node, 3)

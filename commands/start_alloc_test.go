@@ -7,6 +7,7 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
 // replyWriter keeps the kind of the first reply written (and an
@@ -52,7 +53,7 @@ type nopCommandObserver struct{}
 // allocations, measured by calling the cluster's async operations
 // directly, are taken out.
 func TestStartAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocations are counted without the race detector")
 	}
 	for _, tc := range []struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/redlockd/redlockd/commands"
 	"github.com/redlockd/redlockd/internal/resp"
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
 // replayConn hands out the same requests over and over, one request per
@@ -261,7 +262,7 @@ func TestAllocsPerPipelinedRequest(t *testing.T) {
 	own := (proxied - direct) / depth
 	t.Logf("%.1f allocations per 16+16 through the proxy, %.1f in the quorum: %.2f per lock and release of its own", proxied, direct, own)
 	budget := 4.0
-	if raceEnabled {
+	if raceflag.Enabled {
 		budget = 6 // pooled writers and closures dropped at random
 	}
 	if own > budget {
@@ -293,7 +294,7 @@ func asyncDirect(cluster *quorum.Cluster, keys []string, token string) func() {
 // that each round keeps, one allocation per request (commands' argPair),
 // and nothing else: the command's record and its report are pooled.
 func TestStartedAllocs(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocations are counted without the race detector")
 	}
 	t.Run("pipelined", func(t *testing.T) {

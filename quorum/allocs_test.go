@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
 // yesNode answers every command at once with OK, allocating nothing: what
@@ -35,7 +37,7 @@ func yesCluster(t *testing.T, n int, obs Observer) *Cluster {
 // release, the proxy's fast path, recycle their rounds and allocate
 // nothing.
 func TestRoundAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocations are counted without the race detector")
 	}
 	t.Run("no observer", func(t *testing.T) { roundAllocations(t, yesCluster(t, 3, nil), false) })
@@ -98,7 +100,7 @@ func (n noNode) Do(_ time.Time, _ Cmd, r Receiver) { r.Receive(Reply{}) }
 // a granted one: where every node said no, nothing is undone and no
 // release round is made.
 func TestRefusedAcquireAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocations are counted without the race detector")
 	}
 	nodes := make([]Node, 3)

@@ -43,6 +43,3 @@ func (c *Cluster) PendingKeys(i int) []string {
 	}
 	return keys
 }
-
-// RaceEnabled reports whether the tests run under the race detector.
-const RaceEnabled = raceEnabled

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
 // The async acquires and releases recycle their rounds. Here one node
@@ -50,7 +51,7 @@ func TestAsyncRoundsUnderLateReplies(t *testing.T) {
 	var failure atomic.Value
 	fail := func(format string, args ...any) { failure.CompareAndSwap(nil, fmt.Sprintf(format, args...)) }
 	clients, rounds := 8, 300
-	if quorum.RaceEnabled {
+	if raceflag.Enabled {
 		rounds = 100
 	}
 	var wg sync.WaitGroup

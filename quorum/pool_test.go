@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
 // keyedNode answers at once: yes, unless the key starts with "no-" and
@@ -134,7 +136,7 @@ func TestPooledRoundsOutliveLateReplies(t *testing.T) {
 			cfg.Observer = obs
 			c := newCluster(t, nodes, cfg)
 			rounds := 4000
-			if raceEnabled {
+			if raceflag.Enabled {
 				rounds = 1000
 			}
 			var wg sync.WaitGroup

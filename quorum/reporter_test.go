@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
 // countingObserver counts what the Cluster's Observer is told.
@@ -108,7 +110,7 @@ func TestReporterUnderLateReplies(t *testing.T) {
 	cfg.Observer = obs
 	c := newCluster(t, nodes, cfg)
 	rounds := 2000
-	if raceEnabled {
+	if raceflag.Enabled {
 		rounds = 500
 	}
 	var failures atomic.Value
@@ -177,7 +179,7 @@ func (nopReporter) RoundDone(*Report) {}
 // The proxy's fast path with its report: an async acquire or release
 // told to a Reporter allocates nothing either.
 func TestReportedRoundAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocations are counted without the race detector")
 	}
 	c := yesCluster(t, 3, nil)

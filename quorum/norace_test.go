@@ -1,5 +1,0 @@
-//go:build !race
-
-package quorum
-
-const raceEnabled = false

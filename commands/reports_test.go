@@ -64,6 +64,31 @@ func (o *countingObserver) await(t *testing.T) []string {
 	}
 }
 
+// watch is a new done channel for the next command: its report says
+// whether it came before or after the channel closed.
+func (o *countingObserver) watch() chan struct{} {
+	done := make(chan struct{})
+	o.mu.Lock()
+	o.done = done
+	o.mu.Unlock()
+	return done
+}
+
+// startWait runs words with Start on s, replying to w, and waits until
+// it is done (closing done): false where words has no asynchronous form.
+func startWait(t *testing.T, h *Handler, s *Session, words []string, w Writer, done chan struct{}) bool {
+	t.Helper()
+	if !h.Start(s, NewRequest(byteArgs(words)), w, func() { close(done) }) {
+		return false
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%v: not done", words)
+	}
+	return true
+}
+
 func (o *countingObserver) CommandDone(cmd, outcome string, _ time.Duration, round *quorum.Report) {
 	s := "CommandDone " + cmd + "/" + outcome
 	if round != nil {
@@ -144,17 +169,11 @@ func TestReportsPerRequest(t *testing.T) {
 		{[]string{"SET", "k", "tok", "NX", "PX", "x"}, []string{
 			"CommandDone set/error before done"}},
 	} {
-		var r recorder
-		done := make(chan struct{})
-		obs.mu.Lock()
-		obs.done = done
-		obs.mu.Unlock()
 		// The in-memory nodes answer at once: every report is made
 		// before Start returns.
-		if !h.Start(s, NewRequest(byteArgs(tc.words)), &r, func() { close(done) }) {
+		if !startWait(t, h, s, tc.words, new(recorder), obs.watch()) {
 			t.Fatalf("%v has no asynchronous form", tc.words)
 		}
-		<-done
 		if got := obs.take(); !slices.Equal(got, tc.start) {
 			t.Errorf("Start %v: reports %q, want %q", tc.words, got, tc.start)
 		}
@@ -189,15 +208,9 @@ func TestReportDoesNotAwaitASlowNode(t *testing.T) {
 		{[]string{"UNLOCK", "k", "tok"}, []string{
 			"CommandDone unlock/ok round=release/ok calls=3 before done"}},
 	} {
-		var r recorder
-		done := make(chan struct{})
-		obs.mu.Lock()
-		obs.done = done
-		obs.mu.Unlock()
-		if !h.Start(s, NewRequest(byteArgs(tc.words)), &r, func() { close(done) }) {
+		if !startWait(t, h, s, tc.words, new(recorder), obs.watch()) {
 			t.Fatalf("%v has no asynchronous form", tc.words)
 		}
-		<-done
 		got := obs.await(t)
 		for len(got) < len(tc.want) {
 			got = append(got, obs.await(t)...)

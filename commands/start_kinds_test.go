@@ -3,7 +3,6 @@ package commands
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
@@ -31,14 +30,8 @@ func TestStartLockKinds(t *testing.T) {
 	start := func(words ...string) (string, bool) {
 		t.Helper()
 		var r recorder
-		done := make(chan struct{})
-		if !h.Start(s, NewRequest(byteArgs(words)), &r, func() { close(done) }) {
+		if !startWait(t, h, s, words, &r, make(chan struct{})) {
 			return "", false
-		}
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%v: no reply", words)
 		}
 		return r.String(), true
 	}

@@ -74,34 +74,80 @@ var ErrFenceOvertaken = errors.New("quorum: fence overtaken by a later holder")
 func FenceKey(key string) string { return slot.Key("redlockd:fence:", key) }
 
 // Fence hands out the next fencing token for l, a lock just acquired, and
-// takes the time it spent off l.Validity. It returns ErrNotAcquired when
-// the validity ran out meanwhile, ErrFenceOvertaken, or a *NoQuorumError.
-// On error the caller still holds (and must release) the lock.
-func (c *Cluster) Fence(ctx context.Context, l *Lock) (f int64, err error) {
-	done := c.begin(OpFence)
-	defer func() { done(err, 0, 0) }()
-	if IsSharedToken(l.Token) {
-		return c.fenceShared(ctx, l)
+// takes the time it spent off l.Validity (and sets l.Fence). It returns
+// ErrNotAcquired when the validity ran out meanwhile, ErrFenceOvertaken,
+// or a *NoQuorumError. On error the caller still holds (and must release)
+// the lock. It is FenceAsync, waited for: a ctx that ends stops the wait,
+// not the rounds.
+func (c *Cluster) Fence(ctx context.Context, l *Lock) (int64, error) {
+	fenced, err, werr := awaitThen(ctx, func(then func(Lock, error)) { c.FenceAsync(*l, then) })
+	if werr != nil {
+		return 0, werr
 	}
-	return c.fenceOnce(ctx, l)
-}
-
-// fenceOnce is one reading and raising of l's fencing counters.
-func (c *Cluster) fenceOnce(ctx context.Context, l *Lock) (int64, error) {
-	t0 := c.cfg.Now()
-	fk := fenceKeyOf(l)
-	f, err := c.nextAbove(ctx, OpFence, Cmd{Kind: ReadFence, Key: fk})
 	if err != nil {
 		return 0, err
 	}
-	if err := c.raiseFences(ctx, fk, f); err != nil {
-		return 0, err
+	*l = fenced
+	return fenced.Fence, nil
+}
+
+// FenceAsync is Fence that does not wait: done gets l with its Fence set
+// and its validity less the time spent, or the error, once, from the
+// goroutine of the reply that decided it or before FenceAsync returns.
+// done must not block.
+func (c *Cluster) FenceAsync(l Lock, done func(Lock, error)) {
+	fr := &fenceRun{c: c, l: l, done: done, report: c.begin(OpFence), t0: c.cfg.Now(), tries: 1}
+	if IsSharedToken(l.Token) {
+		fr.tries = sharedFenceTries
 	}
-	l.Validity -= c.cfg.Now().Sub(t0)
-	if l.Validity <= 0 {
-		return 0, ErrNotAcquired
+	fr.read()
+}
+
+// fenceRun is one Fence in flight: a reading and a raising of l's
+// fencing counters, taken again while readers overtake a reader's.
+type fenceRun struct {
+	c      *Cluster
+	l      Lock
+	done   func(Lock, error)
+	report func(err error, validity, ttl time.Duration)
+	t0     time.Time
+	tries  int // readings left, this one included
+}
+
+func (fr *fenceRun) read() {
+	fr.c.nextAboveThen(OpFence, Cmd{Kind: ReadFence, Key: fenceKeyOf(&fr.l)}, fr.raise)
+}
+
+func (fr *fenceRun) raise(f int64, err error) {
+	if err != nil {
+		fr.end(err)
+		return
 	}
-	return f, nil
+	fr.l.Fence = f
+	fr.c.raiseFencesThen(fenceKeyOf(&fr.l), f, fr.raised)
+}
+
+// raised ends the fence, or reads again for a reader that another reader
+// overtook (see sharedFenceTries). The validity counts every reading.
+func (fr *fenceRun) raised(err error) {
+	if fr.tries--; errors.Is(err, ErrFenceOvertaken) && fr.tries > 0 {
+		fr.read()
+		return
+	}
+	if err == nil {
+		if fr.l.Validity -= fr.c.cfg.Now().Sub(fr.t0); fr.l.Validity <= 0 {
+			err = ErrNotAcquired
+		}
+	}
+	fr.end(err)
+}
+
+func (fr *fenceRun) end(err error) {
+	fr.report(err, 0, 0)
+	if err != nil {
+		fr.l.Fence = 0
+	}
+	fr.done(fr.l, err)
 }
 
 // nextAbove reads a counter (cmd: its N on each node) on every node and
@@ -111,34 +157,45 @@ func (c *Cluster) fenceOnce(ctx context.Context, l *Lock) (int64, error) {
 // later one while the proxies' clocks agree. Fences and fair tickets both
 // are such counters.
 func (c *Cluster) nextAbove(ctx context.Context, op string, cmd Cmd) (int64, error) {
-	r, t, err := c.collectCtx(ctx, op, same(cmd), anyVote)
-	if err != nil {
-		return 0, err
+	n, err, werr := awaitThen(ctx, func(then func(int64, error)) { c.nextAboveThen(op, cmd, then) })
+	if werr != nil {
+		return 0, werr
 	}
-	if err := c.heard(&t); err != nil {
-		return 0, err
-	}
-	var top int64
-	for i := range r.calls {
-		if rep := r.reply(i); rep.Err == nil {
-			top = max(top, rep.N)
-		}
-	}
-	return max(top+1, c.cfg.Now().UnixMicro()), nil
+	return n, err
 }
 
-func (c *Cluster) raiseFences(ctx context.Context, fk string, f int64) error {
-	r, t, err := c.collectCtx(ctx, OpFence, same(Cmd{Kind: RaiseFence, Key: fk, N: f, TTL: FenceTTL}), func(rep Reply) bool { return rep.N == f })
-	if err != nil {
-		return err
-	}
-	for i := range r.calls {
-		if rep := r.reply(i); rep.Err == nil && rep.N > f {
-			return ErrFenceOvertaken
+// nextAboveThen is nextAbove that gives then its outcome.
+func (c *Cluster) nextAboveThen(op string, cmd Cmd, then func(int64, error)) {
+	c.collectThen(op, same(cmd), anyVote, func(r *round, t tally) {
+		if err := c.heard(&t); err != nil {
+			then(0, err)
+			return
 		}
-	}
-	if t.yes >= c.Quorum() {
-		return nil
-	}
-	return c.noQuorum(&t)
+		var top int64
+		for i := range r.calls {
+			if rep := r.reply(i); rep.Err == nil {
+				top = max(top, rep.N)
+			}
+		}
+		then(max(top+1, c.cfg.Now().UnixMicro()), nil)
+	})
+}
+
+// raiseFencesThen raises the counter fk to f on every node and gives then
+// nil once a majority stored exactly f, ErrFenceOvertaken where a node
+// held more.
+func (c *Cluster) raiseFencesThen(fk string, f int64, then func(error)) {
+	c.collectThen(OpFence, same(Cmd{Kind: RaiseFence, Key: fk, N: f, TTL: FenceTTL}), func(rep Reply) bool { return rep.N == f }, func(r *round, t tally) {
+		for i := range r.calls {
+			if rep := r.reply(i); rep.Err == nil && rep.N > f {
+				then(ErrFenceOvertaken)
+				return
+			}
+		}
+		if t.yes >= c.Quorum() {
+			then(nil)
+			return
+		}
+		then(c.noQuorum(&t))
+	})
 }

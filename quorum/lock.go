@@ -14,6 +14,9 @@ type Lock struct {
 	// Validity is how long, from the moment Acquire returned, the lock can
 	// be trusted: ttl minus the time spent acquiring minus the drift.
 	Validity time.Duration
+	// Fence is the lock's fencing token once Fence handed one out; 0:
+	// none.
+	Fence int64
 }
 
 // Acquire makes one Redlock round: SET key token NX PX ttl on every node at

@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -126,18 +125,8 @@ func (c *Cluster) SharedReaders(ctx context.Context, key string) []int64 {
 }
 
 // sharedFenceTries bounds the fences a reader takes in a row when other
-// readers overtake it.
+// readers overtake it. Readers overlap, so another reader of the key may
+// raise the counter between this one's read and raise: that is no later
+// holder (no writer can be granted while this reader holds a majority),
+// so the fence is taken again above it.
 const sharedFenceTries = 4
-
-// fenceShared is Fence for a reader. Readers overlap, so another reader of
-// the key may raise the counter between this one's read and raise: that
-// is no later holder (no writer can be granted while this reader holds a
-// majority), so the fence is taken again above it.
-func (c *Cluster) fenceShared(ctx context.Context, l *Lock) (f int64, err error) {
-	for range sharedFenceTries {
-		if f, err = c.fenceOnce(ctx, l); !errors.Is(err, ErrFenceOvertaken) {
-			return f, err
-		}
-	}
-	return f, err
-}

@@ -201,12 +201,12 @@ func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
 	return true
 }
 
-// tryLock reports whether o is a try-lock of one round, LOCK key ttl
-// [TOKEN t] [SHARED | FAIR]: no option that waits, tries several rounds
-// (PERMITS) or keeps books beyond the round (the form that Start runs
-// without a worker).
-func (o *lockOpts) tryLock() bool {
-	return o.wait == 0 && !o.keepalive && !o.fence && o.owner == "" && o.permits == 0
+// oneRound reports whether o is a lock of one round, LOCK key ttl
+// [TOKEN t] [SHARED | FAIR] [FENCE] [KEEPALIVE]: no option that waits,
+// tries several rounds (PERMITS) or counts holds (OWNER); the form that
+// Start runs without a worker.
+func (o *lockOpts) oneRound() bool {
+	return o.wait == 0 && o.owner == "" && o.permits == 0
 }
 
 // lockKindsExclude names the first pair of LOCK's options that o combines
@@ -310,10 +310,16 @@ func (h *Handler) fence(s *Session, g *grant) (int64, error) {
 	} else {
 		_, _ = h.clusterOf(s).Release(ctx, g.Key, g.Token)
 	}
+	return 0, fenceError(err)
+}
+
+// fenceError is the error a LOCK … FENCE whose fence failed answers: a
+// later holder that fenced meanwhile took the lock.
+func fenceError(err error) error {
 	if errors.Is(err, quorum.ErrFenceOvertaken) {
-		err = quorum.ErrNotAcquired
+		return quorum.ErrNotAcquired
 	}
-	return 0, err
+	return err
 }
 
 // releaseToken is UNLOCK (and every library's compare-and-delete) from

@@ -103,13 +103,26 @@ func (h *Handler) KeepaliveStats() KeepaliveStats {
 // lock without hold counts bound again (a repeated SET) changes nothing. If
 // s closed meanwhile, the hold is dropped at once instead: nobody would.
 func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, kind bindKind) {
+	switch again, gone := h.tie(s, key, token, ttl, valid, kind); {
+	case gone:
+		h.dropHolds(lockRef{s.DB(), key, token}, 1)
+	case again != nil:
+		again.kept.Granted(valid)
+	}
+}
+
+// tie is bind without what may wait for the backends or for a renewal,
+// which it leaves to the caller: gone, s closed meanwhile and the hold
+// must be dropped; again (not nil), the lock was bound already and its
+// keeper must be told of the new validity (Kept.Granted, which waits
+// for a renewal in flight).
+func (h *Handler) tie(s *Session, key, token string, ttl, valid time.Duration, kind bindKind) (again *binding, gone bool) {
 	ref := lockRef{s.DB(), key, token}
 	r := &h.bound
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if s.Context().Err() != nil {
-		r.mu.Unlock()
-		h.dropHolds(ref, 1)
-		return
+		return nil, true
 	}
 	b, ok := r.byRef[ref]
 	if !ok {
@@ -121,10 +134,10 @@ func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, 
 		b.holds[s.ID]++
 	}
 	r.index(b, s.ID)
-	r.mu.Unlock()
 	if ok {
-		b.kept.Granted(valid)
+		return b, false
 	}
+	return nil, false
 }
 
 // dropHolds drops n holds of ref on the backends: Unhold for an owner

@@ -55,16 +55,21 @@ type started struct {
 	done         func()
 	t0           time.Time
 
-	// The lock acquireAsync asks for.
-	cl         *quorum.Cluster
-	key, token string
-	asLock     bool
+	// The lock acquireAsync asks for, and with asLock what LOCK's
+	// options add once it is granted.
+	cl               *quorum.Cluster
+	key, token       string
+	ttl              time.Duration
+	asLock           bool
+	fence, keepalive bool
+	err              error // told once an undo's release is done
 
 	round *quorum.Report // the round's report, told before end
 
-	// The methods the quorum calls back, bound once per started.
-	acquired func(quorum.Lock, error)
-	released func(bool, error)
+	// The methods the quorum calls back, bound once per started: the
+	// first two at once, the others when first needed.
+	acquired, fenced func(quorum.Lock, error)
+	released, undone func(bool, error)
 }
 
 var startedPool sync.Pool // of *started
@@ -119,9 +124,9 @@ func (st *started) RoundDone(rep *quorum.Report) { st.round = rep }
 
 // free puts st back in the pool, keeping nothing of its request.
 func (st *started) free() {
-	acquired, released := st.acquired, st.released
+	acquired, fenced, released, undone := st.acquired, st.fenced, st.released, st.undone
 	*st = started{}
-	st.acquired, st.released = acquired, released
+	st.acquired, st.fenced, st.released, st.undone = acquired, fenced, released, undone
 	startedPool.Put(st)
 }
 
@@ -142,18 +147,18 @@ func (h *Handler) startSet(st *started) bool {
 	return true
 }
 
-// startLock is LOCK's asynchronous form for a try-lock: LOCK key ttl
-// [TOKEN t], and its SHARED and FAIR kinds. A malformed LOCK is answered
-// at once; the other options (WAIT, KEEPALIVE, FENCE, OWNER, PERMITS)
-// take more than one round or keep books beyond it, so they are left to
-// Run.
+// startLock is LOCK's asynchronous form for a lock of one round, LOCK
+// key ttl [TOKEN t] [SHARED | FAIR] [FENCE] [KEEPALIVE]: its rounds
+// (the fence's after the lock's) run one from the other's last reply. A
+// malformed LOCK is answered at once; the other options (WAIT, OWNER,
+// PERMITS) may take many rounds, so they are left to Run.
 func (h *Handler) startLock(st *started) bool {
 	o, ok := h.parseLock(&st.call)
 	if !ok {
 		st.end()
 		return true
 	}
-	if !o.tryLock() {
+	if !o.oneRound() {
 		return false
 	}
 	kind, token := quorum.SetNX, o.token
@@ -163,6 +168,7 @@ func (h *Handler) startLock(st *started) bool {
 	case o.fair:
 		kind = quorum.FairAcquire
 	}
+	st.fence, st.keepalive = o.fence, o.keepalive
 	h.acquireAsync(st, kind, st.arg(0), token, o.ttl, true)
 	return true
 }
@@ -187,7 +193,7 @@ func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token stri
 	}
 	// The database in force at this command's place in a pipeline: a
 	// SELECT is a barrier, so the commands before it are all started.
-	st.cl, st.key, st.token, st.asLock = h.clusterOf(s), key, token, asLock
+	st.cl, st.key, st.token, st.ttl, st.asLock = h.clusterOf(s), key, token, ttl, asLock
 	st.cl.AcquireAsync(st.reporter(), kind, key, token, ttl, st.acquired)
 }
 
@@ -199,11 +205,70 @@ func (st *started) onAcquired(l quorum.Lock, err error) {
 		st.cl.ReleaseAsync(nil, l.Key, l.Token, func(bool, error) {})
 	}
 	st.h.took(s, err, st.token, st.key)
+	if err == nil && st.fence {
+		if st.fenced == nil {
+			st.fenced = st.onFenced
+		}
+		st.cl.FenceAsync(l, st.fenced)
+		return
+	}
+	st.granted(l, err)
+}
+
+// onFenced is the continuation of LOCK … FENCE's fence: a lock whose
+// fence failed is released before the error is told, as Run's fence
+// does.
+func (st *started) onFenced(l quorum.Lock, err error) {
+	if err == nil {
+		st.granted(l, nil)
+		return
+	}
+	st.undo(l, fenceError(err))
+}
+
+// undo releases l, which the client will not be told of, and then
+// tells it err.
+func (st *started) undo(l quorum.Lock, err error) {
+	if st.undone == nil {
+		st.undone = st.onUndone
+	}
+	st.err = err
+	st.cl.ReleaseAsync(nil, l.Key, l.Token, st.undone)
+}
+
+// onUndone is undo's continuation.
+func (st *started) onUndone(bool, error) { st.reply(quorum.Lock{}, st.err) }
+
+// granted writes the reply of a lock's round (and fence), binding a
+// KEEPALIVE lock to its connection first. Where the binding must wait (a
+// lock bound already, whose keeper may be renewing it) that is left to a
+// goroutine of its own: a round's continuation runs on a backend's
+// reader, which the renewal waits for.
+func (st *started) granted(l quorum.Lock, err error) {
+	if err == nil && st.keepalive {
+		again, gone := st.h.tie(st.s, l.Key, l.Token, st.ttl, l.Validity, bindKeepalive)
+		switch {
+		case gone:
+			st.undo(l, st.s.Context().Err())
+			return
+		case again != nil:
+			go func() {
+				again.kept.Granted(l.Validity)
+				st.reply(l, nil)
+			}()
+			return
+		}
+	}
+	st.reply(l, err)
+}
+
+// reply writes a started lock's reply and ends it.
+func (st *started) reply(l quorum.Lock, err error) {
 	switch {
 	case err != nil:
 		writeLockError(st.w, st.name, err)
 	case st.asLock:
-		st.h.writeGrant(&st.call, grant{Lock: l}, false, 0)
+		st.h.writeGrant(&st.call, grant{Lock: l}, st.fence, l.Fence)
 	default:
 		st.w.WriteSimple("OK")
 	}

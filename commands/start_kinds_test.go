@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,8 +12,9 @@ import (
 // LOCK's SHARED and FAIR kinds without WAIT are one round each, and Start
 // runs them as it runs a try-lock: the readers of a key share it, a plain
 // lock and a fair lock are refused where it is held, and a fair lock is
-// refused where it is held. PERMITS (several rounds) and the options that
-// wait or keep books are left to Run.
+// refused where it is held. FENCE and KEEPALIVE follow the round on
+// Start too: the fence from its last reply, the binding before the reply.
+// PERMITS and OWNER (several rounds, hold counts) and WAIT are left to Run.
 func TestStartLockKinds(t *testing.T) {
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
@@ -83,12 +85,69 @@ func TestStartLockKinds(t *testing.T) {
 	}
 	granted("LOCK", "rw", "10000")
 
+	// FENCE: a third element, strictly above the last fence of the key,
+	// whichever kind holds it.
+	fenced := func(words ...string) (string, int64) {
+		t.Helper()
+		got, ok := start(words...)
+		if !ok {
+			t.Fatalf("%v has no asynchronous form", words)
+		}
+		parts := strings.Fields(strings.Trim(got, "[]"))
+		if len(parts) != 3 || !strings.HasPrefix(parts[0], "$") || !strings.HasPrefix(parts[2], ":") {
+			t.Fatalf("%v: %s, want [token, validity, fence]", words, got)
+		}
+		f, err := strconv.ParseInt(strings.TrimPrefix(parts[2], ":"), 10, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("%v: fence %q", words, parts[2])
+		}
+		return strings.TrimPrefix(parts[0], "$"), f
+	}
+	unlock := func(key, token string) {
+		t.Helper()
+		var r recorder
+		h.Exec(s, byteArgs([]string{"UNLOCK", key, token}), &r)
+		if r.String() != ":1" {
+			t.Fatalf("UNLOCK %s %s: %s, want :1", key, token, r.String())
+		}
+	}
+	var last int64
+	for _, kind := range [][]string{nil, {"FAIR"}, {"SHARED"}} {
+		tok, f := fenced(append([]string{"LOCK", "fk", "10000", "FENCE"}, kind...)...)
+		if f <= last {
+			t.Fatalf("LOCK fk … FENCE %v: fence %d after %d, want it larger", kind, f, last)
+		}
+		last = f
+		unlock("fk", tok)
+	}
+
+	// KEEPALIVE: the lock is bound (renewed) when its reply is written,
+	// so that UNLOCK, which Start leaves to Run for a bound lock, finds
+	// the binding and ends it.
+	held := h.KeepaliveStats().Held
+	ka, kf := fenced("LOCK", "ka", "10000", "KEEPALIVE", "FENCE")
+	if kf <= last {
+		t.Fatalf("LOCK ka … FENCE: fence %d after %d of another key's, want the clock floor to keep it larger", kf, last)
+	}
+	if got := h.KeepaliveStats().Held; got != held+1 {
+		t.Fatalf("after LOCK … KEEPALIVE %d connection-bound locks, want %d", got, held+1)
+	}
+	refused("LOCK", "ka", "10000")
+	if _, ok := start("UNLOCK", "ka", ka); ok {
+		t.Fatal("UNLOCK of a bound lock ran on Start, which keeps no books of bindings")
+	}
+	unlock("ka", ka)
+	if got := h.KeepaliveStats().Held; got != held {
+		t.Fatalf("after UNLOCK %d connection-bound locks, want %d", got, held)
+	}
+	rk := granted("LOCK", "ka", "10000", "SHARED", "KEEPALIVE")
+	unlock("ka", rk)
+
 	for _, words := range [][]string{
 		{"LOCK", "p", "10000", "PERMITS", "2"},
+		{"LOCK", "o", "10000", "OWNER", "me"},
 		{"LOCK", "w", "10000", "SHARED", "WAIT", "100"},
 		{"LOCK", "w", "10000", "FAIR", "WAIT", "100"},
-		{"LOCK", "k", "10000", "SHARED", "KEEPALIVE"},
-		{"LOCK", "k", "10000", "FAIR", "FENCE"},
 	} {
 		if got, ok := start(words...); ok {
 			t.Errorf("%v ran on Start (%s); want it left to Run", words, got)

@@ -24,7 +24,8 @@ type replayConn struct {
 	net.Conn // nil: only Read and Write are used
 	reqs     [][]byte
 	next     int
-	out      []byte
+	out      []byte // the last write, or with keep every write
+	keep     bool
 }
 
 func (c *replayConn) Read(p []byte) (int, error) {
@@ -34,7 +35,10 @@ func (c *replayConn) Read(p []byte) (int, error) {
 }
 
 func (c *replayConn) Write(p []byte) (int, error) {
-	c.out = append(c.out[:0], p...)
+	if !c.keep {
+		c.out = c.out[:0]
+	}
+	c.out = append(c.out, p...)
 	return len(p), nil
 }
 

@@ -315,8 +315,10 @@ func TestPipelinedUnlockRESP3(t *testing.T) {
 
 // A pipelined batch of try-locks (LOCK key ttl, LOCK key ttl TOKEN t) runs
 // without a worker, answered in order with LOCK's [token, validity]; a
-// contended one answers null in its place, and LOCK with an option that
-// keeps books (FENCE here) still runs on a worker.
+// contended one answers null in its place. So does a batch of LOCK …
+// FENCE and LOCK … KEEPALIVE (the fence and the binding follow the
+// round), while LOCK … OWNER, which counts holds over rounds, still runs
+// on a worker.
 func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 	var nodes []quorum.Node
 	for range 3 {
@@ -335,7 +337,7 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cluster.Close() })
-	var locks, fenced []byte
+	var locks, fenced, owned []byte
 	for i := range depth {
 		k := fmt.Sprintf("k%d", i%(depth-1)) // the last one contends with the first
 		if i%2 == 0 {
@@ -343,16 +345,23 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 		} else {
 			locks = append(locks, request("LOCK", k, "10000", "TOKEN", fmt.Sprintf("t%d", i))...)
 		}
-		fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "FENCE")...)
+		if i%2 == 0 {
+			fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "FENCE")...)
+		} else {
+			fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "KEEPALIVE", "FENCE")...)
+		}
+		owned = append(owned, request("LOCK", fmt.Sprintf("o%d", i), "10000", "OWNER", "me")...)
 	}
-	s, st := replayServer(t, cluster, [][]byte{locks, fenced})
+	s, st := replayServer(t, cluster, [][]byte{locks, fenced, owned})
 	t.Cleanup(func() { close(s.work) })
+	rc := st.nc.(*replayConn)
+	rc.keep = true // a batch's replies may take more than one write
 	batch, err := st.rd.next()
 	if err != nil || len(batch) != depth {
 		t.Fatalf("next = %d requests, %v", len(batch), err)
 	}
 	s.serveBatch(st, batch)
-	out := string(st.nc.(*replayConn).out)
+	out := string(rc.out)
 	if n := strings.Count(out, "*2\r\n"); n != depth-1 {
 		t.Fatalf("%d granted LOCK replies in %q, want %d", n, out, depth-1)
 	}
@@ -368,8 +377,20 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 	if batch, err = st.rd.next(); err != nil {
 		t.Fatal(err)
 	}
+	rc.out = nil
+	s.serveBatch(st, batch)
+	out = string(rc.out)
+	if n := strings.Count(out, "*3\r\n"); n != depth {
+		t.Fatalf("%d fenced LOCK replies in %q, want %d", n, out, depth)
+	}
+	if n := s.tasks.Load(); n != 0 {
+		t.Fatalf("%d of %d pipelined LOCK … FENCE / KEEPALIVE ran on a worker, want none", n, depth)
+	}
+	if batch, err = st.rd.next(); err != nil {
+		t.Fatal(err)
+	}
 	s.serveBatch(st, batch)
 	if n := s.tasks.Load(); n == 0 {
-		t.Fatal("pipelined LOCK … FENCE ran without a worker")
+		t.Fatal("pipelined LOCK … OWNER ran without a worker")
 	}
 }

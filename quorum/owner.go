@@ -111,22 +111,31 @@ func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Durati
 	return c.lockOwner(ctx, key, id, ttl)
 }
 
-// lockOwner is one LockOwner, its rounds bounded by ownerRounds.
-func (c *Cluster) lockOwner(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, err error) {
-	done := c.begin(OpReenter)
-	defer func() { done(err, r.Validity, ttl) }()
-	if ttl <= 0 {
-		return Reentered{}, ErrInvalidTTL
+// lockOwner is one LockOwner (LockOwnerAsync), waited for until ctx is
+// done: a hold granted after that, or to a caller gone by the time it
+// came, is taken back (dropHold), so that none is left with no holder.
+func (c *Cluster) lockOwner(ctx context.Context, key, id string, ttl time.Duration) (Reentered, error) {
+	type outcome struct {
+		r    Reentered
+		mark string
+		err  error
 	}
-	for round := 1; ; round++ {
-		if err := ctx.Err(); err != nil {
-			return Reentered{}, err
-		}
-		r, split, err := c.ownerRound(ctx, key, id, ttl)
-		if !split || round == ownerRounds || !sleepCtx(ctx, c.jitter()) {
-			return r, err
+	abandon := func(o outcome) {
+		if o.err == nil {
+			c.dropHold(key, o.mark, ttl)
 		}
 	}
+	o, err := await(ctx, func(ch chan outcome) {
+		c.lockOwnerThen(key, id, ttl, func(r Reentered, mark string, err error) { give(ch, outcome{r, mark, err}, abandon) })
+	})
+	switch {
+	case err != nil:
+		return Reentered{}, err
+	case o.err == nil && ctx.Err() != nil:
+		abandon(o)
+		return Reentered{}, ctx.Err()
+	}
+	return o.r, o.err
 }
 
 // lockOwnerWait is LockOwner retried as a blocking Acquire is, until it
@@ -137,43 +146,94 @@ func (c *Cluster) lockOwnerWait(ctx context.Context, key, id string, ttl, wait t
 	})
 }
 
-// ownerRound is one round of LockOwner: a grant where a majority answered
-// with one token of id. split reports a round lost to a split among the
-// owner's own tokens: worth another round.
-func (c *Cluster) ownerRound(ctx context.Context, key, id string, ttl time.Duration) (r Reentered, split bool, err error) {
-	token := NewOwnerToken(id)
-	mark := holdMarkKey(key, token)
-	q := c.Quorum()
-	// agree runs once a majority said yes, every reply in (it is then
-	// seen here, the round's outcome handed over after it).
-	var agreed bool
-	var tok string
-	var holds int64
-	v, rd, err := c.grantRound(context.Background(), grant{
-		op: OpReenter, ttl: ttl, failed: ErrNotAcquired,
-		cmd: Cmd{Kind: HoldOwner, Key: key, Token: token, Prefix: OwnerPrefix(id), Mark: mark, TTL: ttl},
+// LockOwnerAsync is LockOwner without Wait that does not wait: done gets
+// its outcome, once, from the goroutine of the reply that decided it (or
+// of the pause before a round taken again) or before LockOwnerAsync
+// returns. done must not block.
+func (c *Cluster) LockOwnerAsync(key, id string, ttl time.Duration, done func(Reentered, error)) {
+	c.lockOwnerThen(key, id, ttl, func(r Reentered, _ string, err error) { done(r, err) })
+}
+
+// lockOwnerThen runs LockOwner's rounds, up to ownerRounds, and gives
+// then the outcome and, for a hold granted, the mark of the round that
+// added it (dropHold takes it back).
+func (c *Cluster) lockOwnerThen(key, id string, ttl time.Duration, then func(Reentered, string, error)) {
+	or := &ownerRun{c: c, key: key, id: id, ttl: ttl, then: then, report: c.begin(OpReenter)}
+	if ttl <= 0 {
+		or.end(Reentered{}, ErrInvalidTTL)
+		return
+	}
+	or.next()
+}
+
+// ownerRun is one LockOwner in flight.
+type ownerRun struct {
+	c       *Cluster
+	key, id string
+	ttl     time.Duration
+	then    func(Reentered, string, error)
+	report  func(err error, validity, ttl time.Duration)
+	rounds  int    // rounds started
+	mark    string // the current round's
+	agreed  bool   // a majority of the current round said yes
+	tok     string // the token they agree on, if any
+	holds   int64  // its hold count that a majority agrees on
+}
+
+// next starts a round: HoldOwner with a new token, a grant where a
+// majority answered with one token of the owner.
+func (or *ownerRun) next() {
+	c := or.c
+	or.rounds++
+	token := NewOwnerToken(or.id)
+	or.mark, or.agreed, or.tok, or.holds = holdMarkKey(or.key, token), false, "", 0
+	c.grantThen(grant{
+		op: OpReenter, ttl: or.ttl, failed: ErrNotAcquired,
+		cmd: Cmd{Kind: HoldOwner, Key: or.key, Token: token, Prefix: OwnerPrefix(or.id), Mark: or.mark, TTL: or.ttl},
+		// agree runs once a majority said yes, every reply in (it is then
+		// seen in decided, the round's outcome handed over after it).
 		agree: func(r *round) bool {
-			agreed = true
-			tok, holds = majorityHeld(r.holds(), q)
-			return tok != ""
+			or.agreed = true
+			or.tok, or.holds = majorityHeld(r.holds(), c.Quorum())
+			return or.tok != ""
 		},
+	}, or.decided)
+}
+
+// decided ends a round: what it added outside the granted hold is taken
+// back first. A round lost to a split among the owner's own tokens (a
+// majority of yes replies without one token among them) is taken again
+// after a pause, up to ownerRounds.
+func (or *ownerRun) decided(v time.Duration, rd *round, err error) {
+	split := err == ErrNotAcquired && or.agreed && or.tok == ""
+	if err != nil {
+		or.tok = ""
+	}
+	tok := or.tok
+	or.c.undoHoldsThen(or.key, or.mark, tok, or.ttl, rd, func() {
+		switch {
+		case tok != "":
+			or.end(Reentered{Lock{Key: or.key, Token: tok, Validity: v}, or.holds}, nil)
+		case split && or.rounds < ownerRounds:
+			time.AfterFunc(or.c.jitter(), or.next)
+		default:
+			or.end(Reentered{}, err)
+		}
 	})
-	// A majority of yes replies without one token among them.
-	split = err == ErrNotAcquired && agreed && tok == ""
-	if err != nil || ctx.Err() != nil {
-		// Too late to use, or its caller is gone (a client that hung up
-		// while the round was in flight): the round's holds are undone
-		// like those of a round that lost, so none is left with no holder.
-		tok = ""
-	}
-	c.undoHolds(key, mark, tok, ttl, rd)
-	switch {
-	case tok != "":
-		return Reentered{Lock{Key: key, Token: tok, Validity: v}, holds}, false, nil
-	case ctx.Err() != nil:
-		return Reentered{}, false, ctx.Err()
-	}
-	return Reentered{}, split, err
+}
+
+func (or *ownerRun) end(r Reentered, err error) {
+	or.report(err, r.Validity, or.ttl)
+	or.then(r, or.mark, err)
+}
+
+// dropHold takes back the hold that the owner round marked at mark
+// added, on every node, without waiting; a node that does not answer gets
+// it again later.
+func (c *Cluster) dropHold(key, mark string, ttl time.Duration) {
+	c.collectThen(OpReenter, same(Cmd{Kind: UndoHold, Key: key, Mark: mark, TTL: ttl}), okVote, func(r *round, _ tally) {
+		r.eachUnanswered(func(i int) { c.pending.addUndo(i, c.db, key, mark, "", ttl) })
+	})
 }
 
 // holds are the tokens and hold counts of an owner round's yes replies;
@@ -188,21 +248,25 @@ func (r *round) holds() []stored[int64] {
 	return hs
 }
 
-// undoHolds takes back what round g added outside the granted lock (keep;
-// "" when nothing was granted): the holds on nodes that answered with
-// another token, and whatever a node that did not answer may have added or
-// may still add. A node that does not answer the undo gets it again later.
-func (c *Cluster) undoHolds(key, mark, keep string, ttl time.Duration, g *round) {
+// undoHoldsThen takes back what round g added outside the granted lock
+// (keep; "" when nothing was granted): the holds on nodes that answered
+// with another token, and whatever a node that did not answer may have
+// added or may still add; then runs done. A node that does not answer
+// the undo gets it again later.
+func (c *Cluster) undoHoldsThen(key, mark, keep string, ttl time.Duration, g *round, done func()) {
 	undo := func(i int) bool {
 		rep := g.reply(i)
 		return unanswered(rep) || (rep.Err == nil && rep.OK && rep.Token != keep)
 	}
-	if !slices.ContainsFunc(g.calls, func(nc nodeCall) bool { return undo(nc.i) }) {
-		return // the usual grant: every node answered with the granted token
+	if g == nil || !slices.ContainsFunc(g.calls, func(nc nodeCall) bool { return undo(nc.i) }) {
+		done() // the usual grant: every node answered with the granted token
+		return
 	}
 	cmd := Cmd{Kind: UndoHold, Key: key, Mark: mark, Token: keep, TTL: ttl}
-	r, _ := c.collect(OpReenter, func(i int) (Cmd, bool) { return cmd, undo(i) }, okVote)
-	r.eachUnanswered(func(i int) { c.pending.addUndo(i, c.db, key, mark, keep, ttl) })
+	c.collectThen(OpReenter, func(i int) (Cmd, bool) { return cmd, undo(i) }, okVote, func(r *round, _ tally) {
+		r.eachUnanswered(func(i int) { c.pending.addUndo(i, c.db, key, mark, keep, ttl) })
+		done()
+	})
 }
 
 // majorityHeld finds the token held on at least q nodes and the hold count
@@ -270,15 +334,4 @@ func (c *Cluster) renew(ctx context.Context, key, token string, ttl time.Duratio
 		missing[i] = rep.Err == nil && !rep.OK
 	}
 	return v, missing, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -126,7 +126,7 @@ func (c *Cluster) lockOwner(ctx context.Context, key, id string, ttl time.Durati
 		}
 	}
 	o, err := await(ctx, func(ch chan outcome) {
-		c.lockOwnerThen(key, id, ttl, func(r Reentered, mark string, err error) { give(ch, outcome{r, mark, err}, abandon) })
+		c.lockOwnerThen(ctx, key, id, ttl, func(r Reentered, mark string, err error) { give(ch, outcome{r, mark, err}, abandon) })
 	})
 	switch {
 	case err != nil:
@@ -149,16 +149,18 @@ func (c *Cluster) lockOwnerWait(ctx context.Context, key, id string, ttl, wait t
 // LockOwnerAsync is LockOwner without Wait that does not wait: done gets
 // its outcome, once, from the goroutine of the reply that decided it (or
 // of the pause before a round taken again) or before LockOwnerAsync
-// returns. done must not block.
-func (c *Cluster) LockOwnerAsync(key, id string, ttl time.Duration, done func(Reentered, error)) {
-	c.lockOwnerThen(key, id, ttl, func(r Reentered, _ string, err error) { done(r, err) })
+// returns. done must not block. Its rounds run to their end whatever ctx
+// says, but a hold granted once ctx is done is taken back, and done gets
+// ctx's error.
+func (c *Cluster) LockOwnerAsync(ctx context.Context, key, id string, ttl time.Duration, done func(Reentered, error)) {
+	c.lockOwnerThen(ctx, key, id, ttl, func(r Reentered, _ string, err error) { done(r, err) })
 }
 
 // lockOwnerThen runs LockOwner's rounds, up to ownerRounds, and gives
 // then the outcome and, for a hold granted, the mark of the round that
 // added it (dropHold takes it back).
-func (c *Cluster) lockOwnerThen(key, id string, ttl time.Duration, then func(Reentered, string, error)) {
-	or := &ownerRun{c: c, key: key, id: id, ttl: ttl, then: then, report: c.begin(OpReenter)}
+func (c *Cluster) lockOwnerThen(ctx context.Context, key, id string, ttl time.Duration, then func(Reentered, string, error)) {
+	or := &ownerRun{ctx: ctx, c: c, key: key, id: id, ttl: ttl, then: then, report: c.begin(OpReenter)}
 	if ttl <= 0 {
 		or.end(Reentered{}, ErrInvalidTTL)
 		return
@@ -168,6 +170,7 @@ func (c *Cluster) lockOwnerThen(key, id string, ttl time.Duration, then func(Ree
 
 // ownerRun is one LockOwner in flight.
 type ownerRun struct {
+	ctx     context.Context
 	c       *Cluster
 	key, id string
 	ttl     time.Duration
@@ -214,7 +217,7 @@ func (or *ownerRun) decided(v time.Duration, rd *round, err error) {
 		switch {
 		case tok != "":
 			or.end(Reentered{Lock{Key: or.key, Token: tok, Validity: v}, or.holds}, nil)
-		case split && or.rounds < ownerRounds:
+		case split && or.rounds < ownerRounds && or.ctx.Err() == nil:
 			time.AfterFunc(or.c.jitter(), or.next)
 		default:
 			or.end(Reentered{}, err)
@@ -222,7 +225,15 @@ func (or *ownerRun) decided(v time.Duration, rd *round, err error) {
 	})
 }
 
+// end hands the outcome on: for a caller gone meanwhile its ctx's
+// error, a hold granted to it taken back.
 func (or *ownerRun) end(r Reentered, err error) {
+	if or.ctx.Err() != nil {
+		if err == nil {
+			or.c.dropHold(or.key, or.mark, or.ttl)
+		}
+		r, err = Reentered{}, or.ctx.Err()
+	}
 	or.report(err, r.Validity, or.ttl)
 	or.then(r, or.mark, err)
 }

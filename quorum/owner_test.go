@@ -287,3 +287,76 @@ func TestLockOwnerLateGrantedHoldCounts(t *testing.T) {
 	<-late.landed
 	wantState(t, m[0], tokW, 2)
 }
+
+// A LockOwner whose caller leaves while its round is in flight returns at
+// once with ctx's error, and the hold the round then adds is taken back
+// by its mark: a fresh lock is gone from every node, and the holds of a
+// lock the owner already held are as they were.
+func TestLockOwnerCancelledTakesHoldBack(t *testing.T) {
+	for _, held := range []int64{0, 2} {
+		gate := make(chan struct{})
+		asked := make(chan struct{}, 3)
+		undone := make(chan struct{}, 3)
+		var mems []*embedded.Memory
+		var nodes []quorum.Node
+		for _, name := range []string{"m1", "m2", "m3"} {
+			m := embedded.New(name)
+			t.Cleanup(func() { m.Close() })
+			mems = append(mems, m)
+			if held > 0 {
+				seed(t, m, tokW, held)
+			}
+			nodes = append(nodes, &nodetest.Hooked{
+				Node: m,
+				Before: func(ctx context.Context, cmd quorum.Cmd) error {
+					if cmd.Kind == quorum.HoldOwner {
+						asked <- struct{}{}
+						<-gate
+					}
+					return nil
+				},
+				After: func(cmd quorum.Cmd, rep *quorum.Reply) {
+					if cmd.Kind == quorum.UndoHold {
+						undone <- struct{}{}
+					}
+				},
+			})
+		}
+		cfg := quorum.DefaultConfig()
+		cfg.NodeTimeout = 30 * time.Second // the gate, not the deadline, holds the round
+		c, err := quorum.New(nodes, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+
+		ctx, cancel := context.WithCancel(context.Background())
+		out := make(chan error, 1)
+		go func() {
+			_, err := c.LockOwner(ctx, "k", "w", ownerTTL)
+			out <- err
+		}()
+		for range nodes {
+			<-asked
+		}
+		cancel()
+		if err := <-out; !errors.Is(err, context.Canceled) {
+			t.Fatalf("held %d: LockOwner = %v, want context.Canceled", held, err)
+		}
+		close(gate)
+		for range nodes {
+			select {
+			case <-undone:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("held %d: the cancelled round's hold was not taken back on every node", held)
+			}
+		}
+		for _, m := range mems {
+			if held == 0 {
+				wantState(t, m, "", 0)
+			} else {
+				wantState(t, m, tokW, held)
+			}
+		}
+	}
+}

@@ -151,52 +151,110 @@ func permitRetryable(err error) bool {
 	return !errors.Is(err, ErrInvalidTTL) && !errors.As(err, &mm)
 }
 
-func (c *Cluster) acquirePermit(ctx context.Context, key string, n int, ttl, mark time.Duration) (l Lock, err error) {
-	end := c.begin(OpAcquire)
-	defer func() { end(err, l.Validity, ttl) }()
-	// As for Acquire: a caller that is gone starts no round.
-	if err := ctx.Err(); err != nil {
-		return Lock{}, err
+// acquirePermit is one AcquirePermit (AcquirePermitAsync), waited for
+// until ctx is done; a permit granted after that is released.
+func (c *Cluster) acquirePermit(ctx context.Context, key string, n int, ttl, mark time.Duration) (Lock, error) {
+	abandon := func(o permitOutcome) {
+		if o.err == nil {
+			c.releaseThen(OpRelease, key, o.l.Token, ttl, true, nil, func(*round, tally) {})
+		}
 	}
-	if ttl <= 0 || n < 1 || n > MaxPermits {
-		return Lock{}, ErrInvalidTTL
-	}
-	slots, err := c.freeSlots(ctx, key, n, mark)
+	o, err := await(ctx, func(ch chan permitOutcome) {
+		c.acquirePermitThen(key, n, ttl, mark, func(l Lock, err error) { give(ch, permitOutcome{l, err}, abandon) })
+	})
 	if err != nil {
 		return Lock{}, err
 	}
-	err = ErrNotAcquired
-	for _, slot := range slots {
-		if ctx.Err() != nil {
-			break
-		}
-		l, err = c.permitRound(key, NewPermitToken(n, slot), n, ttl, mark)
-		if !errors.Is(err, ErrNotAcquired) {
-			return l, err
-		}
-	}
-	return Lock{}, err
+	return o.l, o.err
 }
 
-// permitRound is one grant round for the slot token names; a failed round
-// releases the slot wherever it may have landed.
-func (c *Cluster) permitRound(key, token string, n int, ttl, mark time.Duration) (Lock, error) {
-	v, r, err := c.grantRound(context.Background(), c.acquireGrant(Cmd{Kind: AcquirePermit, Key: key, Token: token, TTL: ttl, Add: mark}))
+type permitOutcome struct {
+	l   Lock
+	err error
+}
+
+// AcquirePermitAsync is AcquirePermit without Wait that does not wait:
+// done gets its outcome, once, from the goroutine of the reply that
+// decided it or before AcquirePermitAsync returns. done must not block.
+func (c *Cluster) AcquirePermitAsync(key string, n int, ttl time.Duration, done func(Lock, error)) {
+	c.acquirePermitThen(key, n, ttl, 0, done)
+}
+
+// acquirePermitThen reads the free slots, then tries them one round
+// after the other until one is granted or refused for good; mark > 0
+// marks the key as waited for (see acquireWait).
+func (c *Cluster) acquirePermitThen(key string, n int, ttl, mark time.Duration, done func(Lock, error)) {
+	pr := &permitRun{c: c, key: key, n: n, ttl: ttl, mark: mark, done: done, report: c.begin(OpAcquire), err: ErrNotAcquired}
+	if ttl <= 0 || n < 1 || n > MaxPermits {
+		pr.end(Lock{}, ErrInvalidTTL)
+		return
+	}
+	c.freeSlotsThen(key, n, mark, pr.read)
+}
+
+// permitRun is one AcquirePermit in flight.
+type permitRun struct {
+	c         *Cluster
+	key       string
+	n         int
+	ttl, mark time.Duration
+	done      func(Lock, error)
+	report    func(err error, validity, ttl time.Duration)
+	slots     []int // the free slots not tried yet
+	token     string
+	err       error // the last round's
+}
+
+func (pr *permitRun) read(slots []int, err error) {
+	if err != nil {
+		pr.end(Lock{}, err)
+		return
+	}
+	pr.slots = slots
+	pr.next()
+}
+
+// next tries the next free slot; with none left, the last refusal is
+// the outcome.
+func (pr *permitRun) next() {
+	if len(pr.slots) == 0 {
+		pr.end(Lock{}, pr.err)
+		return
+	}
+	pr.token = NewPermitToken(pr.n, pr.slots[0])
+	pr.slots = pr.slots[1:]
+	pr.c.grantThen(pr.c.acquireGrant(Cmd{Kind: AcquirePermit, Key: pr.key, Token: pr.token, TTL: pr.ttl, Add: pr.mark}), pr.decided)
+}
+
+// decided ends a slot's round (a failed one released the slot wherever
+// it may have landed): granted, refused for good, or on to the next
+// slot.
+func (pr *permitRun) decided(v time.Duration, r *round, err error) {
 	if err == nil {
-		return Lock{Key: key, Token: token, Validity: v}, nil
+		pr.end(Lock{Key: pr.key, Token: pr.token, Validity: v}, nil)
+		return
 	}
-	if errors.Is(err, ErrNotAcquired) {
-		var held []int
-		for i := range r.calls {
-			if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N > 0 {
-				held = append(held, int(rep.N))
-			}
-		}
-		if m := c.permitsMismatch(held, n); m != nil {
-			return Lock{}, m
+	if !errors.Is(err, ErrNotAcquired) {
+		pr.end(Lock{}, err)
+		return
+	}
+	var held []int
+	for i := range r.calls {
+		if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N > 0 {
+			held = append(held, int(rep.N))
 		}
 	}
-	return Lock{}, err
+	if m := pr.c.permitsMismatch(held, pr.n); m != nil {
+		pr.end(Lock{}, m)
+		return
+	}
+	pr.err = err
+	pr.next()
+}
+
+func (pr *permitRun) end(l Lock, err error) {
+	pr.report(err, l.Validity, pr.ttl)
+	pr.done(l, err)
 }
 
 // permitsMismatch is the error of a semaphore of n whose key holds the marker of
@@ -225,30 +283,30 @@ func countHeld(xs []int, x int) int {
 	return k
 }
 
-// freeSlots reads key's semaphore on every node and returns the slots free
-// on a majority of the nodes where a permit of n may be granted (the key
-// absent or marked for n), most widely free first, at most permitTries of
-// them, in a random order among equals so that proxies racing for the
-// same slots spread out.
-func (c *Cluster) freeSlots(ctx context.Context, key string, n int, mark time.Duration) ([]int, error) {
-	r, t, err := c.collectCtx(ctx, OpAcquire, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n), Add: mark}), anyVote)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.heard(&t); err != nil {
-		return nil, err
-	}
-	free := make([]int, n)
-	var held []int
-	for i := range r.calls {
-		if rep := r.reply(i); rep.Err == nil {
-			held = countFree(rep, n, free, held)
+// freeSlotsThen reads key's semaphore on every node and gives then the
+// slots free on a majority of the nodes where a permit of n may be
+// granted (the key absent or marked for n), most widely free first, at
+// most permitTries of them, in a random order among equals so that
+// proxies racing for the same slots spread out.
+func (c *Cluster) freeSlotsThen(key string, n int, mark time.Duration, then func([]int, error)) {
+	c.collectThen(OpAcquire, same(Cmd{Kind: ReadPermits, Key: key, N: int64(n), Add: mark}), anyVote, func(r *round, t tally) {
+		if err := c.heard(&t); err != nil {
+			then(nil, err)
+			return
 		}
-	}
-	if err := c.permitsMismatch(held, n); err != nil {
-		return nil, err
-	}
-	return pickSlots(free, c.Quorum()), nil
+		free := make([]int, n)
+		var held []int
+		for i := range r.calls {
+			if rep := r.reply(i); rep.Err == nil {
+				held = countFree(rep, n, free, held)
+			}
+		}
+		if err := c.permitsMismatch(held, n); err != nil {
+			then(nil, err)
+			return
+		}
+		then(pickSlots(free, c.Quorum()), nil)
+	})
 }
 
 // countFree adds one node's read to free (per slot, the nodes where it is

@@ -201,13 +201,9 @@ func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
 	return true
 }
 
-// oneRound reports whether o is a lock of one round, LOCK key ttl
-// [TOKEN t] [SHARED | FAIR] [FENCE] [KEEPALIVE]: no option that waits,
-// tries several rounds (PERMITS) or counts holds (OWNER); the form that
-// Start runs without a worker.
-func (o *lockOpts) oneRound() bool {
-	return o.wait == 0 && o.owner == "" && o.permits == 0
-}
+// startable reports whether o is a LOCK that Start runs without a
+// worker (see startLock): any without WAIT.
+func (o *lockOpts) startable() bool { return o.wait == 0 }
 
 // lockKindsExclude names the first pair of LOCK's options that o combines
 // and redlockd does not support together, or "".

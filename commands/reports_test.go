@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,6 +218,44 @@ func TestReportDoesNotAwaitASlowNode(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("Start %v: reports %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}
+
+// A LOCK whose rounds go on past its acquire (FENCE, KEEPALIVE) or that
+// runs an operation of its own (OWNER, PERMITS) is reported by Start as
+// Run reports it: the command, and the cluster's reports of each of its
+// operations and rounds. Its acquire round is not the command's: the
+// command ends after that round's report is gone.
+func TestStartedLockOptionsReportAsRun(t *testing.T) {
+	obs := newCountingObserver()
+	h, s, _ := reportsHandler(t, obs)
+	obs.mu.Lock()
+	obs.done = nil
+	obs.mu.Unlock()
+	for _, opts := range [][]string{
+		{"FENCE"}, {"KEEPALIVE"}, {"FENCE", "KEEPALIVE"}, {"SHARED", "FENCE"},
+		{"OWNER", "me"}, {"OWNER", "me", "FENCE"}, {"PERMITS", "2"}, {"PERMITS", "2", "FENCE"},
+	} {
+		var reports [2][]string
+		for i, key := range []string{"started", "run"} {
+			words := append([]string{"LOCK", key, "10000"}, opts...)
+			var r recorder
+			if i == 0 {
+				if !startWait(t, h, s, words, &r, make(chan struct{})) {
+					t.Fatalf("%v has no asynchronous form", words)
+				}
+			} else {
+				h.Exec(s, byteArgs(words), &r)
+			}
+			reports[i] = obs.take()
+			slices.Sort(reports[i])
+			tok := strings.TrimPrefix(strings.Fields(strings.Trim(r.String(), "[]"))[0], "$")
+			h.Exec(s, byteArgs([]string{"UNLOCK", key, tok}), new(recorder))
+			obs.take()
+		}
+		if !slices.Equal(reports[0], reports[1]) {
+			t.Errorf("LOCK … %v: Start reports %q, Run %q", opts, reports[0], reports[1])
 		}
 	}
 }

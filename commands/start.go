@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -59,6 +60,8 @@ type started struct {
 	// options add once it is granted.
 	cl               *quorum.Cluster
 	key, token       string
+	owner            string // LOCK … OWNER's id: one hold of its lock
+	permits          int    // LOCK … PERMITS n: one of the n permits
 	ttl              time.Duration
 	asLock           bool
 	fence, keepalive bool
@@ -70,6 +73,7 @@ type started struct {
 	// first two at once, the others when first needed.
 	acquired, fenced func(quorum.Lock, error)
 	released, undone func(bool, error)
+	held             func(quorum.Reentered, error)
 }
 
 var startedPool sync.Pool // of *started
@@ -99,10 +103,12 @@ func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, d
 }
 
 // reporter is the Reporter of st's round: st itself, which reports it
-// with the command, when there is an Observer; else none (the cluster's
-// Observer is told of the round).
+// with the command, when there is an Observer and the command ends in
+// the round's continuation; else none (the cluster's Observer is told of
+// the round). A LOCK with FENCE or KEEPALIVE may end later, from another
+// round or a goroutine, after the round's report is gone (see Reporter).
 func (st *started) reporter() quorum.Reporter {
-	if st.o == nil {
+	if st.o == nil || st.fence || st.keepalive {
 		return nil
 	}
 	return st
@@ -124,9 +130,9 @@ func (st *started) RoundDone(rep *quorum.Report) { st.round = rep }
 
 // free puts st back in the pool, keeping nothing of its request.
 func (st *started) free() {
-	acquired, fenced, released, undone := st.acquired, st.fenced, st.released, st.undone
+	acquired, fenced, released, undone, held := st.acquired, st.fenced, st.released, st.undone, st.held
 	*st = started{}
-	st.acquired, st.fenced, st.released, st.undone = acquired, fenced, released, undone
+	st.acquired, st.fenced, st.released, st.undone, st.held = acquired, fenced, released, undone, held
 	startedPool.Put(st)
 }
 
@@ -147,18 +153,20 @@ func (h *Handler) startSet(st *started) bool {
 	return true
 }
 
-// startLock is LOCK's asynchronous form for a lock of one round, LOCK
-// key ttl [TOKEN t] [SHARED | FAIR] [FENCE] [KEEPALIVE]: its rounds
-// (the fence's after the lock's) run one from the other's last reply. A
-// malformed LOCK is answered at once; the other options (WAIT, OWNER,
-// PERMITS) may take many rounds, so they are left to Run.
+// startLock is LOCK's asynchronous form without WAIT, LOCK key ttl
+// [TOKEN t | OWNER id] [SHARED | FAIR | PERMITS n] [FENCE] [KEEPALIVE]:
+// its rounds (a semaphore's read of its free slots, the rounds of the
+// lock, the fence's) run one from the other's last reply. A malformed
+// LOCK is answered at once; a LOCK … WAIT, whose rounds are paced by
+// releases and which the proxy keeps out of its limit on commands in
+// flight, is left to Run.
 func (h *Handler) startLock(st *started) bool {
 	o, ok := h.parseLock(&st.call)
 	if !ok {
 		st.end()
 		return true
 	}
-	if !o.oneRound() {
+	if !o.startable() {
 		return false
 	}
 	kind, token := quorum.SetNX, o.token
@@ -168,7 +176,7 @@ func (h *Handler) startLock(st *started) bool {
 	case o.fair:
 		kind = quorum.FairAcquire
 	}
-	st.fence, st.keepalive = o.fence, o.keepalive
+	st.fence, st.keepalive, st.owner, st.permits = o.fence, o.keepalive, o.owner, o.permits
 	h.acquireAsync(st, kind, st.arg(0), token, o.ttl, true)
 	return true
 }
@@ -180,10 +188,11 @@ func (o setOpts) plainLock() bool {
 }
 
 // acquireAsync is acquire without WAIT, for Start, of a lock of kind (see
-// quorum.Cluster.AcquireAsync): the reply (SET's OK, or with asLock
+// quorum.Cluster.AcquireAsync), or with st.owner one hold of the owner's
+// lock, or with st.permits a permit: the reply (SET's OK, or with asLock
 // LOCK's [token, validity-ms]; or the lock error) is written to st.w from
-// the goroutine of the round's deciding reply, then st ends. A lock won
-// for a client that hung up meanwhile is released, as acquire does.
+// the goroutine of the deciding reply, then st ends. A lock won for a
+// client that hung up meanwhile is released, as acquire does.
 func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token string, ttl time.Duration, asLock bool) {
 	s := st.s
 	if err := s.Context().Err(); err != nil {
@@ -194,17 +203,33 @@ func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token stri
 	// The database in force at this command's place in a pipeline: a
 	// SELECT is a barrier, so the commands before it are all started.
 	st.cl, st.key, st.token, st.ttl, st.asLock = h.clusterOf(s), key, token, ttl, asLock
+	switch {
+	case st.owner != "":
+		if st.held == nil {
+			st.held = st.onHeld
+		}
+		st.cl.LockOwnerAsync(s.Context(), key, st.owner, ttl, st.held)
+		return
+	case st.permits > 0:
+		st.cl.AcquirePermitAsync(key, st.permits, ttl, st.acquired)
+		return
+	}
 	st.cl.AcquireAsync(st.reporter(), kind, key, token, ttl, st.acquired)
 }
+
+// onHeld is the continuation of LOCK … OWNER's hold: a lock as any other
+// from here, its token the owner's.
+func (st *started) onHeld(r quorum.Reentered, err error) { st.onAcquired(r.Lock, err) }
 
 // onAcquired is acquireAsync's continuation.
 func (st *started) onAcquired(l quorum.Lock, err error) {
 	s := st.s
 	if err == nil && s.Context().Err() != nil {
+		// Nobody will be told of the lock: it goes, unwaited for.
 		err = s.Context().Err()
-		st.cl.ReleaseAsync(nil, l.Key, l.Token, func(bool, error) {})
+		st.drop(l)
 	}
-	st.h.took(s, err, st.token, st.key)
+	st.h.took(s, err, l.Token, st.key)
 	if err == nil && st.fence {
 		if st.fenced == nil {
 			st.fenced = st.onFenced
@@ -227,13 +252,33 @@ func (st *started) onFenced(l quorum.Lock, err error) {
 }
 
 // undo releases l, which the client will not be told of, and then
-// tells it err.
+// tells it err. An owner's hold is dropped by Unhold, which waits: on a
+// goroutine of its own, as only a failed fence or a client gone in the
+// moment of its grant needs it.
 func (st *started) undo(l quorum.Lock, err error) {
 	if st.undone == nil {
 		st.undone = st.onUndone
 	}
 	st.err = err
+	if quorum.IsOwnerToken(l.Token) {
+		go func() {
+			_, _, _ = st.cl.Unhold(context.Background(), l.Key, l.Token)
+			st.undone(false, nil)
+		}()
+		return
+	}
 	st.cl.ReleaseAsync(nil, l.Key, l.Token, st.undone)
+}
+
+// drop is undo that does not wait for the release: for a client that is
+// gone, whose reply nobody reads.
+func (st *started) drop(l quorum.Lock) {
+	if quorum.IsOwnerToken(l.Token) {
+		cl := st.cl
+		go func() { _, _, _ = cl.Unhold(context.Background(), l.Key, l.Token) }()
+		return
+	}
+	st.cl.ReleaseAsync(nil, l.Key, l.Token, func(bool, error) {})
 }
 
 // onUndone is undo's continuation.

@@ -13,8 +13,9 @@ import (
 // runs them as it runs a try-lock: the readers of a key share it, a plain
 // lock and a fair lock are refused where it is held, and a fair lock is
 // refused where it is held. FENCE and KEEPALIVE follow the round on
-// Start too: the fence from its last reply, the binding before the reply.
-// PERMITS and OWNER (several rounds, hold counts) and WAIT are left to Run.
+// Start too: the fence from its last reply, the binding before the reply;
+// and OWNER's holds, and PERMITS' read of the free slots and its tries of
+// them. Only WAIT is left to Run.
 func TestStartLockKinds(t *testing.T) {
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
@@ -143,9 +144,47 @@ func TestStartLockKinds(t *testing.T) {
 	rk := granted("LOCK", "ka", "10000", "SHARED", "KEEPALIVE")
 	unlock("ka", rk)
 
+	// OWNER: the owner's holds of one token, counted on the nodes, with
+	// FENCE and KEEPALIVE as for any lock; another owner is refused.
+	o1 := granted("LOCK", "ow", "10000", "OWNER", "me")
+	if o2 := granted("LOCK", "ow", "10000", "OWNER", "me"); o2 != o1 || !quorum.IsOwnerToken(o1) {
+		t.Fatalf("the owner's holds have tokens %q and %q, want one owner token", o1, o2)
+	}
+	refused("LOCK", "ow", "10000", "OWNER", "other")
+	o3, of := fenced("LOCK", "ow", "10000", "OWNER", "me", "FENCE", "KEEPALIVE")
+	if o3 != o1 || of <= kf {
+		t.Fatalf("a third hold: token %q, fence %d; want %q and a fence above %d", o3, of, o1, kf)
+	}
+	if got := h.KeepaliveStats().Held; got != held+1 {
+		t.Fatalf("after LOCK … OWNER … KEEPALIVE %d connection-bound locks, want %d", got, held+1)
+	}
+	for range 3 {
+		refused("LOCK", "ow", "10000")
+		unlock("ow", o1)
+	}
+	if got := h.KeepaliveStats().Held; got != held {
+		t.Fatalf("after the last UNLOCK %d connection-bound locks, want %d", got, held)
+	}
+	granted("LOCK", "ow", "10000")
+
+	// PERMITS: as many permits as the semaphore has, each a slot's token;
+	// a LOCK of another n is told the n the key holds.
+	p1 := granted("LOCK", "sem", "10000", "PERMITS", "2")
+	p2 := granted("LOCK", "sem", "10000", "PERMITS", "2", "KEEPALIVE")
+	if p1 == p2 || !quorum.IsPermitToken(p1) || !quorum.IsPermitToken(p2) {
+		t.Fatalf("permits %q and %q: want two permit tokens", p1, p2)
+	}
+	refused("LOCK", "sem", "10000", "PERMITS", "2")
+	const mismatch = "-ERR PERMITS 3 does not match the 2 permits key holds"
+	if got, ok := start("LOCK", "sem", "10000", "PERMITS", "3"); !ok || got != mismatch {
+		t.Fatalf("LOCK sem … PERMITS 3 over a semaphore of 2: %s (started %v), want %s", got, ok, mismatch)
+	}
+	unlock("sem", p1)
+	unlock("sem", p2)
+
 	for _, words := range [][]string{
-		{"LOCK", "p", "10000", "PERMITS", "2"},
-		{"LOCK", "o", "10000", "OWNER", "me"},
+		{"LOCK", "w", "10000", "WAIT", "100"},
+		{"LOCK", "w", "10000", "PERMITS", "2", "WAIT", "100"},
 		{"LOCK", "w", "10000", "SHARED", "WAIT", "100"},
 		{"LOCK", "w", "10000", "FAIR", "WAIT", "100"},
 	} {

@@ -316,9 +316,9 @@ func TestPipelinedUnlockRESP3(t *testing.T) {
 // A pipelined batch of try-locks (LOCK key ttl, LOCK key ttl TOKEN t) runs
 // without a worker, answered in order with LOCK's [token, validity]; a
 // contended one answers null in its place. So does a batch of LOCK …
-// FENCE and LOCK … KEEPALIVE (the fence and the binding follow the
-// round), while LOCK … OWNER, which counts holds over rounds, still runs
-// on a worker.
+// FENCE, LOCK … KEEPALIVE, LOCK … OWNER and LOCK … PERMITS (the fence and
+// the binding follow the rounds), while a command without an
+// asynchronous form (RENEW here) still runs on a worker.
 func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 	var nodes []quorum.Node
 	for range 3 {
@@ -337,7 +337,7 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cluster.Close() })
-	var locks, fenced, owned []byte
+	var locks, fenced, renews []byte
 	for i := range depth {
 		k := fmt.Sprintf("k%d", i%(depth-1)) // the last one contends with the first
 		if i%2 == 0 {
@@ -345,14 +345,19 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 		} else {
 			locks = append(locks, request("LOCK", k, "10000", "TOKEN", fmt.Sprintf("t%d", i))...)
 		}
-		if i%2 == 0 {
+		switch i % 4 {
+		case 0:
 			fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "FENCE")...)
-		} else {
+		case 1:
 			fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "KEEPALIVE", "FENCE")...)
+		case 2:
+			fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "OWNER", "me", "FENCE")...)
+		default:
+			fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "PERMITS", "2", "FENCE")...)
 		}
-		owned = append(owned, request("LOCK", fmt.Sprintf("o%d", i), "10000", "OWNER", "me")...)
+		renews = append(renews, request("RENEW", fmt.Sprintf("r%d", i), "t", "10000")...)
 	}
-	s, st := replayServer(t, cluster, [][]byte{locks, fenced, owned})
+	s, st := replayServer(t, cluster, [][]byte{locks, fenced, renews})
 	t.Cleanup(func() { close(s.work) })
 	rc := st.nc.(*replayConn)
 	rc.keep = true // a batch's replies may take more than one write
@@ -384,13 +389,13 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 		t.Fatalf("%d fenced LOCK replies in %q, want %d", n, out, depth)
 	}
 	if n := s.tasks.Load(); n != 0 {
-		t.Fatalf("%d of %d pipelined LOCK … FENCE / KEEPALIVE ran on a worker, want none", n, depth)
+		t.Fatalf("%d of %d pipelined LOCK … FENCE / KEEPALIVE / OWNER / PERMITS ran on a worker, want none", n, depth)
 	}
 	if batch, err = st.rd.next(); err != nil {
 		t.Fatal(err)
 	}
 	s.serveBatch(st, batch)
 	if n := s.tasks.Load(); n == 0 {
-		t.Fatal("pipelined LOCK … OWNER ran without a worker")
+		t.Fatal("pipelined RENEW ran without a worker")
 	}
 }

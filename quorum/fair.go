@@ -58,7 +58,7 @@ const FairQueuePrefix = "redlockd:fair:"
 // the lock, wait has passed, or ctx is done; then it leaves the queue. It
 // returns as Acquire does.
 func (c *Cluster) AcquireFair(ctx context.Context, key, token string, ttl time.Duration, opts ...Option) (Lock, error) {
-	wait := waitOf(opts)
+	wait := optionsOf(opts).wait
 	if wait <= 0 {
 		return c.acquireCmd(ctx, Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl})
 	}

@@ -26,27 +26,43 @@ type Lock struct {
 // ErrNotAcquired (contention) or a *NoQuorumError (too few nodes answered).
 // With Wait, it is a blocking acquire (see acquireWait).
 func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration, opts ...Option) (Lock, error) {
-	if wait := waitOf(opts); wait > 0 {
-		return c.acquireWait(ctx, key, token, ttl, wait)
+	if o := optionsOf(opts); o.wait > 0 {
+		return c.acquireWait(ctx, key, token, ttl, o)
 	}
 	return c.acquire(ctx, key, token, ttl, 0)
 }
 
 // Option changes how an acquire of any kind runs.
-type Option struct{ wait time.Duration }
+type Option struct {
+	wait  time.Duration
+	tried error
+}
 
 // Wait makes an acquire blocking: its rounds are retried until one is
 // granted, wait has passed, or ctx is done, and the last round's result is
 // returned. Without it (or with wait <= 0) an acquire is one round.
 func Wait(wait time.Duration) Option { return Option{wait: wait} }
 
-// waitOf is the wait that opts ask for (the last one given); 0: none.
-func waitOf(opts []Option) time.Duration {
-	var wait time.Duration
-	for _, o := range opts {
-		wait = o.wait
+// Tried tells a blocking acquire (Wait) that its caller made the first
+// round itself, in its asynchronous form (AcquireAsync, LockOwnerAsync,
+// AcquirePermitAsync), and that it was refused with err
+// (ErrNotAcquired, or ErrQueued): the wait goes on from where that round
+// left it, as if it had made it (see waitRounds). A fair waiter's wait
+// begins with its ticket either way.
+func Tried(err error) Option { return Option{tried: err} }
+
+// optionsOf is what opts ask for together, the last one given of each.
+func optionsOf(opts []Option) Option {
+	var o Option
+	for _, x := range opts {
+		if x.wait != 0 {
+			o.wait = x.wait
+		}
+		if x.tried != nil {
+			o.tried = x.tried
+		}
 	}
-	return wait
+	return o
 }
 
 // acquire is Acquire that, with mark > 0, marks key as waited for where it
@@ -276,10 +292,11 @@ func (rr *releaseRun) recycle() {
 //
 // A round refused because fair waiters are queued for key (LOCK … FAIR)
 // makes this waiter join their queue, at its end, for the rest of its wait.
-func (c *Cluster) acquireWait(ctx context.Context, key, token string, ttl, wait time.Duration) (Lock, error) {
-	deadline := c.cfg.Now().Add(wait)
+func (c *Cluster) acquireWait(ctx context.Context, key, token string, ttl time.Duration, o Option) (Lock, error) {
+	deadline := c.cfg.Now().Add(o.wait)
 	return waitRounds(c, ctx, key, deadline, blocking[Lock]{
 		try:   func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },
+		tried: o.tried,
 		marks: true,
 		queued: func() blocking[Lock] {
 			return c.fairWait(ctx, key, token, ttl, deadline)
@@ -300,6 +317,9 @@ type blocking[T any] struct {
 	// try is one round; mark > 0 also marks the key as waited for that
 	// long (its release is then announced).
 	try func(mark time.Duration) (T, error)
+	// tried is the refusal of a first round the caller made (see Tried);
+	// nil: the wait makes its first round.
+	tried error
 	// marks: the rounds after the first mark the key, and the first of
 	// them runs at once; without it every round gets mark 0.
 	marks bool
@@ -328,9 +348,24 @@ type blocking[T any] struct {
 // the key (a release that landed between the two announced nothing, but
 // the marked round finds the key free). Each pause is cut short by a
 // release of the key.
+//
+// A wait whose first round its caller made (b.tried) goes on as after
+// that round: into the fair queue after ErrQueued, else with the marked
+// round at once (b.marks), else after a pause.
 func waitRounds[T any](c *Cluster, ctx context.Context, key string, deadline time.Time, b blocking[T]) (T, error) {
 	w := c.wake.join(c.db, key)
 	var mark time.Duration
+	switch err := b.tried; {
+	case err == nil:
+	case err == ErrQueued && b.queued != nil:
+		b = b.queued()
+	case b.marks:
+		mark = c.markTTL(deadline)
+	case !c.pauseForRetry(ctx, w, deadline):
+		c.wake.leave(w, false)
+		var zero T
+		return zero, err
+	}
 	for {
 		v, err := b.try(mark)
 		if err == nil || errors.Is(err, ErrInvalidTTL) || (b.final != nil && b.final(err)) {

@@ -105,8 +105,8 @@ const ownerRounds = 8
 // is done before a round's grant could be handed over. With Wait, it is
 // retried as a blocking Acquire is.
 func (c *Cluster) LockOwner(ctx context.Context, key, id string, ttl time.Duration, opts ...Option) (Reentered, error) {
-	if wait := waitOf(opts); wait > 0 {
-		return c.lockOwnerWait(ctx, key, id, ttl, wait)
+	if o := optionsOf(opts); o.wait > 0 {
+		return c.lockOwnerWait(ctx, key, id, ttl, o)
 	}
 	return c.lockOwner(ctx, key, id, ttl)
 }
@@ -140,9 +140,10 @@ func (c *Cluster) lockOwner(ctx context.Context, key, id string, ttl time.Durati
 
 // lockOwnerWait is LockOwner retried as a blocking Acquire is, until it
 // succeeds, wait has passed, or ctx is done.
-func (c *Cluster) lockOwnerWait(ctx context.Context, key, id string, ttl, wait time.Duration) (Reentered, error) {
-	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Reentered]{
-		try: func(time.Duration) (Reentered, error) { return c.lockOwner(ctx, key, id, ttl) },
+func (c *Cluster) lockOwnerWait(ctx context.Context, key, id string, ttl time.Duration, o Option) (Reentered, error) {
+	return waitRounds(c, ctx, key, c.cfg.Now().Add(o.wait), blocking[Reentered]{
+		try:   func(time.Duration) (Reentered, error) { return c.lockOwner(ctx, key, id, ttl) },
+		tried: o.tried,
 	})
 }
 

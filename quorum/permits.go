@@ -128,8 +128,8 @@ func (e *PermitsMismatchError) Error() string {
 // a majority holds the key for another n, or a *NoQuorumError. With Wait
 // it is retried as a blocking Acquire is.
 func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time.Duration, opts ...Option) (Lock, error) {
-	if wait := waitOf(opts); wait > 0 {
-		return c.acquirePermitWait(ctx, key, n, ttl, wait)
+	if o := optionsOf(opts); o.wait > 0 {
+		return c.acquirePermitWait(ctx, key, n, ttl, o)
 	}
 	return c.acquirePermit(ctx, key, n, ttl, 0)
 }
@@ -137,9 +137,10 @@ func (c *Cluster) AcquirePermit(ctx context.Context, key string, n int, ttl time
 // acquirePermitWait retries AcquirePermit as a blocking Acquire is
 // retried: a release of any permit of key (through any proxy) wakes the
 // oldest waiter.
-func (c *Cluster) acquirePermitWait(ctx context.Context, key string, n int, ttl, wait time.Duration) (Lock, error) {
-	return waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
+func (c *Cluster) acquirePermitWait(ctx context.Context, key string, n int, ttl time.Duration, o Option) (Lock, error) {
+	return waitRounds(c, ctx, key, c.cfg.Now().Add(o.wait), blocking[Lock]{
 		try:   func(mark time.Duration) (Lock, error) { return c.acquirePermit(ctx, key, n, ttl, mark) },
+		tried: o.tried,
 		marks: true,
 		final: func(err error) bool { return !permitRetryable(err) },
 	})

@@ -70,8 +70,8 @@ func IsSharedToken(token string) bool {
 // or waits for it, a *NoQuorumError when too few nodes answered. With
 // Wait it is retried as a blocking Acquire is.
 func (c *Cluster) AcquireShared(ctx context.Context, key string, ttl time.Duration, opts ...Option) (Lock, error) {
-	if wait := waitOf(opts); wait > 0 {
-		return c.acquireSharedWait(ctx, key, ttl, wait)
+	if o := optionsOf(opts); o.wait > 0 {
+		return c.acquireSharedWait(ctx, key, ttl, o)
 	}
 	return c.acquireShared(ctx, key, NewSharedToken(), ttl, 0)
 }
@@ -86,8 +86,9 @@ func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mar
 // share: a waiting reader that gets in wakes the next waiter of the key at
 // once, so that the readers queued behind a writer follow each other in
 // without waiting for their jitter.
-func (c *Cluster) acquireSharedWait(ctx context.Context, key string, ttl, wait time.Duration) (Lock, error) {
-	l, err := waitRounds(c, ctx, key, c.cfg.Now().Add(wait), blocking[Lock]{
+func (c *Cluster) acquireSharedWait(ctx context.Context, key string, ttl time.Duration, o Option) (Lock, error) {
+	l, err := waitRounds(c, ctx, key, c.cfg.Now().Add(o.wait), blocking[Lock]{
+		tried: o.tried,
 		marks: true,
 		// A fresh token per round: a late retry of one round's undo can
 		// then never remove the reader a later round granted.

@@ -201,10 +201,6 @@ func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
 	return true
 }
 
-// startable reports whether o is a LOCK that Start runs without a
-// worker (see startLock): any without WAIT.
-func (o *lockOpts) startable() bool { return o.wait == 0 }
-
 // lockKindsExclude names the first pair of LOCK's options that o combines
 // and redlockd does not support together, or "".
 func lockKindsExclude(o *lockOpts) string {

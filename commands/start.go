@@ -58,10 +58,15 @@ type started struct {
 
 	// The lock acquireAsync asks for, and with asLock what LOCK's
 	// options add once it is granted.
-	cl               *quorum.Cluster
-	key, token       string
-	owner            string // LOCK … OWNER's id: one hold of its lock
-	permits          int    // LOCK … PERMITS n: one of the n permits
+	cl         *quorum.Cluster
+	key, token string
+	kind       quorum.CmdKind
+	owner      string // LOCK … OWNER's id: one hold of its lock
+	permits    int    // LOCK … PERMITS n: one of the n permits
+	// LOCK … WAIT: until when the wait runs (zero: no wait); blocked, that
+	// it counts among the blocked clients until it ends.
+	waitUntil        time.Time
+	blocked          bool
 	ttl              time.Duration
 	asLock           bool
 	fence, keepalive bool
@@ -105,10 +110,11 @@ func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, d
 // reporter is the Reporter of st's round: st itself, which reports it
 // with the command, when there is an Observer and the command ends in
 // the round's continuation; else none (the cluster's Observer is told of
-// the round). A LOCK with FENCE or KEEPALIVE may end later, from another
-// round or a goroutine, after the round's report is gone (see Reporter).
+// the round). A LOCK with FENCE, KEEPALIVE or WAIT may end later, from
+// another round or a goroutine, after the round's report is gone (see
+// Reporter).
 func (st *started) reporter() quorum.Reporter {
-	if st.o == nil || st.fence || st.keepalive {
+	if st.o == nil || st.fence || st.keepalive || st.blocked {
 		return nil
 	}
 	return st
@@ -118,6 +124,9 @@ func (st *started) reporter() quorum.Reporter {
 // report, with the round's when there was one, then done.
 func (st *started) end() {
 	done := st.done
+	if st.blocked {
+		st.h.stats.blocked.Add(-1)
+	}
 	if st.o != nil {
 		st.o.CommandDone(st.name, st.ow.outcome(st.cmd), time.Since(st.t0), st.round)
 	}
@@ -153,21 +162,17 @@ func (h *Handler) startSet(st *started) bool {
 	return true
 }
 
-// startLock is LOCK's asynchronous form without WAIT, LOCK key ttl
-// [TOKEN t | OWNER id] [SHARED | FAIR | PERMITS n] [FENCE] [KEEPALIVE]:
-// its rounds (a semaphore's read of its free slots, the rounds of the
-// lock, the fence's) run one from the other's last reply. A malformed
-// LOCK is answered at once; a LOCK … WAIT, whose rounds are paced by
-// releases and which the proxy keeps out of its limit on commands in
-// flight, is left to Run.
+// startLock is LOCK's asynchronous form, LOCK key ttl [TOKEN t | OWNER
+// id] [SHARED | FAIR | PERMITS n] [FENCE] [KEEPALIVE] [WAIT ms]: its
+// rounds (a semaphore's read of its free slots, the rounds of the lock,
+// the fence's) run one from the other's last reply. A WAIT whose first
+// round is refused waits on a goroutine of its own (see waitOn). A
+// malformed LOCK is answered at once.
 func (h *Handler) startLock(st *started) bool {
 	o, ok := h.parseLock(&st.call)
 	if !ok {
 		st.end()
 		return true
-	}
-	if !o.startable() {
-		return false
 	}
 	kind, token := quorum.SetNX, o.token
 	switch {
@@ -176,7 +181,11 @@ func (h *Handler) startLock(st *started) bool {
 	case o.fair:
 		kind = quorum.FairAcquire
 	}
-	st.fence, st.keepalive, st.owner, st.permits = o.fence, o.keepalive, o.owner, o.permits
+	st.kind, st.fence, st.keepalive, st.owner, st.permits = kind, o.fence, o.keepalive, o.owner, o.permits
+	if o.wait > 0 {
+		st.waitUntil, st.blocked = time.Now().Add(o.wait), true
+		h.stats.blocked.Add(1)
+	}
 	h.acquireAsync(st, kind, st.arg(0), token, o.ttl, true)
 	return true
 }
@@ -187,9 +196,10 @@ func (o setOpts) plainLock() bool {
 	return o.nx && o.ttl > 0 && !o.xx && !o.keepTTL && !o.get && o.ifeq == nil
 }
 
-// acquireAsync is acquire without WAIT, for Start, of a lock of kind (see
-// quorum.Cluster.AcquireAsync), or with st.owner one hold of the owner's
-// lock, or with st.permits a permit: the reply (SET's OK, or with asLock
+// acquireAsync is acquire's first round, for Start, of a lock of kind
+// (see quorum.Cluster.AcquireAsync), or with st.owner one hold of the
+// owner's lock, or with st.permits a permit (a WAIT goes on from it, see
+// waitOn): the reply (SET's OK, or with asLock
 // LOCK's [token, validity-ms]; or the lock error) is written to st.w from
 // the goroutine of the deciding reply, then st ends. A lock won for a
 // client that hung up meanwhile is released, as acquire does.
@@ -224,6 +234,10 @@ func (st *started) onHeld(r quorum.Reentered, err error) { st.onAcquired(r.Lock,
 // onAcquired is acquireAsync's continuation.
 func (st *started) onAcquired(l quorum.Lock, err error) {
 	s := st.s
+	if !st.waitUntil.IsZero() && (err == quorum.ErrNotAcquired || err == quorum.ErrQueued) && s.Context().Err() == nil {
+		go st.waitOn(err)
+		return
+	}
 	if err == nil && s.Context().Err() != nil {
 		// Nobody will be told of the lock: it goes, unwaited for.
 		err = s.Context().Err()
@@ -238,6 +252,37 @@ func (st *started) onAcquired(l quorum.Lock, err error) {
 		return
 	}
 	st.granted(l, err)
+}
+
+// waitOn is the rest of a LOCK … WAIT whose first round was refused
+// with tried: the quorum's blocking acquire of its kind, from where that
+// round left it (quorum.Tried), until the wait's end. It runs on a
+// goroutine of its own: waiting is what it does.
+func (st *started) waitOn(tried error) {
+	left := time.Until(st.waitUntil)
+	st.waitUntil = time.Time{}
+	if left <= 0 {
+		st.onAcquired(quorum.Lock{}, tried)
+		return
+	}
+	ctx, cl, opts := st.s.Context(), st.cl, []quorum.Option{quorum.Wait(left), quorum.Tried(tried)}
+	var l quorum.Lock
+	var err error
+	switch {
+	case st.owner != "":
+		var r quorum.Reentered
+		r, err = cl.LockOwner(ctx, st.key, st.owner, st.ttl, opts...)
+		l = r.Lock
+	case st.permits > 0:
+		l, err = cl.AcquirePermit(ctx, st.key, st.permits, st.ttl, opts...)
+	case st.kind == quorum.AcquireShared:
+		l, err = cl.AcquireShared(ctx, st.key, st.ttl, opts...)
+	case st.kind == quorum.FairAcquire:
+		l, err = cl.AcquireFair(ctx, st.key, st.token, st.ttl, opts...)
+	default:
+		l, err = cl.Acquire(ctx, st.key, st.token, st.ttl, opts...)
+	}
+	st.onAcquired(l, err)
 }
 
 // onFenced is the continuation of LOCK … FENCE's fence: a lock whose

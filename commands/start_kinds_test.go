@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
@@ -15,7 +16,7 @@ import (
 // refused where it is held. FENCE and KEEPALIVE follow the round on
 // Start too: the fence from its last reply, the binding before the reply;
 // and OWNER's holds, and PERMITS' read of the free slots and its tries of
-// them. Only WAIT is left to Run.
+// them. WAIT: see TestStartLockWait.
 func TestStartLockKinds(t *testing.T) {
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
@@ -182,14 +183,122 @@ func TestStartLockKinds(t *testing.T) {
 	unlock("sem", p1)
 	unlock("sem", p2)
 
-	for _, words := range [][]string{
-		{"LOCK", "w", "10000", "WAIT", "100"},
-		{"LOCK", "w", "10000", "PERMITS", "2", "WAIT", "100"},
-		{"LOCK", "w", "10000", "SHARED", "WAIT", "100"},
-		{"LOCK", "w", "10000", "FAIR", "WAIT", "100"},
-	} {
-		if got, ok := start(words...); ok {
-			t.Errorf("%v ran on Start (%s); want it left to Run", words, got)
+}
+
+// A LOCK … WAIT of any kind starts as a try does; a first round that is
+// refused waits on, counted among the blocked clients, until a release
+// lets it in, its wait ends (null), or its client hangs up (nothing held
+// afterwards).
+func TestStartLockWait(t *testing.T) {
+	var nodes []quorum.Node
+	for _, n := range []string{"m1", "m2", "m3"} {
+		nodes = append(nodes, embedded.New(n))
+	}
+	cfg := quorum.DefaultConfig()
+	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour // only a release lets a waiter in
+	cl, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	h := New(cl, Options{})
+	s := h.NewSession("127.0.0.1:1")
+	t.Cleanup(func() { h.CloseSession(s) })
+	exec := func(words ...string) string {
+		var r recorder
+		h.Exec(s, byteArgs(words), &r)
+		return r.String()
+	}
+	token := func(reply string) string {
+		return strings.TrimPrefix(strings.Fields(strings.Trim(reply, "[]"))[0], "$")
+	}
+	// started is a LOCK started on its own session, not yet done.
+	type started struct {
+		s    *Session
+		r    *recorder
+		done chan struct{}
+	}
+	begin := func(words ...string) started {
+		t.Helper()
+		st := started{h.NewSession("127.0.0.1:2"), new(recorder), make(chan struct{})}
+		t.Cleanup(func() { h.CloseSession(st.s) })
+		if !h.Start(st.s, NewRequest(byteArgs(words)), st.r, func() { close(st.done) }) {
+			t.Fatalf("%v has no asynchronous form", words)
 		}
+		return st
+	}
+	finish := func(st started) string {
+		t.Helper()
+		select {
+		case <-st.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a started LOCK … WAIT did not end")
+		}
+		return st.r.String()
+	}
+	waiting := func(st started) {
+		t.Helper()
+		select {
+		case <-st.done:
+			t.Fatalf("the waiter ended (%s) before anything let it in", st.r.String())
+		default:
+		}
+		if n := h.Blocked(); n != 1 {
+			t.Fatalf("%d blocked clients while a LOCK … WAIT waits, want 1", n)
+		}
+	}
+
+	// Free: granted by its first round.
+	if got := finish(begin("LOCK", "free", "10000", "WAIT", "5000")); !strings.HasPrefix(got, "[$") {
+		t.Fatalf("LOCK free … WAIT: %s, want a grant", got)
+	}
+
+	for _, tc := range []struct {
+		name         string
+		hold, waiter []string // the holder's LOCK, the waiter's
+	}{
+		{"plain", []string{"LOCK", "k1", "10000"}, []string{"LOCK", "k1", "10000", "WAIT", "60000"}},
+		{"reader behind a writer", []string{"LOCK", "k2", "10000"}, []string{"LOCK", "k2", "10000", "SHARED", "WAIT", "60000"}},
+		{"writer behind a reader", []string{"LOCK", "k3", "10000", "SHARED"}, []string{"LOCK", "k3", "10000", "WAIT", "60000"}},
+		{"fair", []string{"LOCK", "k4", "10000", "FAIR"}, []string{"LOCK", "k4", "10000", "FAIR", "WAIT", "60000"}},
+		{"owner", []string{"LOCK", "k5", "10000", "OWNER", "a"}, []string{"LOCK", "k5", "10000", "OWNER", "b", "WAIT", "60000"}},
+		{"permit", []string{"LOCK", "k6", "10000", "PERMITS", "1"}, []string{"LOCK", "k6", "10000", "PERMITS", "1", "WAIT", "60000"}},
+	} {
+		holder := token(exec(tc.hold...))
+		w := begin(tc.waiter...)
+		waiting(w)
+		if got := exec("UNLOCK", tc.hold[1], holder); got != ":1" {
+			t.Fatalf("%s: UNLOCK of the holder: %s", tc.name, got)
+		}
+		got := finish(w)
+		if !strings.HasPrefix(got, "[$") {
+			t.Fatalf("%s: the waiter after the release: %s, want a grant", tc.name, got)
+		}
+		if n := h.Blocked(); n != 0 {
+			t.Fatalf("%s: %d blocked clients after the wait, want 0", tc.name, n)
+		}
+		if got := exec("UNLOCK", tc.hold[1], token(got)); got != ":1" {
+			t.Fatalf("%s: UNLOCK of the waiter's lock: %s", tc.name, got)
+		}
+	}
+
+	// The wait ends: null, and nothing held by the waiter.
+	holder := token(exec("LOCK", "k7", "10000"))
+	if got := finish(begin("LOCK", "k7", "10000", "WAIT", "50")); got != "nil" {
+		t.Fatalf("LOCK … WAIT 50 on a held key: %s, want nil", got)
+	}
+	// The client hangs up: its wait ends, and a release afterwards does
+	// not hand the lock to it.
+	w := begin("LOCK", "k7", "10000", "WAIT", "60000")
+	waiting(w)
+	w.s.HangUp()
+	if got := finish(w); strings.HasPrefix(got, "[$") {
+		t.Fatalf("a waiter that hung up: %s, want no grant", got)
+	}
+	if got := exec("UNLOCK", "k7", holder); got != ":1" {
+		t.Fatalf("UNLOCK k7: %s", got)
+	}
+	if got := exec("LOCK", "k7", "10000"); !strings.HasPrefix(got, "[$") {
+		t.Fatalf("LOCK k7 after its holder left and its waiter hung up: %s, want a grant", got)
 	}
 }

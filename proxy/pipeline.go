@@ -36,19 +36,22 @@ func (s *Server) execLimited(st *connState, r commands.Request, w *Writer, limit
 
 // start starts a command of a concurrent run in its asynchronous form,
 // where it has one (commands.Handler.Start): no worker runs it, and its
-// round's last reply answers it, gives its slot back and counts it done in
-// st.wg. It reports false when the command must run on a worker.
+// round's last reply answers it, gives its slot back (when limited: one
+// that may block holds none) and counts it done in st.wg. It reports
+// false when the command must run on a worker.
 func (s *Server) start(st *connState, r commands.Request, w *Writer, limited bool) bool {
-	if !limited {
-		return false // only a command that holds a slot gives one back
-	}
 	if st.startedDone == nil {
 		st.startedDone = func() {
 			pipelineSlots.release(1)
 			st.wg.Done()
 		}
+		st.startedUnlimited = st.wg.Done
 	}
-	return s.h.Start(st.sess, r, w, st.startedDone)
+	done := st.startedDone
+	if !limited {
+		done = st.startedUnlimited
+	}
+	return s.h.Start(st.sess, r, w, done)
 }
 
 // writerPool recycles the reply buffers of concurrently run commands.

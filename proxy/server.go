@@ -131,9 +131,10 @@ type connState struct {
 	// wg waits for the commands of a concurrent run that workers run, or
 	// that were started in their asynchronous form.
 	wg sync.WaitGroup
-	// startedDone ends a started command: its slot back, wg done. Made
-	// once per connection, by its first started command.
-	startedDone func()
+	// startedDone ends a started command: its slot back, wg done;
+	// startedUnlimited one that held no slot (it may block). Made once
+	// per connection, by its first started command.
+	startedDone, startedUnlimited func()
 	// alone waits for the reply of a command started alone (startAlone),
 	// which the goroutine of its round writes; aloneDone ends it, made
 	// once per connection. broken: that write failed. try writes to the

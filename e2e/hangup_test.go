@@ -152,6 +152,44 @@ func TestHungUpWaiterTakesNothing(t *testing.T) {
 	}
 }
 
+// TestHungUpPipelinedWaitersTakeNothing: waiters that pipeline LOCK …
+// WAIT on two held keys (each wait started on the batch path, its refused
+// first round going on waiting) and hang up stop waiting; once both
+// holders release, neither key is taken by them.
+func TestHungUpPipelinedWaitersTakeNothing(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	holder := resptest.Dial(t, in.Addr)
+	for _, k := range []string{"k", "k2"} {
+		holder.Send("LOCK", k, "60000", "TOKEN", "held")
+		rawReply(t, holder.R)
+	}
+	const n = 5
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", in.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "LOCK k 60000 WAIT 3600000 TOKEN gone-%d\r\nLOCK k2 60000 WAIT 3600000 TOKEN gone-%d\r\n", i, i)
+		conns[i] = c
+	}
+	pollFor(t, "the pipelined waiters", func() bool { return in.Cluster.Waiters("k") == n && in.Cluster.Waiters("k2") == n })
+	hangUp(conns)
+	pollFor(t, "the waits to end", func() bool { return in.Cluster.Waiters("k")+in.Cluster.Waiters("k2") == 0 })
+	for _, k := range []string{"k2", "k"} {
+		if l := holder.Line("UNLOCK", k, "held"); l != ":1" {
+			t.Fatalf("holder's UNLOCK %s = %q", k, l)
+		}
+	}
+	for i, s := range in.Backends {
+		if v, err := s.Client().Get(ctxT(t), "k2").Result(); err != redis.Nil {
+			t.Errorf("backend %d holds k2 = %q (%v) after the release; want it free", i, v, err)
+		}
+	}
+	assertNotTakenByGone(t, in)
+}
+
 // serverSockets counts the proxy's accepted sockets that the kernel still
 // has (any state but TIME_WAIT), from /proc/net/tcp.
 func serverSockets(t *testing.T, port int) int {

@@ -47,8 +47,8 @@ func Wait(wait time.Duration) Option { return Option{wait: wait} }
 // round itself, in its asynchronous form (AcquireAsync, LockOwnerAsync,
 // AcquirePermitAsync), and that it was refused with err
 // (ErrNotAcquired, or ErrQueued): the wait goes on from where that round
-// left it, as if it had made it (see waitRounds). A fair waiter's wait
-// begins with its ticket either way.
+// left it (see waitRounds). A fair waiter's wait begins with its ticket
+// either way.
 func Tried(err error) Option { return Option{tried: err} }
 
 // optionsOf is what opts ask for together, the last one given of each.
@@ -350,21 +350,18 @@ type blocking[T any] struct {
 // release of the key.
 //
 // A wait whose first round its caller made (b.tried) goes on as after
-// that round: into the fair queue after ErrQueued, else with the marked
-// round at once (b.marks), else after a pause.
+// that round: into the fair queue after ErrQueued, else with its next
+// round at once, marked where b.marks. It joined the wake registry only
+// after that first round, so the release it may have missed meanwhile is
+// found by that round, never left to a pause.
 func waitRounds[T any](c *Cluster, ctx context.Context, key string, deadline time.Time, b blocking[T]) (T, error) {
 	w := c.wake.join(c.db, key)
 	var mark time.Duration
 	switch err := b.tried; {
-	case err == nil:
 	case err == ErrQueued && b.queued != nil:
 		b = b.queued()
-	case b.marks:
+	case err != nil && b.marks:
 		mark = c.markTTL(deadline)
-	case !c.pauseForRetry(ctx, w, deadline):
-		c.wake.leave(w, false)
-		var zero T
-		return zero, err
 	}
 	for {
 		v, err := b.try(mark)

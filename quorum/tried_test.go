@@ -73,3 +73,51 @@ func TestTriedWaitBeginsMarked(t *testing.T) {
 		})
 	}
 }
+
+// A release that lands between the caller's refused first round and its
+// wait's start announces nothing to the waiter, which has not joined the
+// key's waiters yet: the wait's first round, run at once, finds the key
+// free, for every kind (the retry pause is an hour).
+func TestTriedWaitFindsAMissedRelease(t *testing.T) {
+	c := slowRetryCluster(t, memNodes(3))
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	opts := []quorum.Option{quorum.Wait(time.Minute), quorum.Tried(quorum.ErrNotAcquired)}
+	for _, tc := range []struct {
+		name string
+		wait func() (quorum.Lock, error)
+	}{
+		{"plain", func() (quorum.Lock, error) { return c.Acquire(ctx, wkey, "waiter", time.Minute, opts...) }},
+		{"reader", func() (quorum.Lock, error) { return c.AcquireShared(ctx, wkey, time.Minute, opts...) }},
+		{"permit", func() (quorum.Lock, error) { return c.AcquirePermit(ctx, wkey, 1, time.Minute, opts...) }},
+		{"owner", func() (quorum.Lock, error) {
+			r, err := c.LockOwner(ctx, wkey, "w", time.Minute, opts...)
+			return r.Lock, err
+		}},
+	} {
+		// The holder's lock, taken and released before the wait starts.
+		mustAcquire(t, c, "holder")
+		if ok, err := c.Release(ctx, wkey, "holder"); !ok || err != nil {
+			t.Fatalf("%s: Release = %v, %v", tc.name, ok, err)
+		}
+		res := make(chan acquired, 1)
+		go func() {
+			l, err := tc.wait()
+			res <- acquired{l, err}
+		}()
+		a := recv(t, res, prompt)
+		if a.err != nil {
+			t.Fatalf("%s: the wait after a missed release: %v", tc.name, a.err)
+		}
+		release := c.Release
+		if quorum.IsOwnerToken(a.l.Token) {
+			release = func(ctx context.Context, key, token string) (bool, error) {
+				ok, _, err := c.Unhold(ctx, key, token)
+				return ok, err
+			}
+		}
+		if ok, err := release(ctx, wkey, a.l.Token); !ok || err != nil {
+			t.Fatalf("%s: releasing the waiter's lock: %v, %v", tc.name, ok, err)
+		}
+	}
+}

@@ -18,25 +18,18 @@ func init() {
 	)
 }
 
-func (h *Handler) acquire(s *Session, key, token string, ttl, wait time.Duration) (quorum.Lock, error) {
-	cl := h.clusterOf(s)
-	g, err := h.lockKind(s, key, func(ctx context.Context) (quorum.Lock, error) {
-		return cl.Acquire(ctx, key, token, ttl, quorum.Wait(wait))
-	})
-	return g.Lock, err
-}
-
-// lockKind is a LOCK (of any kind) made by acquire (one round, or with
-// WAIT a blocking acquire): a grant whose client hung up while it was in
-// flight is released (nobody would be told of it), and a lock the session
-// had lost is no longer reported lost once it is taken again.
-func (h *Handler) lockKind(s *Session, key string, acquire func(context.Context) (quorum.Lock, error)) (grant, error) {
-	l, err := acquire(s.Context())
+// acquire is one round of a plain lock for Run's forms of SET (a session
+// lock, a SET whose options Start leaves to Run): a grant whose client
+// hung up while it was in flight is released (nobody would be told of
+// it), and a lock the session had lost is no longer reported lost once it
+// is taken again.
+func (h *Handler) acquire(s *Session, key, token string, ttl time.Duration) (quorum.Lock, error) {
+	l, err := h.clusterOf(s).Acquire(s.Context(), key, token, ttl)
 	if err == nil && s.Context().Err() != nil {
 		err = h.undoForGone(s, l)
 	}
 	h.took(s, err, l.Token, key)
-	return grant{Lock: l}, err
+	return l, err
 }
 
 // undoForGone releases a lock whose round was still in flight when its

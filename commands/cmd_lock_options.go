@@ -221,88 +221,24 @@ func lockKindsExclude(o *lockOpts) string {
 	return ""
 }
 
-// grant is a lock LOCK obtained: a fresh acquisition, or a hold of the
-// owner's lock (reentered: the first hold or one more).
-type grant struct {
-	quorum.Lock
-	reentered bool
-}
-
 // cmdLock: LOCK key ttl [options] -> [token, validity-ms] (with FENCE:
-// [token, validity-ms, fence]) or null.
-func (h *Handler) cmdLock(c *call) {
-	o, ok := h.parseLock(c)
-	if !ok {
-		return
-	}
-	key := c.arg(0)
-	g, err := h.lockFor(c.s, key, o)
-	if err != nil {
-		writeLockError(c.w, c.name, err)
-		return
-	}
-	granted := time.Now()
-	var fence int64
-	if o.fence {
-		if fence, err = h.fence(c.s, &g); err != nil {
-			writeLockError(c.w, c.name, err)
-			return
-		}
-	}
-	if o.keepalive {
-		h.bind(c.s, key, g.Token, o.ttl, g.Validity-time.Since(granted), bindKeepalive)
-	}
-	h.writeGrant(c, g, o.fence, fence)
-}
+// [token, validity-ms, fence]) or null. Run's LOCK is its asynchronous
+// form (startLock), waited for: one statement of every LOCK.
+func (h *Handler) cmdLock(c *call) { h.runStarted(c, (*Handler).startLock) }
 
-func (h *Handler) writeGrant(c *call, g grant, withFence bool, fence int64) {
+// writeGrant writes a granted LOCK's reply: [token, validity-ms], with
+// FENCE [token, validity-ms, fence].
+func writeGrant(w Writer, l quorum.Lock, withFence bool) {
 	if withFence {
-		c.w.WriteArray(3)
+		w.WriteArray(3)
 	} else {
-		c.w.WriteArray(2)
+		w.WriteArray(2)
 	}
-	c.w.WriteBulkString(g.Token)
-	c.w.WriteInt(truncMillis(g.Validity))
+	w.WriteBulkString(l.Token)
+	w.WriteInt(truncMillis(l.Validity))
 	if withFence {
-		c.w.WriteInt(fence)
+		w.WriteInt(l.Fence)
 	}
-}
-
-// lockFor acquires key, or with OWNER takes one hold of the owner's lock:
-// one more when the owner holds it, a fresh lock otherwise, in one round.
-func (h *Handler) lockFor(s *Session, key string, o lockOpts) (grant, error) {
-	switch {
-	case o.shared:
-		return h.lockShared(s, key, o)
-	case o.permits > 0:
-		return h.lockPermit(s, key, o)
-	case o.fair:
-		return h.lockFair(s, key, o)
-	}
-	if o.owner == "" {
-		l, err := h.acquire(s, key, o.token, o.ttl, o.wait)
-		return grant{Lock: l}, err
-	}
-	r, err := h.clusterOf(s).LockOwner(s.Context(), key, o.owner, o.ttl, quorum.Wait(o.wait))
-	h.took(s, err, r.Token, key)
-	return grant{Lock: r.Lock, reentered: true}, err
-}
-
-// fence hands out g's fencing token. If that fails, the grant is undone (a
-// fresh lock released, an owner's hold dropped): a lock the client was not
-// told about must not stay behind.
-func (h *Handler) fence(s *Session, g *grant) (int64, error) {
-	f, err := h.clusterOf(s).Fence(s.Context(), &g.Lock)
-	if err == nil {
-		return f, nil
-	}
-	ctx := context.WithoutCancel(s.Context())
-	if g.reentered {
-		_, _, _ = h.clusterOf(s).Unhold(ctx, g.Key, g.Token)
-	} else {
-		_, _ = h.clusterOf(s).Release(ctx, g.Key, g.Token)
-	}
-	return 0, fenceError(err)
 }
 
 // fenceError is the error a LOCK … FENCE whose fence failed answers: a
@@ -401,7 +337,7 @@ func (h *Handler) sessionSet(c *call, force bool) {
 		l, err = h.clusterOf(c.s).ForceSet(c.s.Context(), key, token, ttl)
 		h.took(c.s, err, token, key)
 	} else {
-		l, err = h.acquire(c.s, key, token, ttl, 0)
+		l, err = h.acquire(c.s, key, token, ttl)
 	}
 	if err != nil {
 		writeLockError(c.w, c.name, err)

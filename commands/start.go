@@ -28,7 +28,15 @@ func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 	}
 	h.ownWrite(s, cmd, args)
 	st := h.startCall(s, cmd, args, w, done)
+	if cmd.mayBlock != nil && cmd.mayBlock(args) {
+		// Counted from here, as Run counts it, until it ends.
+		st.blocked = true
+		h.stats.blocked.Add(1)
+	}
 	if !cmd.start(h, st) {
+		if st.blocked {
+			h.stats.blocked.Add(-1)
+		}
 		st.free()
 		return false
 	}
@@ -63,8 +71,9 @@ type started struct {
 	kind       quorum.CmdKind
 	owner      string // LOCK … OWNER's id: one hold of its lock
 	permits    int    // LOCK … PERMITS n: one of the n permits
-	// LOCK … WAIT: until when the wait runs (zero: no wait); blocked, that
-	// it counts among the blocked clients until it ends.
+	// LOCK … WAIT: until when the wait runs (zero: no wait, or no more);
+	// blocked, that Start counts it among the blocked clients until it
+	// ends (Run counts its own).
 	waitUntil        time.Time
 	blocked          bool
 	ttl              time.Duration
@@ -114,7 +123,7 @@ func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, d
 // another round or a goroutine, after the round's report is gone (see
 // Reporter).
 func (st *started) reporter() quorum.Reporter {
-	if st.o == nil || st.fence || st.keepalive || st.blocked {
+	if st.o == nil || st.fence || st.keepalive || !st.waitUntil.IsZero() {
 		return nil
 	}
 	return st
@@ -143,6 +152,20 @@ func (st *started) free() {
 	*st = started{}
 	st.acquired, st.fenced, st.released, st.undone, st.held = acquired, fenced, released, undone, held
 	startedPool.Put(st)
+}
+
+// runStarted runs c's command in its asynchronous form, start (which
+// must take it), and waits until it has ended: Run's form of a command
+// whose one statement is its asynchronous one. Run reports the command;
+// its rounds are reported to the cluster's Observer.
+func (h *Handler) runStarted(c *call, start func(*Handler, *started) bool) {
+	done := make(chan struct{})
+	st := getStarted()
+	st.call, st.h, st.done = *c, h, func() { close(done) }
+	if !start(h, st) {
+		panic("commands: runStarted of a command its start leaves to Run")
+	}
+	<-done
 }
 
 // startSet is SET's asynchronous form: the plain lock, SET key token NX PX
@@ -183,8 +206,7 @@ func (h *Handler) startLock(st *started) bool {
 	}
 	st.kind, st.fence, st.keepalive, st.owner, st.permits = kind, o.fence, o.keepalive, o.owner, o.permits
 	if o.wait > 0 {
-		st.waitUntil, st.blocked = time.Now().Add(o.wait), true
-		h.stats.blocked.Add(1)
+		st.waitUntil = time.Now().Add(o.wait)
 	}
 	h.acquireAsync(st, kind, st.arg(0), token, o.ttl, true)
 	return true
@@ -358,7 +380,7 @@ func (st *started) reply(l quorum.Lock, err error) {
 	case err != nil:
 		writeLockError(st.w, st.name, err)
 	case st.asLock:
-		st.h.writeGrant(&st.call, grant{Lock: l}, st.fence, l.Fence)
+		writeGrant(st.w, l, st.fence)
 	default:
 		st.w.WriteSimple("OK")
 	}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -256,7 +257,7 @@ func (st *started) onHeld(r quorum.Reentered, err error) { st.onAcquired(r.Lock,
 // onAcquired is acquireAsync's continuation.
 func (st *started) onAcquired(l quorum.Lock, err error) {
 	s := st.s
-	if !st.waitUntil.IsZero() && (err == quorum.ErrNotAcquired || err == quorum.ErrQueued) && s.Context().Err() == nil {
+	if !st.waitUntil.IsZero() && retried(err) && s.Context().Err() == nil {
 		go st.waitOn(err)
 		return
 	}
@@ -274,6 +275,14 @@ func (st *started) onAcquired(l quorum.Lock, err error) {
 		return
 	}
 	st.granted(l, err)
+}
+
+// retried reports whether a LOCK … WAIT goes on after a first round that
+// failed with err: contention, fair waiters queued, or too few backends
+// answering, as the quorum's wait retries them.
+func retried(err error) bool {
+	var nq *quorum.NoQuorumError
+	return err == quorum.ErrNotAcquired || err == quorum.ErrQueued || errors.As(err, &nq)
 }
 
 // waitOn is the rest of a LOCK … WAIT whose first round was refused

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,21 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
+// embeddedHandler is a Handler over three embedded nodes with cfg.
+func embeddedHandler(t *testing.T, cfg quorum.Config) *Handler {
+	t.Helper()
+	var nodes []quorum.Node
+	for _, n := range []string{"m1", "m2", "m3"} {
+		nodes = append(nodes, embedded.New(n))
+	}
+	cl, err := quorum.New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return New(cl, Options{})
+}
+
 // LOCK's SHARED and FAIR kinds without WAIT are one round each, and Start
 // runs them as it runs a try-lock: the readers of a key share it, a plain
 // lock and a fair lock are refused where it is held, and a fair lock is
@@ -18,16 +34,7 @@ import (
 // and OWNER's holds, and PERMITS' read of the free slots and its tries of
 // them. WAIT: see TestStartLockWait.
 func TestStartLockKinds(t *testing.T) {
-	var nodes []quorum.Node
-	for _, n := range []string{"m1", "m2", "m3"} {
-		nodes = append(nodes, embedded.New(n))
-	}
-	cl, err := quorum.New(nodes, quorum.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	h := New(cl, Options{})
+	h := embeddedHandler(t, quorum.DefaultConfig())
 	s := h.NewSession("127.0.0.1:1")
 	t.Cleanup(func() { h.CloseSession(s) })
 
@@ -39,18 +46,22 @@ func TestStartLockKinds(t *testing.T) {
 		}
 		return r.String(), true
 	}
-	granted := func(words ...string) string {
+	// grant is the n parts of words' grant: [token, validity], or with
+	// FENCE [token, validity, fence]; the token without its "$".
+	grant := func(n int, words ...string) []string {
 		t.Helper()
 		got, ok := start(words...)
 		if !ok {
 			t.Fatalf("%v has no asynchronous form", words)
 		}
 		parts := strings.Fields(strings.Trim(got, "[]"))
-		if len(parts) != 2 || !strings.HasPrefix(parts[0], "$") || !strings.HasPrefix(parts[1], ":") {
-			t.Fatalf("%v: %s, want [token, validity]", words, got)
+		if len(parts) != n || !strings.HasPrefix(parts[0], "$") || !strings.HasPrefix(parts[n-1], ":") {
+			t.Fatalf("%v: %s, want a grant of %d parts", words, got, n)
 		}
-		return strings.TrimPrefix(parts[0], "$")
+		parts[0] = strings.TrimPrefix(parts[0], "$")
+		return parts
 	}
+	granted := func(words ...string) string { return grant(2, words...)[0] }
 	refused := func(words ...string) {
 		t.Helper()
 		got, ok := start(words...)
@@ -91,19 +102,12 @@ func TestStartLockKinds(t *testing.T) {
 	// whichever kind holds it.
 	fenced := func(words ...string) (string, int64) {
 		t.Helper()
-		got, ok := start(words...)
-		if !ok {
-			t.Fatalf("%v has no asynchronous form", words)
-		}
-		parts := strings.Fields(strings.Trim(got, "[]"))
-		if len(parts) != 3 || !strings.HasPrefix(parts[0], "$") || !strings.HasPrefix(parts[2], ":") {
-			t.Fatalf("%v: %s, want [token, validity, fence]", words, got)
-		}
+		parts := grant(3, words...)
 		f, err := strconv.ParseInt(strings.TrimPrefix(parts[2], ":"), 10, 64)
 		if err != nil || f <= 0 {
 			t.Fatalf("%v: fence %q", words, parts[2])
 		}
-		return strings.TrimPrefix(parts[0], "$"), f
+		return parts[0], f
 	}
 	unlock := func(key, token string) {
 		t.Helper()
@@ -190,18 +194,9 @@ func TestStartLockKinds(t *testing.T) {
 // lets it in, its wait ends (null), or its client hangs up (nothing held
 // afterwards).
 func TestStartLockWait(t *testing.T) {
-	var nodes []quorum.Node
-	for _, n := range []string{"m1", "m2", "m3"} {
-		nodes = append(nodes, embedded.New(n))
-	}
 	cfg := quorum.DefaultConfig()
 	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour // only a release lets a waiter in
-	cl, err := quorum.New(nodes, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	h := New(cl, Options{})
+	h := embeddedHandler(t, cfg)
 	s := h.NewSession("127.0.0.1:1")
 	t.Cleanup(func() { h.CloseSession(s) })
 	exec := func(words ...string) string {
@@ -300,5 +295,32 @@ func TestStartLockWait(t *testing.T) {
 	}
 	if got := exec("LOCK", "k7", "10000"); !strings.HasPrefix(got, "[$") {
 		t.Fatalf("LOCK k7 after its holder left and its waiter hung up: %s, want a grant", got)
+	}
+}
+
+// A LOCK … WAIT whose first round hears too few backends waits on, as the
+// quorum's wait retries such rounds: once the backends answer again it is
+// granted, not answered NOQUORUM by its first round.
+func TestStartLockWaitThroughNoQuorum(t *testing.T) {
+	f := newFixture(t, Options{})
+	down := errors.New("backend down")
+	f.nodes[1].SetFault(down)
+	f.nodes[2].SetFault(down)
+	var r recorder
+	done := make(chan struct{})
+	if !f.h.Start(f.s, NewRequest(byteArgs([]string{"LOCK", "k", "10000", "WAIT", "60000"})), &r, func() { close(done) }) {
+		t.Fatal("LOCK … WAIT has no asynchronous form")
+	}
+	// The first round and the one after it heard one backend of three.
+	f.nodes[0].WaitAnswered(t, "SetNX", 2)
+	f.nodes[1].SetFault(nil)
+	f.nodes[2].SetFault(nil)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not granted once the backends answered again")
+	}
+	if got := r.String(); !strings.HasPrefix(got, "[$") {
+		t.Fatalf("LOCK … WAIT through a NOQUORUM first round: %s, want a grant", got)
 	}
 }

@@ -19,8 +19,9 @@ import (
 )
 
 // startWaiters opens n connections that each send LOCK key ttl WAIT
-// <an hour> TOKEN gone-<i>, and returns once all of them are waiting.
-func startWaiters(t *testing.T, in *redlocktest.Instance, key string, n int) []net.Conn {
+// <an hour> TOKEN gone-<i> for every key of keys, pipelined in one
+// write, and returns once all of them are waiting.
+func startWaiters(t *testing.T, in *redlocktest.Instance, n int, keys ...string) []net.Conn {
 	t.Helper()
 	conns := make([]net.Conn, n)
 	for i := range conns {
@@ -29,10 +30,16 @@ func startWaiters(t *testing.T, in *redlocktest.Instance, key string, n int) []n
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		fmt.Fprintf(c, "LOCK %s 60000 WAIT 3600000 TOKEN gone-%d\r\n", key, i)
+		var b strings.Builder
+		for _, key := range keys {
+			fmt.Fprintf(&b, "LOCK %s 60000 WAIT 3600000 TOKEN gone-%d\r\n", key, i)
+		}
+		io.WriteString(c, b.String())
 		conns[i] = c
 	}
-	pollFor(t, fmt.Sprintf("%d waiters on %s", n, key), func() bool { return in.Cluster.Waiters(key) == n })
+	for _, key := range keys {
+		pollFor(t, fmt.Sprintf("%d waiters on %s", n, key), func() bool { return in.Cluster.Waiters(key) == n })
+	}
 	return conns
 }
 
@@ -54,7 +61,7 @@ func TestHungUpWaitersFreeTheirSlots(t *testing.T) {
 	if l := rawReply(t, holder.R); !strings.HasPrefix(l, "*2\r\n$4\r\nheld\r\n") {
 		t.Fatalf("holder's LOCK = %q", l)
 	}
-	waiters := startWaiters(t, in, "k", 2)
+	waiters := startWaiters(t, in, 2, "k")
 	if l := refusedOrPong(t, in.Addr); l != "-ERR max number of clients reached" {
 		t.Fatalf("a fourth client while three are connected got %q", l)
 	}
@@ -142,7 +149,7 @@ func TestHungUpWaiterTakesNothing(t *testing.T) {
 			holder := resptest.Dial(t, holdVia.Addr)
 			holder.Send("LOCK", "k", "60000", "TOKEN", "held")
 			rawReply(t, holder.R)
-			hangUp(startWaiters(t, in, "k", 5))
+			hangUp(startWaiters(t, in, 5, "k"))
 			pollFor(t, "the waits to end", func() bool { return in.Cluster.Waiters("k") == 0 })
 			if l := holder.Line("UNLOCK", "k", "held"); l != ":1" {
 				t.Fatalf("holder's UNLOCK = %q", l)
@@ -163,19 +170,7 @@ func TestHungUpPipelinedWaitersTakeNothing(t *testing.T) {
 		holder.Send("LOCK", k, "60000", "TOKEN", "held")
 		rawReply(t, holder.R)
 	}
-	const n = 5
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		c, err := net.Dial("tcp", in.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		fmt.Fprintf(c, "LOCK k 60000 WAIT 3600000 TOKEN gone-%d\r\nLOCK k2 60000 WAIT 3600000 TOKEN gone-%d\r\n", i, i)
-		conns[i] = c
-	}
-	pollFor(t, "the pipelined waiters", func() bool { return in.Cluster.Waiters("k") == n && in.Cluster.Waiters("k2") == n })
-	hangUp(conns)
+	hangUp(startWaiters(t, in, 5, "k", "k2"))
 	pollFor(t, "the waits to end", func() bool { return in.Cluster.Waiters("k")+in.Cluster.Waiters("k2") == 0 })
 	for _, k := range []string{"k2", "k"} {
 		if l := holder.Line("UNLOCK", k, "held"); l != ":1" {
@@ -228,7 +223,7 @@ func TestManyHungUpWaitersLeaveNothing(t *testing.T) {
 	holder.Send("LOCK", "k", "60000", "TOKEN", "held")
 	rawReply(t, holder.R)
 	fds, gs := openFDs(t), runtime.NumGoroutine()
-	hangUp(startWaiters(t, in, "k", n))
+	hangUp(startWaiters(t, in, n, "k"))
 	pollFor(t, "the waiters' sockets to close on the proxy", func() bool {
 		return serverSockets(t, in.Port) == 1 // the holder's
 	})

@@ -45,8 +45,8 @@ func Wait(wait time.Duration) Option { return Option{wait: wait} }
 
 // Tried tells a blocking acquire (Wait) that its caller made the first
 // round itself, in its asynchronous form (AcquireAsync, LockOwnerAsync,
-// AcquirePermitAsync), and that it was refused with err
-// (ErrNotAcquired, or ErrQueued): the wait goes on from where that round
+// AcquirePermitAsync), and that it failed with err (ErrNotAcquired,
+// ErrQueued, a *NoQuorumError): the wait goes on from where that round
 // left it (see waitRounds). A fair waiter's wait begins with its ticket
 // either way.
 func Tried(err error) Option { return Option{tried: err} }

@@ -88,6 +88,18 @@ func (c *Cluster) AcquireAsync(rp Reporter, kind CmdKind, key, token string, ttl
 		done(Lock{}, ErrAsyncKind)
 		return
 	}
+	if kind == AcquireShared {
+		// As a waiting reader that gets in does (acquireSharedWait): the
+		// key's next waiter, a reader queued behind a writer that left,
+		// may get in too.
+		inner := done
+		done = func(l Lock, err error) {
+			if err == nil {
+				c.wake.notify(c.db, key)
+			}
+			inner(l, err)
+		}
+	}
 	c.acquireThen(rp, Cmd{Kind: kind, Key: key, Token: token, TTL: ttl}, done)
 }
 

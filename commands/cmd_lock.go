@@ -18,20 +18,6 @@ func init() {
 	)
 }
 
-// acquire is one round of a plain lock for Run's forms of SET (a session
-// lock, a SET whose options Start leaves to Run): a grant whose client
-// hung up while it was in flight is released (nobody would be told of
-// it), and a lock the session had lost is no longer reported lost once it
-// is taken again.
-func (h *Handler) acquire(s *Session, key, token string, ttl time.Duration) (quorum.Lock, error) {
-	l, err := h.clusterOf(s).Acquire(s.Context(), key, token, ttl)
-	if err == nil && s.Context().Err() != nil {
-		err = h.undoForGone(s, l)
-	}
-	h.took(s, err, l.Token, key)
-	return l, err
-}
-
 // undoForGone releases a lock whose round was still in flight when its
 // client hung up: nobody will be told of it, so it must not live out its
 // ttl with no holder.

@@ -330,15 +330,13 @@ func (h *Handler) renewToken(s *Session, key, token string, ttl time.Duration) (
 // and no expiry. It lives on the backends with the session ttl and is kept
 // while the connection lives.
 func (h *Handler) sessionSet(c *call, force bool) {
-	key, token, ttl := c.arg(0), c.arg(1), h.opts.SessionTTL
-	var l quorum.Lock
-	var err error
-	if force {
-		l, err = h.clusterOf(c.s).ForceSet(c.s.Context(), key, token, ttl)
-		h.took(c.s, err, token, key)
-	} else {
-		l, err = h.acquire(c.s, key, token, ttl)
+	if !force {
+		h.runAcquire(c, h.opts.SessionTTL, true)
+		return
 	}
+	key, token, ttl := c.arg(0), c.arg(1), h.opts.SessionTTL
+	l, err := h.clusterOf(c.s).ForceSet(c.s.Context(), key, token, ttl)
+	h.took(c.s, err, token, key)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

@@ -107,9 +107,5 @@ func (h *Handler) cmdSet(c *call) {
 	if h.setForm(c, o) {
 		return
 	}
-	if _, err := h.acquire(c.s, c.arg(0), c.arg(1), o.ttl); err != nil {
-		writeLockError(c.w, c.name, err)
-		return
-	}
-	c.w.WriteSimple("OK")
+	h.runAcquire(c, o.ttl, false)
 }

@@ -80,6 +80,7 @@ type started struct {
 	ttl              time.Duration
 	asLock           bool
 	fence, keepalive bool
+	session          bool  // with keepalive: a session lock (SET NX without an expiry)
 	err              error // told once an undo's release is done
 
 	round *quorum.Report // the round's report, told before end
@@ -167,6 +168,18 @@ func (h *Handler) runStarted(c *call, start func(*Handler, *started) bool) {
 		panic("commands: runStarted of a command its start leaves to Run")
 	}
 	<-done
+}
+
+// runAcquire is Run's plain lock of c's key and token for ttl (SET …
+// NX PX, or with session a session lock, bound to the connection):
+// acquireAsync waited for.
+func (h *Handler) runAcquire(c *call, ttl time.Duration, session bool) {
+	h.runStarted(c, func(h *Handler, st *started) bool {
+		st.keepalive, st.session = session, session
+		key, token := st.argPair(0, 1)
+		h.acquireAsync(st, quorum.SetNX, key, token, ttl, false)
+		return true
+	})
 }
 
 // startSet is SET's asynchronous form: the plain lock, SET key token NX PX
@@ -367,7 +380,11 @@ func (st *started) onUndone(bool, error) { st.reply(quorum.Lock{}, st.err) }
 // reader, which the renewal waits for.
 func (st *started) granted(l quorum.Lock, err error) {
 	if err == nil && st.keepalive {
-		again, gone := st.h.tie(st.s, l.Key, l.Token, st.ttl, l.Validity, bindKeepalive)
+		kind := bindKeepalive
+		if st.session {
+			kind = bindSession
+		}
+		again, gone := st.h.tie(st.s, l.Key, l.Token, st.ttl, l.Validity, kind)
 		switch {
 		case gone:
 			st.undo(l, st.s.Context().Err())

@@ -295,8 +295,9 @@ func majorityHeld(hs []stored[int64], q int) (string, int64) {
 // Unhold drops one hold of token's lock on every node. released reports
 // whether a majority held the token; remaining is the holds a majority still
 // keeps (0: the lock is free; any node's leftover copy is then released).
-// For a token without holds this is Release, and like it runs to its end
-// whatever ctx says.
+// For an exclusive lock's token without holds this is Release, and like
+// it runs to its end whatever ctx says; a reader's token is released by
+// Release only.
 func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool, remaining int64, err error) {
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()

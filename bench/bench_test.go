@@ -196,3 +196,40 @@ func TestEmbeddedSmoke(t *testing.T) {
 		t.Errorf("embedded results hold a NaN or Inf:\n%s", md)
 	}
 }
+
+// TestLockoptsSmoke runs the -lockopts mode end to end: every LOCK form of
+// both binaries, with and without pipelining, must complete and be
+// measured, and the table must hold every row.
+func TestLockoptsSmoke(t *testing.T) {
+	bin, err := buildRedlockd(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"-smoke", "-lockopts", "-redlockd", bin, "-baseline", bin, "-lockopts-requests", "4000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.nodeTimeout = 2 * time.Second
+	var log strings.Builder
+	res, err := runLockopts(t.Context(), o, &log)
+	if err != nil {
+		t.Fatalf("lockopts run: %v\n%s", err, log.String())
+	}
+	for b, name := range res.bins {
+		for c, s := range res.sums[b] {
+			if s.done != o.reps || s.rps <= 0 || s.selfUS <= 0 {
+				t.Errorf("%s cell %d: not measured: %+v\n%s", name, c, s, log.String())
+			}
+		}
+	}
+	md := res.markdown()
+	for _, want := range []string{"### LOCK with its options", "| LOCK … FENCE |", "| LOCK … WAIT 10 |",
+		"baseline -P 16: requests/s", "**Machine:**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("lockopts results lack %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
+		t.Errorf("lockopts results hold a NaN or Inf:\n%s", md)
+	}
+}

@@ -14,6 +14,7 @@
 //	go -C bench run . -release             # the three releases at N = 3, printed
 //	go -C bench run . -cluster             # N = 3 single servers vs 3 clusters, printed
 //	go -C bench run . -embedded            # embedded mode: SET NX PX, EVAL, pairs, printed
+//	go -C bench run . -lockopts            # LOCK with its options at N = 3, printed
 package main
 
 import (
@@ -56,6 +57,10 @@ type options struct {
 	// and prints them: it writes no results file.
 	embedded         bool
 	embeddedRequests int // per redis-benchmark run of -embedded
+	// lockopts runs only the measures of LOCK's options (lockopts.go)
+	// and prints them: it writes no results file.
+	lockopts         bool
+	lockoptsRequests int // per redis-benchmark run of -lockopts without pipelining
 }
 
 func main() {
@@ -76,6 +81,15 @@ func main() {
 	}
 	if o.embedded {
 		res, err := runEmbedded(ctx, o, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Print(res.markdown())
+		return
+	}
+	if o.lockopts {
+		res, err := runLockopts(ctx, o, os.Stdout)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
@@ -108,6 +122,13 @@ func main() {
 	}
 }
 
+// flagSet reports whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "a run of seconds: N=3 only, tiny counts, no results file")
@@ -136,15 +157,21 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.embedded, "embedded", false,
 		"only measure embedded mode (no backends): SET NX PX and a client script's EVAL at -c 1, 10 and -workers, and lock+unlock pairs; prints, writes no file")
 	fs.IntVar(&o.embeddedRequests, "embedded-requests", 50000, "requests per redis-benchmark run of -embedded")
+	fs.BoolVar(&o.lockopts, "lockopts", false,
+		"only compare LOCK with FENCE, OWNER, PERMITS, SHARED and WAIT at N=3, without pipelining and with -P 16; prints, writes no file")
+	fs.IntVar(&o.lockoptsRequests, "lockopts-requests", 60000, "requests per redis-benchmark run of -lockopts without pipelining (4× with -P 16)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if *smoke {
 		*ns, o.requests, o.pipelinedRequests, o.pairsFor, o.idle, o.out = "3", 2000, 8000, 300*time.Millisecond, 200, ""
 		o.embeddedRequests = 1000
+		if !flagSet(fs, "lockopts-requests") {
+			o.lockoptsRequests = 1000
+		}
 	}
-	if o.reps < 1 || o.requests < 1 || o.pipelinedRequests < 1 || o.embeddedRequests < 1 {
-		return o, fmt.Errorf("-reps, -requests, -pipelined-requests and -embedded-requests must be positive")
+	if o.reps < 1 || o.requests < 1 || o.pipelinedRequests < 1 || o.embeddedRequests < 1 || o.lockoptsRequests < 1 {
+		return o, fmt.Errorf("-reps, -requests, -pipelined-requests, -embedded-requests and -lockopts-requests must be positive")
 	}
 	// A bare name would be looked up on PATH; these are files.
 	for _, p := range []*string{&o.redlockd, &o.baseline, &o.cpuProfile} {

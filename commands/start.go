@@ -29,15 +29,7 @@ func (h *Handler) Start(s *Session, r Request, w Writer, done func()) bool {
 	}
 	h.ownWrite(s, cmd, args)
 	st := h.startCall(s, cmd, args, w, done)
-	if cmd.mayBlock != nil && cmd.mayBlock(args) {
-		// Counted from here, as Run counts it, until it ends.
-		st.blocked = true
-		h.stats.blocked.Add(1)
-	}
 	if !cmd.start(h, st) {
-		if st.blocked {
-			h.stats.blocked.Add(-1)
-		}
 		st.free()
 		return false
 	}
@@ -72,11 +64,8 @@ type started struct {
 	kind       quorum.CmdKind
 	owner      string // LOCK … OWNER's id: one hold of its lock
 	permits    int    // LOCK … PERMITS n: one of the n permits
-	// LOCK … WAIT: until when the wait runs (zero: no wait, or no more);
-	// blocked, that Start counts it among the blocked clients until it
-	// ends (Run counts its own).
+	// LOCK … WAIT: until when the wait runs (zero: no wait, or no more).
 	waitUntil        time.Time
-	blocked          bool
 	ttl              time.Duration
 	asLock           bool
 	fence, keepalive bool
@@ -135,9 +124,6 @@ func (st *started) reporter() quorum.Reporter {
 // report, with the round's when there was one, then done.
 func (st *started) end() {
 	done := st.done
-	if st.blocked {
-		st.h.stats.blocked.Add(-1)
-	}
 	if st.o != nil {
 		st.o.CommandDone(st.name, st.ow.outcome(st.cmd), time.Since(st.t0), st.round)
 	}
@@ -271,6 +257,7 @@ func (st *started) onHeld(r quorum.Reentered, err error) { st.onAcquired(r.Lock,
 func (st *started) onAcquired(l quorum.Lock, err error) {
 	s := st.s
 	if !st.waitUntil.IsZero() && retried(err) && s.Context().Err() == nil {
+		st.h.stats.blocked.Add(1) // until waitOn ends
 		go st.waitOn(err)
 		return
 	}
@@ -301,11 +288,13 @@ func retried(err error) bool {
 // waitOn is the rest of a LOCK … WAIT whose first round was refused
 // with tried: the quorum's blocking acquire of its kind, from where that
 // round left it (quorum.Tried), until the wait's end. It runs on a
-// goroutine of its own: waiting is what it does.
+// goroutine of its own: waiting is what it does, and until it ends the
+// command counts among the blocked clients (onAcquired counted it).
 func (st *started) waitOn(tried error) {
 	left := time.Until(st.waitUntil)
 	st.waitUntil = time.Time{}
 	if left <= 0 {
+		st.h.stats.blocked.Add(-1)
 		st.onAcquired(quorum.Lock{}, tried)
 		return
 	}
@@ -326,6 +315,7 @@ func (st *started) waitOn(tried error) {
 	default:
 		l, err = cl.Acquire(ctx, st.key, st.token, st.ttl, opts...)
 	}
+	st.h.stats.blocked.Add(-1)
 	st.onAcquired(l, err)
 }
 
@@ -341,33 +331,32 @@ func (st *started) onFenced(l quorum.Lock, err error) {
 }
 
 // undo releases l, which the client will not be told of, and then
-// tells it err. An owner's hold is dropped by Unhold, which waits: on a
-// goroutine of its own, as only a failed fence or a client gone in the
-// moment of its grant needs it.
+// tells it err.
 func (st *started) undo(l quorum.Lock, err error) {
 	if st.undone == nil {
 		st.undone = st.onUndone
 	}
 	st.err = err
-	if quorum.IsOwnerToken(l.Token) {
-		go func() {
-			_, _, _ = st.cl.Unhold(context.Background(), l.Key, l.Token)
-			st.undone(false, nil)
-		}()
-		return
-	}
-	st.cl.ReleaseAsync(nil, l.Key, l.Token, st.undone)
+	st.letGo(l, st.undone)
 }
 
 // drop is undo that does not wait for the release: for a client that is
 // gone, whose reply nobody reads.
-func (st *started) drop(l quorum.Lock) {
+func (st *started) drop(l quorum.Lock) { st.letGo(l, func(bool, error) {}) }
+
+// letGo releases l and then calls then. An owner's hold is dropped by
+// Unhold, which waits: on a goroutine of its own, as only a failed fence
+// or a client gone in the moment of its grant needs it.
+func (st *started) letGo(l quorum.Lock, then func(bool, error)) {
+	cl := st.cl
 	if quorum.IsOwnerToken(l.Token) {
-		cl := st.cl
-		go func() { _, _, _ = cl.Unhold(context.Background(), l.Key, l.Token) }()
+		go func() {
+			_, _, _ = cl.Unhold(context.Background(), l.Key, l.Token)
+			then(false, nil)
+		}()
 		return
 	}
-	st.cl.ReleaseAsync(nil, l.Key, l.Token, func(bool, error) {})
+	cl.ReleaseAsync(nil, l.Key, l.Token, then)
 }
 
 // onUndone is undo's continuation.

@@ -210,9 +210,5 @@ func (h *Handler) runChecked(cmd *command, args [][]byte, c *call) {
 		c.w.WriteError(msg)
 		return
 	}
-	if cmd.mayBlock != nil && cmd.mayBlock(args) {
-		h.stats.blocked.Add(1)
-		defer h.stats.blocked.Add(-1)
-	}
 	cmd.run(h, c)
 }

@@ -154,15 +154,7 @@ func (r *embeddedResults) markdown() string {
 	for i, row := range r.rows {
 		fmt.Fprintf(&b, "| %s, -c %d |", row.name, row.clients)
 		for bi := range r.bins {
-			s := r.set[bi][i]
-			switch {
-			case s.done == 0:
-				fmt.Fprintf(&b, " aborted: %s | — |", s.reason)
-			case s.aborted > 0:
-				fmt.Fprintf(&b, " %.0f (%d of %d aborted) | %.2f µs |", s.rps, s.aborted, s.aborted+s.done, s.selfUS)
-			default:
-				fmt.Fprintf(&b, " %.0f | %.2f µs |", s.rps, s.selfUS)
-			}
+			b.WriteString(r.set[bi][i].rateAndCPU())
 		}
 		b.WriteString("\n")
 	}
@@ -176,4 +168,16 @@ func (r *embeddedResults) markdown() string {
 		"(one client, pool of %d), for %v. CPU is the redlockd process's utime+stime, in ticks of 1/%d s.\n",
 		embeddedEval, r.opts.workers, r.opts.pairsFor, r.ticksPerSec)
 	return b.String()
+}
+
+// rateAndCPU is s as two table cells: requests/s (with the runs a
+// NOQUORUM aborted, when any) and the proxy's CPU per request.
+func (s summary) rateAndCPU() string {
+	switch {
+	case s.done == 0:
+		return fmt.Sprintf(" aborted: %s | — |", s.reason)
+	case s.aborted > 0:
+		return fmt.Sprintf(" %.0f (%d of %d aborted) | %.2f µs |", s.rps, s.aborted, s.aborted+s.done, s.selfUS)
+	}
+	return fmt.Sprintf(" %.0f | %.2f µs |", s.rps, s.selfUS)
 }

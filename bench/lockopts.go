@@ -130,15 +130,7 @@ func (r *lockoptsResults) markdown() string {
 		fmt.Fprintf(&b, "| %s |", row.name)
 		for pi := range lockoptsPipelines {
 			for bi := range r.bins {
-				s := r.sums[bi][ri*len(lockoptsPipelines)+pi]
-				switch {
-				case s.done == 0:
-					fmt.Fprintf(&b, " aborted: %s | — |", s.reason)
-				case s.aborted > 0:
-					fmt.Fprintf(&b, " %.0f (%d of %d aborted) | %.2f µs |", s.rps, s.aborted, s.aborted+s.done, s.selfUS)
-				default:
-					fmt.Fprintf(&b, " %.0f | %.2f µs |", s.rps, s.selfUS)
-				}
+				b.WriteString(r.sums[bi][ri*len(lockoptsPipelines)+pi].rateAndCPU())
 			}
 		}
 		b.WriteString("\n")

@@ -51,7 +51,8 @@ func Wait(wait time.Duration) Option { return Option{wait: wait} }
 // either way.
 func Tried(err error) Option { return Option{tried: err} }
 
-// optionsOf is what opts ask for together, the last one given of each.
+// optionsOf is what opts ask for together: of each, the last one given
+// that sets it (a Wait of 0 does not undo an earlier Wait).
 func optionsOf(opts []Option) Option {
 	var o Option
 	for _, x := range opts {

@@ -288,3 +288,46 @@ func TestWaitOverMaxWait(t *testing.T) {
 		t.Fatalf("LOCK … WAIT 3600000 (the default max-wait) = %q", l)
 	}
 }
+
+// TestPipelinedWaitersGetTheirLocks: a client that pipelines LOCK … WAIT
+// on two held keys, one plain and one a reader behind a writer (each wait
+// started on the batch path, its refused first round going on waiting),
+// gets both locks, in order, once the holders release; the backends then
+// hold the waiter's tokens.
+func TestPipelinedWaitersGetTheirLocks(t *testing.T) {
+	in := redlocktest.Start(t, redlocktest.Options{})
+	holder := resptest.Dial(t, in.Addr)
+	for _, k := range []string{"k", "k2"} {
+		holder.Send("LOCK", k, "60000", "TOKEN", "held")
+		rawReply(t, holder.R)
+	}
+	nc, err := net.Dial("tcp", in.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	// One write: the two commands are one pipelined batch.
+	io.WriteString(nc, "LOCK k 60000 WAIT 30000 TOKEN mine\r\nLOCK k2 60000 SHARED WAIT 30000\r\n")
+	r := bufio.NewReader(nc)
+	pollFor(t, "both waits", func() bool { return in.Cluster.Waiters("k") == 1 && in.Cluster.Waiters("k2") == 1 })
+	for _, k := range []string{"k2", "k"} {
+		if l := holder.Line("UNLOCK", k, "held"); l != ":1" {
+			t.Fatalf("holder's UNLOCK %s = %q", k, l)
+		}
+	}
+	if l := rawReply(t, r); !strings.HasPrefix(l, "*2\r\n$4\r\nmine\r\n") {
+		t.Fatalf("the plain waiter's reply = %q, want its grant first", l)
+	}
+	l := rawReply(t, r)
+	if !strings.HasPrefix(l, "*2\r\n$") {
+		t.Fatalf("the reader's reply = %q, want a grant", l)
+	}
+	reader := strings.Split(l, "\r\n")[2]
+	if v := in.BackendValues(t, "k"); redlocktest.Count(v, "mine") != len(v) {
+		t.Fatalf("backends hold k = %v, want the waiter's token everywhere", v)
+	}
+	if l := holder.Line("UNLOCK", "k2", reader); l != ":1" {
+		t.Fatalf("UNLOCK of the reader's lock = %q", l)
+	}
+}

@@ -46,7 +46,9 @@ func (h *Handler) expiryTTL(n int64, unit time.Duration, cmd string) (time.Durat
 		}
 		ms = n * 1000
 	}
-	if ms > math.MaxInt64-time.Now().UnixMilli() {
+	// Redis refuses an expiry that overflows once added to its clock;
+	// only a ttl beyond half the range can (the clock reads far less).
+	if ms > math.MaxInt64/2 && ms > math.MaxInt64-time.Now().UnixMilli() {
 		return 0, errExpire(cmd)
 	}
 	if ms > math.MaxInt64/int64(time.Millisecond) || time.Duration(ms)*time.Millisecond > h.opts.MaxTTL {

@@ -125,7 +125,15 @@ func (st *started) reporter() quorum.Reporter {
 func (st *started) end() {
 	done := st.done
 	if st.o != nil {
-		st.o.CommandDone(st.name, st.ow.outcome(st.cmd), time.Since(st.t0), st.round)
+		// A command with a round lasted as long as the round: its
+		// decision read the clock, and the reply went out at once.
+		var d time.Duration
+		if st.round != nil {
+			d = st.round.D
+		} else {
+			d = time.Since(st.t0)
+		}
+		st.o.CommandDone(st.name, st.ow.outcome(st.cmd), d, st.round)
 	}
 	st.free()
 	done()

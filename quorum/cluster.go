@@ -54,6 +54,7 @@ func New(nodes []Node, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{nodes: append([]Node(nil), nodes...), cfg: cfg, realClock: realClock, wake: newWakeRegistry()}
 	c.horizons = newHorizons(c.nodes, cfg)
+	c.horizons.atIsNow = realClock
 	c.health = newHealth(c.nodes, cfg)
 	c.health.hz = c.horizons
 	c.health.readHorizons = c.readHorizons

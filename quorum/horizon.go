@@ -44,8 +44,11 @@ const recordStep = int64(100 * time.Millisecond)
 
 // horizons is what the Cluster knows of every node's horizon.
 type horizons struct {
-	nodes   []Node
-	now     func() time.Time
+	nodes []Node
+	now   func() time.Time
+	// atIsNow: a reply's At is a reading of now's clock (the real one),
+	// taken after the node ran the command.
+	atIsNow bool
 	base    time.Time // origin of the offsets below
 	drift   float64
 	timeout time.Duration
@@ -113,13 +116,17 @@ func horizonLimit(cfg Config) time.Duration {
 func (h *horizons) offset(t time.Time) int64 { return max(int64(t.Sub(h.base)), 1) }
 
 // covers is the fast path, taken by almost every reply: whether node i's
-// horizon is known to cover a key living ttl from now, and if not, the
-// offset it must reach.
-func (h *horizons) covers(i int, ttl time.Duration) (int64, bool) {
+// horizon is known to cover a key living ttl from at, and if not, the
+// offset it must reach. at is when the reply was read (Reply.At), which
+// is after the node set the key; or zero: now.
+func (h *horizons) covers(i int, ttl time.Duration, at time.Time) (int64, bool) {
 	if ttl <= 0 || !h.watched[i].Load() {
 		return 0, true
 	}
-	need := h.offset(h.now().Add(ttl))
+	if at.IsZero() || !h.atIsNow {
+		at = h.now()
+	}
+	need := h.offset(at.Add(ttl))
 	h.record(need)
 	return need, h.known[i].Load() >= need
 }

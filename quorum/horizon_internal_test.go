@@ -190,9 +190,42 @@ func TestCoverHorizonPastExpiry(t *testing.T) {
 // raising it first where it does not (at once when it already does, else
 // from the raise's reply), with nil or an error matching ErrHorizon.
 func (c *Cluster) coverHorizon(i int, ttl time.Duration, done func(error)) {
-	if need, ok := c.horizons.covers(i, ttl); !ok {
+	if need, ok := c.horizons.covers(i, ttl, time.Time{}); !ok {
 		c.horizons.wait(i, need, done)
 		return
 	}
 	done(nil)
+}
+
+// TestCoversCountsFromTheRead: on the real clock a reply's key is taken
+// to live ttl from when the reply was read (Reply.At, after the node ran
+// the command), so an older read needs less horizon than now would;
+// on any other clock, and for a reply that does not say, from now.
+func TestCoversCountsFromTheRead(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxTTL = time.Hour
+	c := newCluster(t, []Node{&raiseNode{}}, cfg)
+	h := c.horizons
+	if !h.atIsNow {
+		t.Fatal("a Cluster on time.Now does not take replies' At as its clock")
+	}
+	at := time.Now().Add(-time.Minute)
+	need, _ := h.covers(0, 10*time.Minute, at)
+	if want := h.offset(at.Add(10 * time.Minute)); need != want {
+		t.Fatalf("need from a read a minute ago: %v, want %v", time.Duration(need), time.Duration(want))
+	}
+	before := h.offset(time.Now().Add(10 * time.Minute))
+	if need, _ := h.covers(0, 10*time.Minute, time.Time{}); need < before {
+		t.Fatalf("need of a reply without At: %v, want from now (at least %v)", time.Duration(need), time.Duration(before))
+	}
+
+	tc, _ := raiseCluster(t) // its clock stands still at its start
+	th := tc.horizons
+	if th.atIsNow {
+		t.Fatal("a Cluster on a test clock takes replies' At as its clock")
+	}
+	need, _ = th.covers(0, 10*time.Minute, time.Now().Add(time.Hour))
+	if want := th.offset(th.now().Add(10 * time.Minute)); need != want {
+		t.Fatalf("need on a test clock: %v, want %v (from its now)", time.Duration(need), time.Duration(want))
+	}
 }

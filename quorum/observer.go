@@ -146,7 +146,7 @@ func (c *Cluster) roundDone(op string, r *round, err error, validity, ttl time.D
 	}
 	var d time.Duration
 	if r != nil {
-		d = time.Since(r.start)
+		d = r.elapsed()
 	}
 	c.cfg.Observer.OpDone(op, Outcome(err), d, validity, ttl)
 }

@@ -51,6 +51,9 @@ type round struct {
 	c     *Cluster
 	op    string
 	start time.Time
+	// took is how long the round took to its decision, when that
+	// decision read the real clock for it (a grant's validity); else 0.
+	took  time.Duration
 	vote  voter
 	early int
 	calls []nodeCall // one per node, in configuration order
@@ -167,7 +170,7 @@ type nodeCall struct {
 // horizons): almost always known at once, else after a raise, which
 // replaces the reply with its error where it failed.
 func (nc *nodeCall) Receive(rep Reply) {
-	need, ok := nc.r.c.horizons.covers(nc.i, leftTTL(nc.kind, nc.ttl, &rep))
+	need, ok := nc.r.c.horizons.covers(nc.i, leftTTL(nc.kind, nc.ttl, &rep), rep.At)
 	if ok {
 		nc.r.receive(nc, rep)
 		return
@@ -225,7 +228,7 @@ func (r *round) init(c *Cluster, op string, vote voter, early int) {
 // supersedes the queued undos of that token's earlier rounds (see
 // retrier.supersede). A nil ask asks every node r.same.
 func (r *round) launch(ask asker) {
-	r.start = time.Now()
+	r.start, r.took = time.Now(), 0
 	deadline := r.start.Add(r.c.cfg.NodeTimeout)
 	for i, n := range r.c.nodes {
 		nc := &r.calls[i]
@@ -338,12 +341,21 @@ func (r *round) nodeResults(keep func(*nodeCall) bool) []NodeResult {
 // (see unref, reportUntold), which lets go only once the caller's callback
 // returned and the last reply was received, so r.results is free again.
 func (r *round) reportOp(op string, err error, validity, ttl time.Duration) {
-	r.rep = Report{Op: op, Outcome: Outcome(err), D: time.Since(r.start), Validity: validity, TTL: ttl}
+	r.rep = Report{Op: op, Outcome: Outcome(err), D: r.elapsed(), Validity: validity, TTL: ttl}
 	r.mu.Lock()
 	r.late = r.got < len(r.calls)
 	r.rep.Calls = r.nodeResults(tell)
 	r.mu.Unlock()
 	r.reporter.RoundDone(&r.rep)
+}
+
+// elapsed is how long r has run: to its decision where that read the
+// clock, else to now.
+func (r *round) elapsed() time.Duration {
+	if r.took > 0 {
+		return r.took
+	}
+	return time.Since(r.start)
 }
 
 // tell marks a call answered in time for the Reporter's report; under
@@ -710,7 +722,11 @@ func (gr *grantRun) ready(t tally) {
 		if c.realClock {
 			start = r.start // read before any node was asked
 		}
-		if v := Validity(ttl, c.cfg.Now().Sub(start), c.cfg.DriftFactor); v > 0 {
+		took := c.cfg.Now().Sub(start)
+		if c.realClock {
+			r.took = took
+		}
+		if v := Validity(ttl, took, c.cfg.DriftFactor); v > 0 {
 			gr.finish(v, nil)
 			return
 		}

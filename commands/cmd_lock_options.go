@@ -13,6 +13,7 @@ import (
 // lockOpts are the options of LOCK key ttl [WAIT ms] [TOKEN t]
 // [KEEPALIVE] [FENCE] [OWNER id] [SHARED | PERMITS n] [FAIR].
 type lockOpts struct {
+	key   string // the lock's key, as keptStrings keeps it with token
 	ttl   time.Duration
 	wait  time.Duration
 	token string
@@ -43,8 +44,15 @@ func (h *Handler) parseLock(c *call) (lockOpts, bool) {
 		return o, false
 	}
 	o.wait, o.keepalive, o.fence = opts.wait, opts.keepalive, opts.fence
-	o.token, o.owner = string(opts.token), string(opts.owner)
+	o.owner = string(opts.owner)
 	o.shared, o.permits, o.fair = opts.shared, opts.permits, opts.fair
+	// A lock that names no holder gets a fresh token; SHARED and
+	// PERMITS choose theirs when they ask.
+	if len(opts.token) == 0 && o.owner == "" && !o.shared && o.permits == 0 {
+		o.key, o.token = c.s.kept.withToken(c.args[0])
+	} else {
+		o.key, o.token = c.s.kept.pair(c.args[0], opts.token)
+	}
 	return o, h.lockOptsValid(c, &o)
 }
 
@@ -194,9 +202,6 @@ func (h *Handler) lockOptsValid(c *call, o *lockOpts) bool {
 	if bad := lockKindsExclude(o); bad != "" {
 		c.w.WriteError(fmt.Sprintf(msgNotSupported, "lock", bad))
 		return false
-	}
-	if o.token == "" && o.owner == "" {
-		o.token = quorum.NewToken()
 	}
 	return true
 }

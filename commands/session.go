@@ -43,6 +43,9 @@ type Session struct {
 	inTxn atomic.Bool
 	// watch is its WATCH; nil when it watches nothing.
 	watch *watchState
+
+	// kept holds the keys and tokens its lock commands keep.
+	kept keptStrings
 }
 
 // SetPush gives the session a way to send the client a RESP3 push message

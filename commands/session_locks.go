@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,10 @@ func (h *Handler) tie(s *Session, key, token string, ttl, valid time.Duration, k
 	}
 	b, ok := r.byRef[ref]
 	if !ok {
+		// Held for the lock's life: its own copies, not a share of
+		// the request's chunk (see keptStrings).
+		key, token = strings.Clone(key), strings.Clone(token)
+		ref.key, ref.token = key, token
 		b = &binding{ref: ref, kind: kind, holds: map[int64]int{}}
 		b.kept = h.cluster.DB(ref.db).Keep(key, token, ttl, valid, func(err error) { h.lose(b, ttl, err) })
 		r.add(b)

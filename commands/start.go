@@ -216,7 +216,7 @@ func (h *Handler) startLock(st *started) bool {
 	if o.wait > 0 {
 		st.waitUntil = time.Now().Add(o.wait)
 	}
-	h.acquireAsync(st, kind, st.arg(0), token, o.ttl, true)
+	h.acquireAsync(st, kind, o.key, token, o.ttl, true)
 	return true
 }
 

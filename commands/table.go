@@ -75,12 +75,10 @@ type call struct {
 
 func (c *call) arg(i int) string { return string(c.args[i]) }
 
-// argPair is arguments i and j as strings made in one allocation: the
-// key and token that a lock's round keeps.
+// argPair is arguments i and j as strings that allocate nothing of
+// their own (see keptStrings): the key and token that a lock's round keeps.
 func (c *call) argPair(i, j int) (string, string) {
-	a, b := c.args[i], c.args[j]
-	s := string(a) + string(b)
-	return s[:len(a)], s[len(a):]
+	return c.s.kept.pair(c.args[i], c.args[j])
 }
 
 var table = map[string]*command{}

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,6 +166,9 @@ func (r *retrier) push(i int, e pendingRelease) {
 	if r.every <= 0 {
 		return
 	}
+	// Queued for as long as the lock can live: copies of their own, as a
+	// caller's strings may share their memory with many others'.
+	e.key, e.token = strings.Clone(e.key), strings.Clone(e.token)
 	now := time.Now()
 	q := r.queues[i]
 	q.mu.Lock()

@@ -21,7 +21,18 @@ func init() { tokenPool.off = len(tokenPool.buf) }
 
 // NewToken returns a fresh random token of 128 bits, hex-encoded.
 func NewToken() string {
-	var b [tokenBytes]byte
+	b := tokenEntropy()
+	return hex.EncodeToString(b[:])
+}
+
+// AppendToken appends a fresh token, as NewToken makes, to dst.
+func AppendToken(dst []byte) []byte {
+	b := tokenEntropy()
+	return hex.AppendEncode(dst, b[:])
+}
+
+// tokenEntropy is one token's random bytes, never handed out twice.
+func tokenEntropy() (b [tokenBytes]byte) {
 	tokenPool.Lock()
 	if tokenPool.off == len(tokenPool.buf) {
 		if _, err := rand.Read(tokenPool.buf[:]); err != nil {
@@ -33,7 +44,7 @@ func NewToken() string {
 	clear(tokenPool.buf[tokenPool.off : tokenPool.off+tokenBytes])
 	tokenPool.off += tokenBytes
 	tokenPool.Unlock()
-	return hex.EncodeToString(b[:])
+	return b
 }
 
 // tokenCmds are the commands that reach a lock from its token alone (a

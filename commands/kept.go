@@ -1,0 +1,75 @@
+package commands
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// keptChunk is the size of one chunk of a connection's keptStrings; a
+// pair of arguments longer than a quarter of it gets a string of its own.
+const keptChunk = 1024
+
+// keptStrings is where a connection's lock commands copy the key and
+// token that their rounds keep past the request (the backends' commands,
+// the late replies' undo, the retries of releases): many requests'
+// strings share one chunk, so that a request allocates none of its own.
+//
+// A chunk is only ever appended to, never written over, so a string cut
+// from it stays what it was for as long as anything holds it; the
+// garbage collector frees a chunk once no string of it is held. What
+// keeps a lock's strings for the lock's whole life (a KEEPALIVE binding,
+// a release left to retry) copies them out, so that a long-held lock does
+// not keep a whole chunk alive.
+type keptStrings struct {
+	mu  sync.Mutex // a connection's commands may run on several goroutines
+	buf []byte     // the current chunk: its free room is buf[len(buf):cap(buf)]
+}
+
+// pair is a and b as strings, copied together.
+func (k *keptStrings) pair(a, b []byte) (string, string) {
+	n := len(a) + len(b)
+	if n > keptChunk/4 {
+		s := string(a) + string(b)
+		return s[:len(a)], s[len(a):]
+	}
+	k.mu.Lock()
+	p := k.room(n)
+	p = append(append(p, a...), b...)
+	k.mu.Unlock()
+	return cut(p[:len(a)]), cut(p[len(a):])
+}
+
+// withToken is a as a string, and a fresh token (quorum.NewToken's kind).
+func (k *keptStrings) withToken(a []byte) (string, string) {
+	const tokenLen = 32 // hex of quorum's 16 bytes
+	if len(a) > keptChunk/4 {
+		return string(a), quorum.NewToken()
+	}
+	k.mu.Lock()
+	p := k.room(len(a) + tokenLen)
+	p = quorum.AppendToken(append(p, a...))
+	k.mu.Unlock()
+	return cut(p[:len(a)]), cut(p[len(a):])
+}
+
+// room is the free end of the chunk, with room for n more bytes: a new
+// chunk where the current one has less left. The caller appends to it
+// and takes what it appended. Under k.mu.
+func (k *keptStrings) room(n int) []byte {
+	if cap(k.buf)-len(k.buf) < n {
+		k.buf = make([]byte, 0, keptChunk)
+	}
+	p := k.buf[len(k.buf):len(k.buf):cap(k.buf)]
+	k.buf = k.buf[:len(k.buf)+n]
+	return p
+}
+
+// cut is b as a string that shares its bytes: b is never written again.
+func cut(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

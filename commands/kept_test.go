@@ -1,0 +1,83 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestKeptStringsStayWhatTheyWere: strings cut from a connection's chunks
+// keep their bytes while later requests fill the chunk and the next ones,
+// whatever the arguments' buffers become; a pair too long for a chunk
+// gets strings of its own; a fresh token is a 32-digit hex string, a new
+// one each time.
+func TestKeptStringsStayWhatTheyWere(t *testing.T) {
+	var k keptStrings
+	type pair struct{ key, token, wantKey, wantToken string }
+	var got []pair
+	arg := make([]byte, 0, 64)
+	for i := range 500 { // several chunks' worth
+		key := fmt.Sprintf("key:%d", i)
+		token := strings.Repeat("t", i%40)
+		arg = append(arg[:0], key...)
+		a := append([]byte(nil), token...)
+		k1, t1 := k.pair(arg, a)
+		clear(arg[:cap(arg)]) // the request's buffer is reused
+		clear(a)
+		got = append(got, pair{k1, t1, key, token})
+	}
+	long := strings.Repeat("k", keptChunk)
+	lk, lt := k.pair([]byte(long), []byte("tok"))
+	got = append(got, pair{lk, lt, long, "tok"})
+	tokens := map[string]bool{}
+	for range 100 {
+		kk, tok := k.withToken([]byte("lock"))
+		got = append(got, pair{kk, tok, "lock", tok})
+		if len(tok) != 32 || strings.Trim(tok, "0123456789abcdef") != "" || tokens[tok] {
+			t.Fatalf("fresh token %q: want 32 hex digits, never seen before", tok)
+		}
+		tokens[tok] = true
+	}
+	for i, p := range got {
+		if p.key != p.wantKey || p.token != p.wantToken {
+			t.Fatalf("pair %d reads %q %q, was %q %q", i, p.key, p.token, p.wantKey, p.wantToken)
+		}
+	}
+	if e, f := k.pair(nil, nil); e != "" || f != "" {
+		t.Fatalf("empty pair: %q %q", e, f)
+	}
+}
+
+// TestKeptStringsFromManyGoroutines: a connection's commands that run on
+// workers at once cut their strings from the one chunk without sharing
+// bytes (the race detector watches the chunk).
+func TestKeptStringsFromManyGoroutines(t *testing.T) {
+	var k keptStrings
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				key, token := fmt.Sprintf("k%d:%d", g, i), fmt.Sprintf("t%d:%d", g, i)
+				a, b := k.pair([]byte(key), []byte(token))
+				if a != key || b != token {
+					errs <- fmt.Sprintf("%q %q, want %q %q", a, b, key, token)
+					return
+				}
+				defer func() {
+					if a != key || b != token {
+						errs <- fmt.Sprintf("later %q %q, want %q %q", a, b, key, token)
+					}
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}

@@ -54,16 +54,18 @@ func (k *keptStrings) withToken(a []byte) (string, string) {
 	return cut(p[:len(a)]), cut(p[len(a):])
 }
 
-// room is the free end of the chunk, with room for n more bytes: a new
-// chunk where the current one has less left. The caller appends to it
-// and takes what it appended. Under k.mu.
+// room is the next n free bytes of the chunk, as an empty slice of
+// capacity n: a new chunk where the current one has less left. The
+// caller appends to it and takes what it appended; appending more would
+// move to memory of its own, never into the next caller's room. Under
+// k.mu.
 func (k *keptStrings) room(n int) []byte {
 	if cap(k.buf)-len(k.buf) < n {
 		k.buf = make([]byte, 0, keptChunk)
 	}
-	p := k.buf[len(k.buf):len(k.buf):cap(k.buf)]
-	k.buf = k.buf[:len(k.buf)+n]
-	return p
+	at := len(k.buf)
+	k.buf = k.buf[:at+n]
+	return k.buf[at:at:at+n]
 }
 
 // cut is b as a string that shares its bytes: b is never written again.

@@ -252,14 +252,7 @@ func (c *call) scriptTTL(s *Script, read readFn, keys []string, ttl time.Duratio
 	}
 	c.s, c.read = s, read
 	var digits [20]byte
-	b := appendEvalSHAHead(c.room(), s, len(keys), len(args)+1)
-	for _, k := range keys {
-		b = appendBulk(b, k)
-	}
-	for _, a := range args {
-		b = appendBulk(b, a)
-	}
-	c.req.Buf = appendBulkBytes(b, strconv.AppendInt(digits[:0], n, 10))
+	c.req.Buf = appendScriptTail(c.room(), s, false, keys, args, strconv.AppendInt(digits[:0], n, 10))
 }
 
 // evalPrefix is how an encoded EVALSHA begins after its array header: the

@@ -278,15 +278,30 @@ func (m *markedEval) step(user *Script, eval bool) []byte {
 }
 
 // appendScript appends EVALSHA (or, with eval, EVAL) of s over keys and
-// then args; a short one builds its arguments on the stack.
+// then args.
 func appendScript(buf []byte, s *Script, eval bool, keys []string, args ...string) []byte {
-	var short [12]string
-	argv := append(short[:0], "evalsha", s.sha)
-	if eval {
-		argv = append(short[:0], "eval", s.src)
+	return appendScriptTail(buf, s, eval, keys, args, nil)
+}
+
+// appendScriptTail is appendScript with one argument more after args,
+// given as bytes (nil: none): a number encoded without a string of its
+// own.
+func appendScriptTail(b []byte, s *Script, eval bool, keys, args []string, tail []byte) []byte {
+	nargs := len(args)
+	if tail != nil {
+		nargs++
 	}
-	argv = append(append(append(argv, strconv.Itoa(len(keys))), keys...), args...)
-	return resp.AppendCommand(buf, argv)
+	b = appendScriptHead(b, s, eval, len(keys), nargs)
+	for _, k := range keys {
+		b = appendBulk(b, k)
+	}
+	for _, a := range args {
+		b = appendBulk(b, a)
+	}
+	if tail != nil {
+		b = appendBulkBytes(b, tail)
+	}
+	return b
 }
 
 // readValue reads a plain script's reply.

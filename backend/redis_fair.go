@@ -177,7 +177,7 @@ func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
 // that no key name is built on the way.
 func (c *call) scriptTagged(s *Script, read readFn, key string, prefixes []string, args ...string) {
 	c.s, c.read = s, read
-	b := appendEvalSHAHead(c.room(), s, 1+len(prefixes), len(args))
+	b := appendScriptHead(c.room(), s, false, 1+len(prefixes), len(args))
 	b = appendBulk(b, key)
 	braced := "" // slot.Tagged(key) for a key with braces of its own (rare)
 	if strings.ContainsAny(key, "{}") {
@@ -203,13 +203,18 @@ func appendBulk(b []byte, s string) []byte {
 	return append(append(append(b, '\r', '\n'), s...), '\r', '\n')
 }
 
-// appendEvalSHAHead begins an EVALSHA of s over nkeys keys and nargs
-// arguments: the array's header, the command, the SHA1 and nkeys; the
-// caller appends the keys and arguments.
-func appendEvalSHAHead(b []byte, s *Script, nkeys, nargs int) []byte {
+// appendScriptHead begins an EVALSHA (or, with eval, EVAL) of s over
+// nkeys keys and nargs arguments: the array's header, the command, the
+// SHA1 (or the script) and nkeys; the caller appends the keys and
+// arguments.
+func appendScriptHead(b []byte, s *Script, eval bool, nkeys, nargs int) []byte {
 	b = strconv.AppendInt(append(b, '*'), int64(3+nkeys+nargs), 10)
-	b = appendBulk(append(b, '\r', '\n'), "evalsha")
-	b = appendBulk(b, s.sha)
+	b = append(b, '\r', '\n')
+	if eval {
+		b = appendBulk(appendBulk(b, "eval"), s.src)
+	} else {
+		b = appendBulk(appendBulk(b, "evalsha"), s.sha)
+	}
 	var digits [20]byte
 	return appendBulkBytes(b, strconv.AppendInt(digits[:0], int64(nkeys), 10))
 }

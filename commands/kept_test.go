@@ -5,6 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // TestKeptStringsStayWhatTheyWere: strings cut from a connection's chunks
@@ -79,5 +82,46 @@ func TestKeptStringsFromManyGoroutines(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Fatal(e)
+	}
+}
+
+// TestKeepaliveKeepsNoChunk: a started LOCK … KEEPALIVE is granted with
+// its key and token cut from the connection's chunk, and its binding,
+// which lives as long as the lock, holds copies of its own; the chunk
+// is the one later requests go on filling.
+func TestKeepaliveKeepsNoChunk(t *testing.T) {
+	h := embeddedHandler(t, quorum.DefaultConfig())
+	s := h.NewSession("127.0.0.1:1")
+	t.Cleanup(func() { h.CloseSession(s) })
+	var r recorder
+	if !startWait(t, h, s, []string{"LOCK", "kept", "10000", "TOKEN", "tok", "KEEPALIVE"}, &r, make(chan struct{})) {
+		t.Fatal("LOCK … KEEPALIVE has no asynchronous form")
+	}
+	if !strings.HasPrefix(r.String(), "[$tok ") {
+		t.Fatalf("LOCK … KEEPALIVE: %s, want a grant of tok", r.String())
+	}
+	chunk := s.kept.buf[:cap(s.kept.buf)]
+	in := func(str string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(str)))
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(chunk)))
+		return p >= lo && p < lo+uintptr(len(chunk))
+	}
+	if !strings.Contains(string(chunk[:len(s.kept.buf)]), "kepttok") {
+		t.Fatalf("the connection's chunk %q does not hold the request's key and token", chunk[:len(s.kept.buf)])
+	}
+	h.bound.mu.Lock()
+	defer h.bound.mu.Unlock()
+	n := 0
+	for ref, b := range h.bound.byRef {
+		n++
+		if ref.key != "kept" || ref.token != "tok" {
+			t.Fatalf("binding of %q %q, want kept tok", ref.key, ref.token)
+		}
+		if in(ref.key) || in(ref.token) || in(b.ref.key) || in(b.ref.token) {
+			t.Fatal("the binding's key or token shares the connection's chunk")
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d bindings, want 1", n)
 	}
 }

@@ -723,10 +723,10 @@ func (gr *grantRun) ready(t tally) {
 			start = r.start // read before any node was asked
 		}
 		took := c.cfg.Now().Sub(start)
-		if c.realClock {
-			r.took = took
-		}
 		if v := Validity(ttl, took, c.cfg.DriftFactor); v > 0 {
+			if c.realClock {
+				r.took = took // the round's decision: its report's D
+			}
 			gr.finish(v, nil)
 			return
 		}

@@ -149,34 +149,42 @@ func (c *Cluster) grantLock(ctx context.Context, key, token string, g grant) (Lo
 
 // acquireThen runs cmd's acquire round, reported to rp (nil: the
 // Cluster's Observer), and gives done its outcome: a plain SET NX refused
-// where fair waiters are queued is ErrQueued. The outcome is values, so
-// the round is pooled (see round.hold): an acquire allocates no record of
-// its own.
+// where fair waiters are queued is ErrQueued.
 func (c *Cluster) acquireThen(rp Reporter, cmd Cmd, done func(Lock, error)) {
-	if cmd.TTL <= 0 {
+	c.grantAsync(rp, c.acquireGrant(cmd), done)
+}
+
+// grantAsync runs g, whose nodes are all asked g.cmd, reported to rp
+// (nil: the Cluster's Observer), and gives done its outcome as the lock
+// of g.cmd's key and token, valid for what the round left. The outcome
+// is values, so the round is pooled (see round.hold): it allocates no
+// record of its own.
+func (c *Cluster) grantAsync(rp Reporter, g grant, done func(Lock, error)) {
+	if g.ttl <= 0 {
 		if rp != nil {
-			rp.RoundDone(&Report{Op: OpAcquire, Outcome: Outcome(ErrInvalidTTL), TTL: cmd.TTL})
+			rp.RoundDone(&Report{Op: g.op, Outcome: Outcome(ErrInvalidTTL), TTL: g.ttl})
 		} else {
-			c.roundDone(OpAcquire, nil, ErrInvalidTTL, 0, cmd.TTL)
+			c.roundDone(g.op, nil, ErrInvalidTTL, 0, g.ttl)
 		}
 		done(Lock{}, ErrInvalidTTL)
 		return
 	}
 	gr := grantPool.Get().(*grantRun)
 	gr.acquired, gr.reporter = done, rp
-	c.startGrant(gr, c.acquireGrant(cmd), true)
+	c.startGrant(gr, g, true)
 }
 
-// acquired gives done the outcome of cmd's acquire round r, and reports
-// it (see roundDone).
-func (c *Cluster) acquired(r *round, cmd *Cmd, v time.Duration, err error, done func(Lock, error)) {
+// acquired gives done the outcome of g's round r, and reports it (see
+// roundDone).
+func (c *Cluster) acquired(r *round, g *grant, v time.Duration, err error, done func(Lock, error)) {
 	var l Lock
+	cmd := &g.cmd
 	if err == nil {
 		l = Lock{Key: cmd.Key, Token: cmd.Token, Validity: v}
 	} else if err == ErrNotAcquired && cmd.Kind == SetNX && r.sawQueue() {
 		err = ErrQueued
 	}
-	c.roundDone(OpAcquire, r, err, l.Validity, cmd.TTL)
+	c.roundDone(g.op, r, err, l.Validity, g.ttl)
 	done(l, err)
 }
 

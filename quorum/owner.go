@@ -332,12 +332,27 @@ func (c *Cluster) Renew(ctx context.Context, key, token string, ttl time.Duratio
 	return v, err
 }
 
+// RenewAsync is Renew that does not wait: done gets the renewed lock
+// (its validity) or the error, once, from the goroutine of the reply
+// that decided it, or before RenewAsync returns; rp (nil: the Cluster's
+// Observer) gets its report, as AcquireAsync's does. done must not
+// block.
+func (c *Cluster) RenewAsync(rp Reporter, key, token string, ttl time.Duration, done func(Lock, error)) {
+	c.grantAsync(rp, renewGrant(key, token, ttl), done)
+}
+
+// renewGrant is the round of a renewal of token's lock of key for ttl:
+// the extend of token's kind of lock, on every node.
+func renewGrant(key, token string, ttl time.Duration) grant {
+	return grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
+		cmd: Cmd{Kind: cmdsOf(token).extend, Key: key, Token: token, TTL: ttl}}
+}
+
 // renew is Renew that also reports which nodes answered "not held".
 func (c *Cluster) renew(ctx context.Context, key, token string, ttl time.Duration) (v time.Duration, missing []bool, err error) {
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
-	cmd := Cmd{Kind: cmdsOf(token).extend, Key: key, Token: token, TTL: ttl}
-	v, r, err := c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld, ask: same(cmd)})
+	v, r, err := c.grantRound(ctx, renewGrant(key, token, ttl))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -68,6 +68,12 @@ func TestReporterToldOnce(t *testing.T) {
 		{"release", func(rp Reporter, done func()) {
 			c.ReleaseAsync(rp, "k", "t", func(bool, error) { done() })
 		}, "release/ok ttl=0s calls=a,b,c", 0},
+		{"renew", func(rp Reporter, done func()) {
+			c.RenewAsync(rp, "k", "t", time.Second, func(Lock, error) { done() })
+		}, "extend/ok ttl=1s calls=a,b,c", 0},
+		{"renew of no ttl", func(rp Reporter, done func()) {
+			c.RenewAsync(rp, "k", "t", 0, func(Lock, error) { done() })
+		}, "extend/error ttl=0s calls=", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs.nodes.Store(0)

@@ -682,7 +682,7 @@ type grantRun struct {
 	g  grant
 	t0 time.Time // the validity's start, when the clock is not time.Now
 	// then gets the outcome; or, where it is nil, acquired does, as
-	// acquireThen's caller (see Cluster.acquired).
+	// grantAsync's caller (see Cluster.acquired).
 	then     func(time.Duration, *round, error)
 	acquired func(Lock, error)
 }
@@ -704,7 +704,7 @@ func (gr *grantRun) finish(v time.Duration, err error) {
 	if gr.then != nil {
 		gr.then(v, r, err)
 	} else {
-		gr.c.acquired(r, &gr.g.cmd, v, err, gr.acquired)
+		gr.c.acquired(r, &gr.g, v, err, gr.acquired)
 	}
 	r.unref()
 }

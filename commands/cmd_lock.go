@@ -10,7 +10,7 @@ import (
 func init() {
 	register(
 		&command{name: "lock", arity: -3, write: true, keys: keyFirst, pipe: pipeConcurrent, mayBlock: lockWaits, outcome: outcomeAcquire, run: (*Handler).cmdLock, start: (*Handler).startLock},
-		&command{name: "renew", arity: 4, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdRenew},
+		&command{name: "renew", arity: 4, write: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdRenew, start: (*Handler).startRenew},
 		&command{name: "unlock", arity: 3, write: true, deletes: true, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdUnlock, start: (*Handler).startUnlock},
 		&command{name: "get", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdGet},
 		&command{name: "pttl", arity: 2, keys: keyFirst, pipe: pipeConcurrent, outcome: outcomePlain, run: (*Handler).cmdPTTL},

@@ -65,7 +65,7 @@ func (k *keptStrings) room(n int) []byte {
 	}
 	at := len(k.buf)
 	k.buf = k.buf[:at+n]
-	return k.buf[at:at:at+n]
+	return k.buf[at : at : at+n]
 }
 
 // cut is b as a string that shares its bytes: b is never written again.

@@ -163,6 +163,12 @@ func TestReportsPerRequest(t *testing.T) {
 			"CommandDone evalsha/ok round=release/ok calls=3 before done"}},
 		{[]string{"LOCK", "k", "10000", "TOKEN", "tok"}, []string{
 			"CommandDone lock/acquired round=acquire/ok calls=2 before done", "NodesDone acquire calls=1"}},
+		{[]string{"RENEW", "k", "tok", "10000"}, []string{
+			"CommandDone renew/ok round=extend/ok calls=3 before done"}},
+		{[]string{"EVALSHA", sha1Hex(redsyncTouch), "1", "k", "tok", "10000"}, []string{
+			"CommandDone evalsha/ok round=extend/ok calls=3 before done"}},
+		{[]string{"RENEW", "k", "other", "10000"}, []string{
+			"CommandDone renew/contended round=extend/contended calls=3 before done"}},
 		{[]string{"UNLOCK", "k", "tok"}, []string{
 			"CommandDone unlock/ok round=release/ok calls=3 before done"}},
 		{[]string{"UNLOCK", "k", "tok"}, []string{

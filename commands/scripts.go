@@ -20,6 +20,9 @@ type lockScript struct {
 	// release marks a compare-and-delete of KEYS[1] by ARGV[1] that runs
 	// as UNLOCK: in a pipeline it has UNLOCK's asynchronous form.
 	release bool
+	// extend marks a replacement of KEYS[1]'s ttl by ARGV[2] ms where
+	// ARGV[1] holds it (extendScript): it has RENEW's asynchronous form.
+	extend bool
 }
 
 var scripts = map[string]*lockScript{}

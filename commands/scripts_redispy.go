@@ -7,7 +7,7 @@ func init() {
 	// majority: redis-py raises LockNotOwnedError then.
 	registerScript(&lockScript{origin: "redis-py Lock release", body: redisPyRelease, run: releaseScript("redis-py release", 1), release: true})
 	registerScript(&lockScript{origin: "redis-py Lock extend", body: redisPyExtend, run: scriptRedisPyExtend})
-	registerScript(&lockScript{origin: "redis-py Lock reacquire", body: redisPyReacquire, run: extendScript("redis-py reacquire")})
+	registerScript(&lockScript{origin: "redis-py Lock reacquire", body: redisPyReacquire, run: extendScript("redis-py reacquire"), extend: true})
 }
 
 // scriptRedisPyExtend: ARGV[3] == "0" adds ARGV[2] ms to the remaining ttl

@@ -68,6 +68,7 @@ type started struct {
 	waitUntil        time.Time
 	ttl              time.Duration
 	asLock           bool
+	script           bool // a renewal: an extend script's, not RENEW's
 	fence, keepalive bool
 	session          bool  // with keepalive: a session lock (SET NX without an expiry)
 	err              error // told once an undo's release is done
@@ -76,9 +77,9 @@ type started struct {
 
 	// The methods the quorum calls back, bound once per started: the
 	// first two at once, the others when first needed.
-	acquired, fenced func(quorum.Lock, error)
-	released, undone func(bool, error)
-	held             func(quorum.Reentered, error)
+	acquired, fenced, renewed func(quorum.Lock, error)
+	released, undone          func(bool, error)
+	held                      func(quorum.Reentered, error)
 }
 
 var startedPool sync.Pool // of *started
@@ -144,9 +145,9 @@ func (st *started) RoundDone(rep *quorum.Report) { st.round = rep }
 
 // free puts st back in the pool, keeping nothing of its request.
 func (st *started) free() {
-	acquired, fenced, released, undone, held := st.acquired, st.fenced, st.released, st.undone, st.held
+	acquired, fenced, renewed, released, undone, held := st.acquired, st.fenced, st.renewed, st.released, st.undone, st.held
 	*st = started{}
-	st.acquired, st.fenced, st.released, st.undone, st.held = acquired, fenced, released, undone, held
+	st.acquired, st.fenced, st.renewed, st.released, st.undone, st.held = acquired, fenced, renewed, released, undone, held
 	startedPool.Put(st)
 }
 
@@ -416,34 +417,40 @@ func (h *Handler) startUnlock(st *started) bool {
 	return h.releaseAsync(st, 0, 1)
 }
 
-// startEval is EVAL's asynchronous form, for a recognised release script
-// (lockScript.release).
+// startEval is EVAL's asynchronous form, for a recognised release or
+// extend script.
 func (h *Handler) startEval(st *started) bool {
-	if !releaseShape(&st.call) {
-		return false
-	}
-	if s := scripts[sha1Hex(st.arg(0))]; s == nil || !s.release {
-		return false
-	}
-	return h.releaseAsync(st, 2, 3)
+	return startShape(&st.call) && h.startScript(st, scripts[sha1Hex(st.arg(0))])
 }
 
 // startEvalSHA is EVALSHA's asynchronous form. A SHA1 spelled in upper
 // case is left to Run, which lowers it: clients send it as Redis names it.
 func (h *Handler) startEvalSHA(st *started) bool {
-	if !releaseShape(&st.call) {
-		return false
-	}
-	if s := scripts[string(st.args[0])]; s == nil || !s.release {
-		return false
-	}
-	return h.releaseAsync(st, 2, 3)
+	return startShape(&st.call) && h.startScript(st, scripts[string(st.args[0])])
 }
 
-// releaseShape reports whether c is script numkeys=1 key token: the only
-// call of a release script that is not answered with an argument error.
-func releaseShape(c *call) bool {
-	return len(c.args) == 4 && string(c.args[1]) == "1"
+// startShape reports whether c is script numkeys=1 key token, or with
+// one argument more: the shapes of the scripts that have an asynchronous
+// form.
+func startShape(c *call) bool {
+	return (len(c.args) == 4 || len(c.args) == 5) && string(c.args[1]) == "1"
+}
+
+// startScript starts s, the script that st's EVAL or EVALSHA names, as
+// its command: a release (lockScript.release, script numkeys=1 key token)
+// as UNLOCK, an extend (lockScript.extend, with a ttl after the token) as
+// RENEW. Any other script, or shape, is left to Run, which answers a
+// wrong one with its argument error.
+func (h *Handler) startScript(st *started, s *lockScript) bool {
+	switch {
+	case s == nil:
+		return false
+	case s.release && len(st.args) == 4:
+		return h.releaseAsync(st, 2, 3)
+	case s.extend && len(st.args) == 5:
+		return h.renewAsync(st, 2, 3, 4, true)
+	}
+	return false
 }
 
 // releaseAsync is releaseToken without a worker, for Start, of the key
@@ -469,5 +476,64 @@ func (h *Handler) releaseAsync(st *started, keyArg, tokenArg int) bool {
 // onReleased is releaseAsync's continuation.
 func (st *started) onReleased(ok bool, err error) {
 	writeReleased(st.w, st.name, ok, err)
+	st.end()
+}
+
+// startRenew is RENEW's asynchronous form: RENEW key token ttl.
+func (h *Handler) startRenew(st *started) bool {
+	return h.renewAsync(st, 0, 1, 2, false)
+}
+
+// renewAsync is renewToken without a worker, for Start, of the key, token
+// and ttl in milliseconds that st's arguments keyArg, tokenArg and ttlArg
+// name; with script, its reply is an extend script's 1 or 0, else RENEW's
+// validity or null. Where renewToken keeps books (a lock of this proxy
+// kept or known lost under the token) it reports false, having done
+// nothing, for the worker to run.
+func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, script bool) bool {
+	s := st.s
+	key, token := st.argPair(keyArg, tokenArg)
+	ref := lockRef{s.DB(), key, token}
+	if h.bound.wasLost(ref, s.ID) || h.bound.get(ref) != nil {
+		return false
+	}
+	ttl, ok := h.ttlArg(&st.call, st.arg(ttlArg), time.Millisecond)
+	if !ok {
+		st.end()
+		return true
+	}
+	st.key, st.token, st.script = key, token, script
+	if st.renewed == nil {
+		st.renewed = st.onRenewed
+	}
+	h.clusterOf(s).RenewAsync(st.reporter(), key, token, ttl, st.renewed)
+	return true
+}
+
+// onRenewed is renewAsync's continuation. A lock that a connection bound
+// meanwhile is told of the validity, as renewToken tells it: on a
+// goroutine of its own, since its keeper may be renewing it and the
+// renewal waits for the backend reader this runs on.
+func (st *started) onRenewed(l quorum.Lock, err error) {
+	if err == nil && st.h.bound.get(lockRef{st.s.DB(), st.key, st.token}) != nil {
+		go func() {
+			st.h.extended(st.s, l.Validity, nil, st.token, st.key)
+			st.renewReply(l, nil)
+		}()
+		return
+	}
+	st.renewReply(l, err)
+}
+
+// renewReply writes a renewal's reply and ends st.
+func (st *started) renewReply(l quorum.Lock, err error) {
+	switch {
+	case st.script:
+		st.h.writeScriptBool(&st.call, err)
+	case err != nil:
+		writeLockError(st.w, st.name, err)
+	default:
+		st.w.WriteInt(truncMillis(l.Validity))
+	}
 	st.end()
 }

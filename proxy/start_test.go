@@ -317,8 +317,8 @@ func TestPipelinedUnlockRESP3(t *testing.T) {
 // without a worker, answered in order with LOCK's [token, validity]; a
 // contended one answers null in its place. So does a batch of LOCK …
 // FENCE, LOCK … KEEPALIVE, LOCK … OWNER and LOCK … PERMITS (the fence and
-// the binding follow the rounds), while a command without an
-// asynchronous form (RENEW here) still runs on a worker.
+// the binding follow the rounds), and of RENEW, while a command without
+// an asynchronous form (GET here) still runs on a worker.
 func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 	var nodes []quorum.Node
 	for range 3 {
@@ -337,7 +337,7 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cluster.Close() })
-	var locks, fenced, renews []byte
+	var locks, fenced, renews, gets []byte
 	for i := range depth {
 		k := fmt.Sprintf("k%d", i%(depth-1)) // the last one contends with the first
 		if i%2 == 0 {
@@ -356,8 +356,9 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 			fenced = append(fenced, request("LOCK", fmt.Sprintf("f%d", i), "10000", "PERMITS", "2", "FENCE")...)
 		}
 		renews = append(renews, request("RENEW", fmt.Sprintf("r%d", i), "t", "10000")...)
+		gets = append(gets, request("GET", fmt.Sprintf("r%d", i))...)
 	}
-	s, st := replayServer(t, cluster, [][]byte{locks, fenced, renews})
+	s, st := replayServer(t, cluster, [][]byte{locks, fenced, renews, gets})
 	t.Cleanup(func() { close(s.work) })
 	rc := st.nc.(*replayConn)
 	rc.keep = true // a batch's replies may take more than one write
@@ -394,8 +395,19 @@ func TestPipelinedTryLocksNeedNoWorker(t *testing.T) {
 	if batch, err = st.rd.next(); err != nil {
 		t.Fatal(err)
 	}
+	rc.out = nil
+	s.serveBatch(st, batch)
+	if out = string(rc.out); strings.Count(out, "-1\r\n") != depth {
+		t.Fatalf("RENEWs of locks nobody holds replied %q, want %d nulls", out, depth)
+	}
+	if n := s.tasks.Load(); n != 0 {
+		t.Fatalf("%d of %d pipelined RENEWs ran on a worker, want none", n, depth)
+	}
+	if batch, err = st.rd.next(); err != nil {
+		t.Fatal(err)
+	}
 	s.serveBatch(st, batch)
 	if n := s.tasks.Load(); n == 0 {
-		t.Fatal("pipelined RENEW ran without a worker")
+		t.Fatal("pipelined GET ran without a worker")
 	}
 }

@@ -1,0 +1,105 @@
+package commands
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redlockd/redlockd/quorum"
+)
+
+// RENEW and the recognised extend scripts (go-redsync's touch here) have
+// an asynchronous form: Start renews a held lock (RENEW answers its
+// validity, the script 1, and the key's ttl is the new one), answers a
+// lock held by another token with null or 0, renews an OWNER lock by
+// its token, and answers a malformed ttl with Run's error. A lock
+// this proxy keeps (KEEPALIVE), a script of another shape and a script
+// that is not an extend are left to Run.
+func TestStartRenew(t *testing.T) {
+	h := embeddedHandler(t, quorum.DefaultConfig())
+	s := h.NewSession("127.0.0.1:1")
+	t.Cleanup(func() { h.CloseSession(s) })
+	exec := func(words ...string) string {
+		var r recorder
+		h.Exec(s, byteArgs(words), &r)
+		return r.String()
+	}
+	start := func(words ...string) (string, bool) {
+		t.Helper()
+		var r recorder
+		if !startWait(t, h, s, words, &r, make(chan struct{})) {
+			return "", false
+		}
+		return r.String(), true
+	}
+	pttl := func(key string) int64 {
+		t.Helper()
+		n, err := strconv.ParseInt(strings.TrimPrefix(exec("PTTL", key), ":"), 10, 64)
+		if err != nil {
+			t.Fatalf("PTTL %s: %v", key, err)
+		}
+		return n
+	}
+	touch := sha1Hex(redsyncTouch)
+
+	if got := exec("SET", "k", "tok", "NX", "PX", "10000"); got != "+OK" {
+		t.Fatalf("SET: %s", got)
+	}
+	got, ok := start("RENEW", "k", "tok", "30000")
+	if !ok {
+		t.Fatal("RENEW has no asynchronous form")
+	}
+	if v, err := strconv.ParseInt(strings.TrimPrefix(got, ":"), 10, 64); err != nil || v < 25000 || v > 30000 {
+		t.Fatalf("RENEW of a held lock: %s, want its validity near 30000", got)
+	}
+	if n := pttl("k"); n < 25000 {
+		t.Fatalf("PTTL after RENEW 30000: %d", n)
+	}
+	if got, ok = start("EVALSHA", touch, "1", "k", "tok", "50000"); !ok || got != ":1" {
+		t.Fatalf("go-redsync touch of a held lock: %s (started %v), want :1", got, ok)
+	}
+	if n := pttl("k"); n < 45000 {
+		t.Fatalf("PTTL after the touch of 50000: %d", n)
+	}
+	if got, ok = start("RENEW", "k", "other", "20000"); !ok || got != "nil" {
+		t.Fatalf("RENEW by another token: %s (started %v), want nil", got, ok)
+	}
+	if got, ok = start("EVALSHA", touch, "1", "k", "other", "20000"); !ok || got != ":0" {
+		t.Fatalf("go-redsync touch by another token: %s (started %v), want :0", got, ok)
+	}
+	if n := pttl("k"); n < 40000 {
+		t.Fatalf("PTTL after refused renewals: %d, want the touch's", n)
+	}
+	if got, ok = start("RENEW", "k", "tok", "x"); !ok || !strings.HasPrefix(got, "-ERR") {
+		t.Fatalf("RENEW with a bad ttl: %s (started %v), want an error", got, ok)
+	}
+
+	// An OWNER lock's holds are renewed with it.
+	lock := exec("LOCK", "o", "10000", "OWNER", "me")
+	otok := strings.TrimPrefix(strings.Fields(strings.Trim(lock, "[]"))[0], "$")
+	if !quorum.IsOwnerToken(otok) {
+		t.Fatalf("LOCK … OWNER: %s", lock)
+	}
+	if got, ok = start("RENEW", "o", otok, "30000"); !ok || !strings.HasPrefix(got, ":") || got == ":0" {
+		t.Fatalf("RENEW of an owner lock: %s (started %v)", got, ok)
+	}
+	if n := pttl("o"); n < 25000 {
+		t.Fatalf("PTTL of the owner lock after RENEW 30000: %d", n)
+	}
+
+	// Left to Run.
+	if got := exec("LOCK", "kept", "10000", "TOKEN", "t", "KEEPALIVE"); !strings.HasPrefix(got, "[$t ") {
+		t.Fatalf("LOCK … KEEPALIVE: %s", got)
+	}
+	for _, words := range [][]string{
+		{"RENEW", "kept", "t", "60000"},
+		{"EVALSHA", touch, "1", "kept", "t", "60000"},
+		{"EVALSHA", touch, "2", "k", "x", "tok", "60000"},
+		{"EVALSHA", touch, "1", "k", "tok"},
+		{"EVALSHA", sha1Hex(cadScript), "1", "k", "tok", "60000"},
+	} {
+		if got, ok := start(words...); ok {
+			t.Errorf("%v started (%s), want it left to Run", words, got)
+		}
+	}
+}

@@ -118,6 +118,9 @@ func TestAllocsPerRequest(t *testing.T) {
 			direct := testing.AllocsPerRun(200, func() { tc.direct(cluster) })
 			own := proxied - direct
 			t.Logf("%.1f allocations per pair through the proxy, %.1f in the quorum: %.1f its own", proxied, direct, own)
+			if raceflag.Enabled {
+				tc.budget += 2 // pooled records dropped at random
+			}
 			if own > tc.budget {
 				t.Fatalf("the proxy allocates %.1f times per pair of its own, budget %.0f", own, tc.budget)
 			}

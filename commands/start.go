@@ -103,7 +103,6 @@ func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, d
 	if st.o != nil {
 		st.ow = outcomeWriter{Writer: w}
 		st.w = &st.ow
-		st.t0 = time.Now()
 	}
 	return st
 }
@@ -115,10 +114,22 @@ func (h *Handler) startCall(s *Session, cmd *command, args [][]byte, w Writer, d
 // another round or a goroutine, after the round's report is gone (see
 // Reporter).
 func (st *started) reporter() quorum.Reporter {
-	if st.o == nil || st.fence || st.keepalive || !st.waitUntil.IsZero() {
+	switch {
+	case st.o == nil:
+		return nil
+	case st.fence || st.keepalive || !st.waitUntil.IsZero():
+		st.timeFromHere()
 		return nil
 	}
 	return st
+}
+
+// timeFromHere starts the clock of a command whose rounds are not
+// reported with it (see end), once.
+func (st *started) timeFromHere() {
+	if st.o != nil && st.t0.IsZero() {
+		st.t0 = time.Now()
+	}
 }
 
 // end ends the command, once its reply is written: the Observer's
@@ -127,11 +138,15 @@ func (st *started) end() {
 	done := st.done
 	if st.o != nil {
 		// A command with a round lasted as long as the round: its
-		// decision read the clock, and the reply went out at once.
+		// decision read the clock, and the reply went out at once. One
+		// whose rounds are not reported with it is timed from where it
+		// handed itself on (timeFromHere); one answered at once, with
+		// no round, took no time worth a clock reading.
 		var d time.Duration
-		if st.round != nil {
+		switch {
+		case st.round != nil:
 			d = st.round.D
-		} else {
+		case !st.t0.IsZero():
 			d = time.Since(st.t0)
 		}
 		st.o.CommandDone(st.name, st.ow.outcome(st.cmd), d, st.round)
@@ -249,9 +264,11 @@ func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token stri
 		if st.held == nil {
 			st.held = st.onHeld
 		}
+		st.timeFromHere()
 		st.cl.LockOwnerAsync(s.Context(), key, st.owner, ttl, st.held)
 		return
 	case st.permits > 0:
+		st.timeFromHere()
 		st.cl.AcquirePermitAsync(key, st.permits, ttl, st.acquired)
 		return
 	}

@@ -74,6 +74,9 @@ func TestReporterToldOnce(t *testing.T) {
 		{"renew of no ttl", func(rp Reporter, done func()) {
 			c.RenewAsync(rp, "k", "t", 0, func(Lock, error) { done() })
 		}, "extend/error ttl=0s calls=", 0},
+		{"add of no time", func(rp Reporter, done func()) {
+			c.ExtendAddAsync(rp, "k", "t", 0, time.Minute, func(Lock, error) { done() })
+		}, "extend/error ttl=0s calls=", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs.nodes.Store(0)

@@ -19,9 +19,26 @@ func (c *Cluster) ExtendAdd(ctx context.Context, key, token string, add, limit t
 	if add <= 0 {
 		return 0, ErrInvalidTTL
 	}
-	v, _, err = c.grantRound(ctx, grant{op: OpExtend, ttl: limit, agreed: true, failed: ErrNotHeld,
-		ask: same(Cmd{Kind: AddTTL, Key: key, Token: token, Add: add, Limit: limit})})
+	v, _, err = c.grantRound(ctx, extendAddGrant(key, token, add, limit))
 	return v, err
+}
+
+// ExtendAddAsync is ExtendAdd that does not wait: done gets the extended
+// lock (its validity) or the error, once, as RenewAsync's does; an add
+// of no time is ErrInvalidTTL.
+func (c *Cluster) ExtendAddAsync(rp Reporter, key, token string, add, limit time.Duration, done func(Lock, error)) {
+	g := extendAddGrant(key, token, add, limit)
+	if add <= 0 {
+		g.ttl = 0 // refused before any round, as ExtendAdd refuses it
+	}
+	c.grantAsync(rp, g, done)
+}
+
+// extendAddGrant is ExtendAdd's round: add to key's ttl where token
+// holds it, up to limit, valid for what a majority then holds.
+func extendAddGrant(key, token string, add, limit time.Duration) grant {
+	return grant{op: OpExtend, ttl: limit, agreed: true, failed: ErrNotHeld,
+		cmd: Cmd{Kind: AddTTL, Key: key, Token: token, Add: add, Limit: limit}}
 }
 
 // ReleaseResult is ReleaseStatus's verdict.

@@ -17,12 +17,10 @@ type lockScript struct {
 	// run executes the script's meaning over the quorum and writes the
 	// reply the library expects.
 	run func(h *Handler, c *call, keys, args []string)
-	// release marks a compare-and-delete of KEYS[1] by ARGV[1] that runs
-	// as UNLOCK: in a pipeline it has UNLOCK's asynchronous form.
-	release bool
-	// extend marks a replacement of KEYS[1]'s ttl by ARGV[2] ms where
-	// ARGV[1] holds it (extendScript): it has RENEW's asynchronous form.
-	extend bool
+	// start is the asynchronous form of run, for Start (see
+	// command.start), or nil: a release as UNLOCK's (startRelease), an
+	// extend as RENEW's (startExtend).
+	start func(h *Handler, st *started) bool
 }
 
 var scripts = map[string]*lockScript{}
@@ -39,10 +37,10 @@ func sha1Hex(body string) string {
 
 func init() {
 	registerScript(&lockScript{
-		origin:  "redlockd's compare-and-delete (also the Redis docs' release script)",
-		body:    `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`,
-		run:     scriptCompareAndDelete,
-		release: true,
+		origin: "redlockd's compare-and-delete (also the Redis docs' release script)",
+		body:   `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`,
+		run:    scriptCompareAndDelete,
+		start:  startRelease,
 	})
 }
 

@@ -5,8 +5,8 @@ import "time"
 // bsm/redislock's refresh, release and remaining-ttl scripts mean RENEW,
 // UNLOCK and a quorum read, and run as those do.
 func init() {
-	registerScript(&lockScript{origin: "bsm/redislock v0.9 refresh", body: bsmRefresh, run: extendScript("bsm/redislock refresh"), extend: true})
-	registerScript(&lockScript{origin: "bsm/redislock v0.9 release", body: bsmRelease, run: releaseScript("bsm/redislock release", 1), release: true})
+	registerScript(&lockScript{origin: "bsm/redislock v0.9 refresh", body: bsmRefresh, run: extendScript("bsm/redislock refresh"), start: startExtend})
+	registerScript(&lockScript{origin: "bsm/redislock v0.9 release", body: bsmRelease, run: releaseScript("bsm/redislock release", 1), start: startRelease})
 	registerScript(&lockScript{origin: "bsm/redislock v0.9 ttl", body: bsmPTTL, readOnly: true, run: scriptBsmPTTL})
 }
 

@@ -4,8 +4,8 @@ import "time"
 
 func init() {
 	registerScript(&lockScript{origin: "pottery Redlock acquired-ttl", body: potteryAcquired, readOnly: true, run: scriptPotteryAcquired})
-	registerScript(&lockScript{origin: "pottery Redlock extend", body: potteryExtend, run: extendScript("pottery extend"), extend: true})
-	registerScript(&lockScript{origin: "pottery Redlock release", body: potteryRelease, run: releaseScript("pottery release", 1), release: true})
+	registerScript(&lockScript{origin: "pottery Redlock extend", body: potteryExtend, run: extendScript("pottery extend"), start: startExtend})
+	registerScript(&lockScript{origin: "pottery Redlock release", body: potteryRelease, run: releaseScript("pottery release", 1), start: startRelease})
 }
 
 // scriptPotteryAcquired: the remaining ms that a majority agrees the token

@@ -5,9 +5,9 @@ import "time"
 func init() {
 	// The release answers 0 where the token did not hold the lock on a
 	// majority: redis-py raises LockNotOwnedError then.
-	registerScript(&lockScript{origin: "redis-py Lock release", body: redisPyRelease, run: releaseScript("redis-py release", 1), release: true})
-	registerScript(&lockScript{origin: "redis-py Lock extend", body: redisPyExtend, run: scriptRedisPyExtend})
-	registerScript(&lockScript{origin: "redis-py Lock reacquire", body: redisPyReacquire, run: extendScript("redis-py reacquire"), extend: true})
+	registerScript(&lockScript{origin: "redis-py Lock release", body: redisPyRelease, run: releaseScript("redis-py release", 1), start: startRelease})
+	registerScript(&lockScript{origin: "redis-py Lock extend", body: redisPyExtend, run: scriptRedisPyExtend, start: startRedisPyExtend})
+	registerScript(&lockScript{origin: "redis-py Lock reacquire", body: redisPyReacquire, run: extendScript("redis-py reacquire"), start: startExtend})
 }
 
 // scriptRedisPyExtend: ARGV[3] == "0" adds ARGV[2] ms to the remaining ttl

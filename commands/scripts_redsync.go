@@ -12,7 +12,7 @@ import (
 // decided, in the library's own terms.
 func init() {
 	registerScript(&lockScript{origin: "go-redsync v4 delete", body: redsyncDelete, run: scriptRedsyncDelete})
-	registerScript(&lockScript{origin: "go-redsync v4 touch", body: redsyncTouch, run: extendScript("go-redsync touch"), extend: true})
+	registerScript(&lockScript{origin: "go-redsync v4 touch", body: redsyncTouch, run: extendScript("go-redsync touch"), start: startExtend})
 	registerScript(&lockScript{origin: "go-redsync v4 touch-or-setnx", body: redsyncTouchOrSetNX, run: scriptRedsyncTouchOrSetNX})
 }
 

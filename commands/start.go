@@ -434,40 +434,58 @@ func (h *Handler) startUnlock(st *started) bool {
 	return h.releaseAsync(st, 0, 1)
 }
 
-// startEval is EVAL's asynchronous form, for a recognised release or
-// extend script.
+// startEval is EVAL's asynchronous form, for a recognised script with
+// one (see lockScript.start).
 func (h *Handler) startEval(st *started) bool {
-	return startShape(&st.call) && h.startScript(st, scripts[sha1Hex(st.arg(0))])
+	return oneKey(&st.call) && h.startScript(st, scripts[sha1Hex(st.arg(0))])
 }
 
 // startEvalSHA is EVALSHA's asynchronous form. A SHA1 spelled in upper
 // case is left to Run, which lowers it: clients send it as Redis names it.
 func (h *Handler) startEvalSHA(st *started) bool {
-	return startShape(&st.call) && h.startScript(st, scripts[string(st.args[0])])
+	return oneKey(&st.call) && h.startScript(st, scripts[string(st.args[0])])
 }
 
-// startShape reports whether c is script numkeys=1 key token, or with
-// one argument more: the shapes of the scripts that have an asynchronous
-// form.
-func startShape(c *call) bool {
-	return (len(c.args) == 4 || len(c.args) == 5) && string(c.args[1]) == "1"
+// oneKey reports whether c is script numkeys=1 key and arguments: the
+// only calls of the scripts with an asynchronous form that it may take.
+func oneKey(c *call) bool {
+	return len(c.args) >= 3 && string(c.args[1]) == "1"
 }
 
-// startScript starts s, the script that st's EVAL or EVALSHA names, as
-// its command: a release (lockScript.release, script numkeys=1 key token)
-// as UNLOCK, an extend (lockScript.extend, with a ttl after the token) as
-// RENEW. Any other script, or shape, is left to Run, which answers a
-// wrong one with its argument error.
+// startScript starts s, the script that st's EVAL or EVALSHA names, in
+// its asynchronous form where it has one; else it leaves st to Run.
 func (h *Handler) startScript(st *started, s *lockScript) bool {
+	return s != nil && s.start != nil && s.start(h, st)
+}
+
+// startRelease is a release script's asynchronous form, UNLOCK's, for
+// script numkeys=1 key token; another shape is left to Run, which answers
+// it with its argument error.
+func startRelease(h *Handler, st *started) bool {
+	return len(st.args) == 4 && h.releaseAsync(st, 2, 3)
+}
+
+// startExtend is an extend script's asynchronous form, RENEW's, for
+// script numkeys=1 key token ms (extendScript).
+func startExtend(h *Handler, st *started) bool {
+	return len(st.args) == 5 && h.renewAsync(st, 2, 3, 4, renewScript)
+}
+
+// startRedisPyExtend is redis-py's extend in its asynchronous form, for
+// script numkeys=1 key token ms replace: with replace "0" the ms are
+// added to the ttl left (up to max-ttl), else they replace it, as
+// scriptRedisPyExtend does. An OWNER token is left to Run, which refuses
+// its add.
+func startRedisPyExtend(h *Handler, st *started) bool {
 	switch {
-	case s == nil:
+	case len(st.args) != 6:
 		return false
-	case s.release && len(st.args) == 4:
-		return h.releaseAsync(st, 2, 3)
-	case s.extend && len(st.args) == 5:
-		return h.renewAsync(st, 2, 3, 4, true)
+	case string(st.args[5]) != "0":
+		return h.renewAsync(st, 2, 3, 4, renewScript)
+	case quorum.IsOwnerToken(string(st.args[3])):
+		return false
 	}
-	return false
+	return h.renewAsync(st, 2, 3, 4, renewScriptAdd)
 }
 
 // releaseAsync is releaseToken without a worker, for Start, of the key
@@ -498,16 +516,24 @@ func (st *started) onReleased(ok bool, err error) {
 
 // startRenew is RENEW's asynchronous form: RENEW key token ttl.
 func (h *Handler) startRenew(st *started) bool {
-	return h.renewAsync(st, 0, 1, 2, false)
+	return h.renewAsync(st, 0, 1, 2, renewCommand)
 }
+
+// renewForm is how a renewal asks and answers.
+type renewForm int
+
+const (
+	renewCommand   renewForm = iota // RENEW: the ttl replaces; validity or null
+	renewScript                     // an extend script: the ttl replaces; 1 or 0
+	renewScriptAdd                  // redis-py's extend: the ttl is added; 1 or 0
+)
 
 // renewAsync is renewToken without a worker, for Start, of the key, token
 // and ttl in milliseconds that st's arguments keyArg, tokenArg and ttlArg
-// name; with script, its reply is an extend script's 1 or 0, else RENEW's
-// validity or null. Where renewToken keeps books (a lock of this proxy
-// kept or known lost under the token) it reports false, having done
-// nothing, for the worker to run.
-func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, script bool) bool {
+// name, asked and answered as form says. Where renewToken keeps books (a
+// lock of this proxy kept or known lost under the token) it reports
+// false, having done nothing, for the worker to run.
+func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form renewForm) bool {
 	s := st.s
 	key, token := st.argPair(keyArg, tokenArg)
 	ref := lockRef{s.DB(), key, token}
@@ -519,11 +545,15 @@ func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, script b
 		st.end()
 		return true
 	}
-	st.key, st.token, st.script = key, token, script
+	st.key, st.token, st.script = key, token, form != renewCommand
 	if st.renewed == nil {
 		st.renewed = st.onRenewed
 	}
-	h.clusterOf(s).RenewAsync(st.reporter(), key, token, ttl, st.renewed)
+	if form == renewScriptAdd {
+		h.clusterOf(s).ExtendAddAsync(st.reporter(), key, token, ttl, h.opts.MaxTTL, st.renewed)
+	} else {
+		h.clusterOf(s).RenewAsync(st.reporter(), key, token, ttl, st.renewed)
+	}
 	return true
 }
 

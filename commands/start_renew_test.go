@@ -8,13 +8,15 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// RENEW and the recognised extend scripts (go-redsync's touch here) have
-// an asynchronous form: Start renews a held lock (RENEW answers its
+// RENEW and the recognised extend scripts (go-redsync's touch and
+// redis-py's extend here) have an asynchronous form: Start renews a held lock (RENEW answers its
 // validity, the script 1, and the key's ttl is the new one), answers a
 // lock held by another token with null or 0, renews an OWNER lock by
-// its token, and answers a malformed ttl with Run's error. A lock
-// this proxy keeps (KEEPALIVE), a script of another shape and a script
-// that is not an extend are left to Run.
+// its token, and answers a malformed ttl with Run's error; redis-py's
+// extend adds to the ttl or replaces it. A lock this proxy keeps
+// (KEEPALIVE), a script of another shape, a script that is not an extend
+// and redis-py's add to an OWNER lock (which Run refuses) are left to
+// Run.
 func TestStartRenew(t *testing.T) {
 	h := embeddedHandler(t, quorum.DefaultConfig())
 	s := h.NewSession("127.0.0.1:1")
@@ -74,6 +76,26 @@ func TestStartRenew(t *testing.T) {
 		t.Fatalf("RENEW with a bad ttl: %s (started %v), want an error", got, ok)
 	}
 
+	// redis-py's extend adds to the ttl left (replace "0"), capped at
+	// max-ttl, or replaces it.
+	pyExtend := sha1Hex(redisPyExtend)
+	before := pttl("k")
+	if got, ok = start("EVALSHA", pyExtend, "1", "k", "tok", "5000", "0"); !ok || got != ":1" {
+		t.Fatalf("redis-py extend (add) of a held lock: %s (started %v), want :1", got, ok)
+	}
+	if n := pttl("k"); n < before+4000 || n > 60000 {
+		t.Fatalf("PTTL after adding 5000 to %d: %d", before, n)
+	}
+	if got, ok = start("EVALSHA", pyExtend, "1", "k", "tok", "20000", "1"); !ok || got != ":1" {
+		t.Fatalf("redis-py extend (replace) of a held lock: %s (started %v), want :1", got, ok)
+	}
+	if n := pttl("k"); n > 20000 || n < 15000 {
+		t.Fatalf("PTTL after replacing it by 20000: %d", n)
+	}
+	if got, ok = start("EVALSHA", pyExtend, "1", "k", "other", "5000", "0"); !ok || got != ":0" {
+		t.Fatalf("redis-py extend by another token: %s (started %v), want :0", got, ok)
+	}
+
 	// An OWNER lock's holds are renewed with it.
 	lock := exec("LOCK", "o", "10000", "OWNER", "me")
 	otok := strings.TrimPrefix(strings.Fields(strings.Trim(lock, "[]"))[0], "$")
@@ -97,6 +119,8 @@ func TestStartRenew(t *testing.T) {
 		{"EVALSHA", touch, "2", "k", "x", "tok", "60000"},
 		{"EVALSHA", touch, "1", "k", "tok"},
 		{"EVALSHA", sha1Hex(cadScript), "1", "k", "tok", "60000"},
+		{"EVALSHA", sha1Hex(redisPyExtend), "1", "o", otok, "5000", "0"},
+		{"EVALSHA", sha1Hex(redisPyExtend), "1", "k", "tok", "5000"},
 	} {
 		if got, ok := start(words...); ok {
 			t.Errorf("%v started (%s), want it left to Run", words, got)

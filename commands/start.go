@@ -545,14 +545,16 @@ func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form ren
 		st.end()
 		return true
 	}
-	st.key, st.token, st.script = key, token, form != renewCommand
+	// The database in force at this command's place in a pipeline (see
+	// acquireAsync), kept for the continuation.
+	st.cl, st.key, st.token, st.script = h.clusterOf(s), key, token, form != renewCommand
 	if st.renewed == nil {
 		st.renewed = st.onRenewed
 	}
 	if form == renewScriptAdd {
-		h.clusterOf(s).ExtendAddAsync(st.reporter(), key, token, ttl, h.opts.MaxTTL, st.renewed)
+		st.cl.ExtendAddAsync(st.reporter(), key, token, ttl, h.opts.MaxTTL, st.renewed)
 	} else {
-		h.clusterOf(s).RenewAsync(st.reporter(), key, token, ttl, st.renewed)
+		st.cl.RenewAsync(st.reporter(), key, token, ttl, st.renewed)
 	}
 	return true
 }
@@ -562,7 +564,7 @@ func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form ren
 // goroutine of its own, since its keeper may be renewing it and the
 // renewal waits for the backend reader this runs on.
 func (st *started) onRenewed(l quorum.Lock, err error) {
-	if err == nil && st.h.bound.get(lockRef{st.s.DB(), st.key, st.token}) != nil {
+	if err == nil && st.h.bound.get(lockRef{st.cl.Index(), st.key, st.token}) != nil {
 		go func() {
 			st.h.extended(st.s, l.Validity, nil, st.token, st.key)
 			st.renewReply(l, nil)

@@ -10,23 +10,45 @@ import (
 // resources, so success answers len(KEYS) and anything else 0 (release:
 // the number of keys released on a majority).
 func init() {
+	// With one key, each is the plain lock's: acquire, renew (RENEW's
+	// replacement of the ttl) and release answer 1 or 0, and have the
+	// plain lock's asynchronous forms.
 	for _, s := range []struct {
 		origin, body string
 		run          func(h *Handler, c *call, keys, args []string)
+		start        func(h *Handler, st *started) bool
 	}{
-		{"node-redlock 4.0.0 acquire", redlockAcquireV40, scriptRedlockAcquire},
-		{"node-redlock 4.1.0-4.2.0 acquire", redlockAcquireV41, scriptRedlockAcquire},
-		{"node-redlock 5 acquire", redlockAcquireV5, scriptRedlockAcquire},
-		{"node-redlock 4.0.0 extend", redlockExtendV40, scriptRedlockExtend},
-		{"node-redlock 4.1.0 extend", redlockExtendV41, scriptRedlockExtend},
-		{"node-redlock 4.2.0 extend", redlockExtendV42, scriptRedlockExtend},
-		{"node-redlock 5 extend", redlockExtendV5, scriptRedlockExtend},
-		{"node-redlock 4.0.0-4.1.0 release", redlockReleaseV40, scriptRedlockRelease},
-		{"node-redlock 4.2.0 release", redlockReleaseV42, scriptRedlockRelease},
-		{"node-redlock 5 release", redlockReleaseV5, scriptRedlockRelease},
+		{"node-redlock 4.0.0 acquire", redlockAcquireV40, scriptRedlockAcquire, startRedlockAcquire},
+		{"node-redlock 4.1.0-4.2.0 acquire", redlockAcquireV41, scriptRedlockAcquire, startRedlockAcquire},
+		{"node-redlock 5 acquire", redlockAcquireV5, scriptRedlockAcquire, startRedlockAcquire},
+		{"node-redlock 4.0.0 extend", redlockExtendV40, scriptRedlockExtend, startExtend},
+		{"node-redlock 4.1.0 extend", redlockExtendV41, scriptRedlockExtend, startExtend},
+		{"node-redlock 4.2.0 extend", redlockExtendV42, scriptRedlockExtend, startExtend},
+		{"node-redlock 5 extend", redlockExtendV5, scriptRedlockExtend, startExtend},
+		{"node-redlock 4.0.0-4.1.0 release", redlockReleaseV40, scriptRedlockRelease, startRelease},
+		{"node-redlock 4.2.0 release", redlockReleaseV42, scriptRedlockRelease, startRelease},
+		{"node-redlock 5 release", redlockReleaseV5, scriptRedlockRelease, startRelease},
 	} {
-		registerScript(&lockScript{origin: s.origin, body: s.body, run: s.run})
+		registerScript(&lockScript{origin: s.origin, body: s.body, run: s.run, start: s.start})
 	}
+}
+
+// startRedlockAcquire is node-redlock's acquire of one key in its
+// asynchronous form, the plain lock's: script numkeys=1 key value ms ->
+// 1, or 0 where it is held.
+func startRedlockAcquire(h *Handler, st *started) bool {
+	if len(st.args) != 5 {
+		return false
+	}
+	key, token := st.argPair(2, 3)
+	ttl, ok := h.ttlArg(&st.call, st.arg(4), time.Millisecond)
+	if !ok {
+		st.end()
+		return true
+	}
+	st.script = true
+	h.acquireAsync(st, quorum.SetNX, key, token, ttl, false)
+	return true
 }
 
 // scriptRedlockAcquire: KEYS all absent on a majority of nodes, each node

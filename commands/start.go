@@ -68,7 +68,7 @@ type started struct {
 	waitUntil        time.Time
 	ttl              time.Duration
 	asLock           bool
-	script           bool // a renewal: an extend script's, not RENEW's
+	script           bool // a library script's: 1 or 0, not the command's reply
 	fence, keepalive bool
 	session          bool  // with keepalive: a session lock (SET NX without an expiry)
 	err              error // told once an undo's release is done
@@ -418,6 +418,8 @@ func (st *started) granted(l quorum.Lock, err error) {
 // reply writes a started lock's reply and ends it.
 func (st *started) reply(l quorum.Lock, err error) {
 	switch {
+	case st.script:
+		st.h.writeScriptBool(&st.call, err) // a library's acquire: 1 or 0
 	case err != nil:
 		writeLockError(st.w, st.name, err)
 	case st.asLock:

@@ -127,3 +127,54 @@ func TestStartRenew(t *testing.T) {
 		}
 	}
 }
+
+// node-redlock's acquire, extend and release of one key are the plain
+// lock's, started: 1 where they took, renewed or released it, 0 where
+// another token holds it or it is gone; with several keys they are left
+// to Run (the all-or-nothing rounds of AcquireAll and ExtendAll).
+func TestStartRedlockScripts(t *testing.T) {
+	h := embeddedHandler(t, quorum.DefaultConfig())
+	s := h.NewSession("127.0.0.1:1")
+	t.Cleanup(func() { h.CloseSession(s) })
+	start := func(words ...string) (string, bool) {
+		t.Helper()
+		var r recorder
+		if !startWait(t, h, s, words, &r, make(chan struct{})) {
+			return "", false
+		}
+		return r.String(), true
+	}
+	acquire, extend, release := sha1Hex(redlockAcquireV5), sha1Hex(redlockExtendV5), sha1Hex(redlockReleaseV5)
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"EVALSHA", acquire, "1", "r", "v1", "10000"}, ":1"},
+		{[]string{"EVALSHA", acquire, "1", "r", "v2", "10000"}, ":0"},
+		{[]string{"EVALSHA", extend, "1", "r", "v1", "20000"}, ":1"},
+		{[]string{"EVALSHA", extend, "1", "r", "v2", "20000"}, ":0"},
+		{[]string{"EVALSHA", release, "1", "r", "v2"}, ":0"},
+		{[]string{"EVALSHA", release, "1", "r", "v1"}, ":1"},
+		{[]string{"EVALSHA", release, "1", "r", "v1"}, ":0"},
+		{[]string{"EVALSHA", acquire, "1", "r", "v2", "x"}, "-ERR"},
+	} {
+		got, ok := start(tc.words...)
+		if !ok || !strings.HasPrefix(got, tc.want) {
+			t.Fatalf("%v: %s (started %v), want %s", tc.words, got, ok, tc.want)
+		}
+	}
+	var r recorder
+	h.Exec(s, byteArgs([]string{"PTTL", "r"}), &r)
+	if r.String() != ":-2" {
+		t.Fatalf("PTTL r after its release: %s", r.String())
+	}
+	for _, words := range [][]string{
+		{"EVALSHA", acquire, "2", "a", "b", "v", "10000"},
+		{"EVALSHA", extend, "2", "a", "b", "v", "10000"},
+		{"EVALSHA", release, "2", "a", "b", "v"},
+	} {
+		if got, ok := start(words...); ok {
+			t.Errorf("%v started (%s), want it left to Run", words, got)
+		}
+	}
+}

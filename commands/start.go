@@ -69,6 +69,7 @@ type started struct {
 	ttl              time.Duration
 	asLock           bool
 	script           bool // a library script's: 1 or 0, not the command's reply
+	renewal          bool // RENEW's: the validity left
 	fence, keepalive bool
 	session          bool  // with keepalive: a session lock (SET NX without an expiry)
 	err              error // told once an undo's release is done
@@ -415,15 +416,17 @@ func (st *started) granted(l quorum.Lock, err error) {
 	st.reply(l, err)
 }
 
-// reply writes a started lock's reply and ends it.
+// reply writes a started lock's or renewal's reply and ends it.
 func (st *started) reply(l quorum.Lock, err error) {
 	switch {
 	case st.script:
-		st.h.writeScriptBool(&st.call, err) // a library's acquire: 1 or 0
+		st.h.writeScriptBool(&st.call, err) // a library's script: 1 or 0
 	case err != nil:
 		writeLockError(st.w, st.name, err)
 	case st.asLock:
 		writeGrant(st.w, l, st.fence)
+	case st.renewal:
+		st.w.WriteInt(truncMillis(l.Validity))
 	default:
 		st.w.WriteSimple("OK")
 	}
@@ -549,7 +552,8 @@ func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form ren
 	}
 	// The database in force at this command's place in a pipeline (see
 	// acquireAsync), kept for the continuation.
-	st.cl, st.key, st.token, st.script = h.clusterOf(s), key, token, form != renewCommand
+	st.cl, st.key, st.token = h.clusterOf(s), key, token
+	st.script, st.renewal = form != renewCommand, form == renewCommand
 	if st.renewed == nil {
 		st.renewed = st.onRenewed
 	}
@@ -569,22 +573,9 @@ func (st *started) onRenewed(l quorum.Lock, err error) {
 	if err == nil && st.h.bound.get(lockRef{st.cl.Index(), st.key, st.token}) != nil {
 		go func() {
 			st.h.extended(st.s, l.Validity, nil, st.token, st.key)
-			st.renewReply(l, nil)
+			st.reply(l, nil)
 		}()
 		return
 	}
-	st.renewReply(l, err)
-}
-
-// renewReply writes a renewal's reply and ends st.
-func (st *started) renewReply(l quorum.Lock, err error) {
-	switch {
-	case st.script:
-		st.h.writeScriptBool(&st.call, err)
-	case err != nil:
-		writeLockError(st.w, st.name, err)
-	default:
-		st.w.WriteInt(truncMillis(l.Validity))
-	}
-	st.end()
+	st.reply(l, err)
 }

@@ -75,6 +75,17 @@ func (o *countingObserver) watch() chan struct{} {
 	return done
 }
 
+// startReply runs words with Start on s and waits until it is done: its
+// reply, or false where words has no asynchronous form.
+func startReply(t *testing.T, h *Handler, s *Session, words ...string) (string, bool) {
+	t.Helper()
+	var r recorder
+	if !startWait(t, h, s, words, &r, make(chan struct{})) {
+		return "", false
+	}
+	return r.String(), true
+}
+
 // startWait runs words with Start on s, replying to w, and waits until
 // it is done (closing done): false where words has no asynchronous form.
 func startWait(t *testing.T, h *Handler, s *Session, words []string, w Writer, done chan struct{}) bool {

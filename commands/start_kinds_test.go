@@ -38,14 +38,7 @@ func TestStartLockKinds(t *testing.T) {
 	s := h.NewSession("127.0.0.1:1")
 	t.Cleanup(func() { h.CloseSession(s) })
 
-	start := func(words ...string) (string, bool) {
-		t.Helper()
-		var r recorder
-		if !startWait(t, h, s, words, &r, make(chan struct{})) {
-			return "", false
-		}
-		return r.String(), true
-	}
+	start := func(words ...string) (string, bool) { t.Helper(); return startReply(t, h, s, words...) }
 	// grant is the n parts of words' grant: [token, validity], or with
 	// FENCE [token, validity, fence]; the token without its "$".
 	grant := func(n int, words ...string) []string {

@@ -26,14 +26,7 @@ func TestStartRenew(t *testing.T) {
 		h.Exec(s, byteArgs(words), &r)
 		return r.String()
 	}
-	start := func(words ...string) (string, bool) {
-		t.Helper()
-		var r recorder
-		if !startWait(t, h, s, words, &r, make(chan struct{})) {
-			return "", false
-		}
-		return r.String(), true
-	}
+	start := func(words ...string) (string, bool) { t.Helper(); return startReply(t, h, s, words...) }
 	pttl := func(key string) int64 {
 		t.Helper()
 		n, err := strconv.ParseInt(strings.TrimPrefix(exec("PTTL", key), ":"), 10, 64)
@@ -136,14 +129,7 @@ func TestStartRedlockScripts(t *testing.T) {
 	h := embeddedHandler(t, quorum.DefaultConfig())
 	s := h.NewSession("127.0.0.1:1")
 	t.Cleanup(func() { h.CloseSession(s) })
-	start := func(words ...string) (string, bool) {
-		t.Helper()
-		var r recorder
-		if !startWait(t, h, s, words, &r, make(chan struct{})) {
-			return "", false
-		}
-		return r.String(), true
-	}
+	start := func(words ...string) (string, bool) { t.Helper(); return startReply(t, h, s, words...) }
 	acquire, extend, release := sha1Hex(redlockAcquireV5), sha1Hex(redlockExtendV5), sha1Hex(redlockReleaseV5)
 	for _, tc := range []struct {
 		words []string

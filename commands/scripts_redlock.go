@@ -46,8 +46,7 @@ func startRedlockAcquire(h *Handler, st *started) bool {
 		st.end()
 		return true
 	}
-	st.script = true
-	h.acquireAsync(st, quorum.SetNX, key, token, ttl, false)
+	h.acquireAsync(st, quorum.SetNX, key, token, ttl, replyBool)
 	return true
 }
 

@@ -57,8 +57,8 @@ type started struct {
 	done         func()
 	t0           time.Time
 
-	// The lock acquireAsync asks for, and with asLock what LOCK's
-	// options add once it is granted.
+	// The lock acquireAsync asks for, and for LOCK what its options add
+	// once it is granted.
 	cl         *quorum.Cluster
 	key, token string
 	kind       quorum.CmdKind
@@ -67,9 +67,7 @@ type started struct {
 	// LOCK … WAIT: until when the wait runs (zero: no wait, or no more).
 	waitUntil        time.Time
 	ttl              time.Duration
-	asLock           bool
-	script           bool // a library script's: 1 or 0, not the command's reply
-	renewal          bool // RENEW's: the validity left
+	form             replyForm // what it answers (see reply)
 	fence, keepalive bool
 	session          bool  // with keepalive: a session lock (SET NX without an expiry)
 	err              error // told once an undo's release is done
@@ -188,7 +186,7 @@ func (h *Handler) runAcquire(c *call, ttl time.Duration, session bool) {
 	h.runStarted(c, func(h *Handler, st *started) bool {
 		st.keepalive, st.session = session, session
 		key, token := st.argPair(0, 1)
-		h.acquireAsync(st, quorum.SetNX, key, token, ttl, false)
+		h.acquireAsync(st, quorum.SetNX, key, token, ttl, replyOK)
 		return true
 	})
 }
@@ -206,7 +204,7 @@ func (h *Handler) startSet(st *started) bool {
 		return false
 	}
 	key, token := st.argPair(0, 1)
-	h.acquireAsync(st, quorum.SetNX, key, token, o.ttl, false)
+	h.acquireAsync(st, quorum.SetNX, key, token, o.ttl, replyOK)
 	return true
 }
 
@@ -233,7 +231,7 @@ func (h *Handler) startLock(st *started) bool {
 	if o.wait > 0 {
 		st.waitUntil = time.Now().Add(o.wait)
 	}
-	h.acquireAsync(st, kind, o.key, token, o.ttl, true)
+	h.acquireAsync(st, kind, o.key, token, o.ttl, replyGrant)
 	return true
 }
 
@@ -246,11 +244,10 @@ func (o setOpts) plainLock() bool {
 // acquireAsync is acquire's first round, for Start, of a lock of kind
 // (see quorum.Cluster.AcquireAsync), or with st.owner one hold of the
 // owner's lock, or with st.permits a permit (a WAIT goes on from it, see
-// waitOn): the reply (SET's OK, or with asLock
-// LOCK's [token, validity-ms]; or the lock error) is written to st.w from
+// waitOn): the reply in form (or the lock error) is written to st.w from
 // the goroutine of the deciding reply, then st ends. A lock won for a
 // client that hung up meanwhile is released, as acquire does.
-func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token string, ttl time.Duration, asLock bool) {
+func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token string, ttl time.Duration, form replyForm) {
 	s := st.s
 	if err := s.Context().Err(); err != nil {
 		writeLockError(st.w, st.name, err)
@@ -259,7 +256,7 @@ func (h *Handler) acquireAsync(st *started, kind quorum.CmdKind, key, token stri
 	}
 	// The database in force at this command's place in a pipeline: a
 	// SELECT is a barrier, so the commands before it are all started.
-	st.cl, st.key, st.token, st.ttl, st.asLock = h.clusterOf(s), key, token, ttl, asLock
+	st.cl, st.key, st.token, st.ttl, st.form = h.clusterOf(s), key, token, ttl, form
 	switch {
 	case st.owner != "":
 		if st.held == nil {
@@ -416,16 +413,27 @@ func (st *started) granted(l quorum.Lock, err error) {
 	st.reply(l, err)
 }
 
-// reply writes a started lock's or renewal's reply and ends it.
+// replyForm is what a started lock or renewal answers.
+type replyForm int
+
+const (
+	replyOK       replyForm = iota // SET's OK
+	replyGrant                     // LOCK's [token, validity-ms] (with FENCE, the fence too)
+	replyValidity                  // RENEW's validity-ms
+	replyBool                      // a library script's 1, or 0 where refused
+)
+
+// reply writes a started lock's or renewal's reply, in st.form, and
+// ends it.
 func (st *started) reply(l quorum.Lock, err error) {
 	switch {
-	case st.script:
-		st.h.writeScriptBool(&st.call, err) // a library's script: 1 or 0
+	case st.form == replyBool:
+		st.h.writeScriptBool(&st.call, err)
 	case err != nil:
 		writeLockError(st.w, st.name, err)
-	case st.asLock:
+	case st.form == replyGrant:
 		writeGrant(st.w, l, st.fence)
-	case st.renewal:
+	case st.form == replyValidity:
 		st.w.WriteInt(truncMillis(l.Validity))
 	default:
 		st.w.WriteSimple("OK")
@@ -473,7 +481,7 @@ func startRelease(h *Handler, st *started) bool {
 // startExtend is an extend script's asynchronous form, RENEW's, for
 // script numkeys=1 key token ms (extendScript).
 func startExtend(h *Handler, st *started) bool {
-	return len(st.args) == 5 && h.renewAsync(st, 2, 3, 4, renewScript)
+	return len(st.args) == 5 && h.renewAsync(st, 2, 3, 4, replyBool, false)
 }
 
 // startRedisPyExtend is redis-py's extend in its asynchronous form, for
@@ -486,11 +494,11 @@ func startRedisPyExtend(h *Handler, st *started) bool {
 	case len(st.args) != 6:
 		return false
 	case string(st.args[5]) != "0":
-		return h.renewAsync(st, 2, 3, 4, renewScript)
+		return h.renewAsync(st, 2, 3, 4, replyBool, false)
 	case quorum.IsOwnerToken(string(st.args[3])):
 		return false
 	}
-	return h.renewAsync(st, 2, 3, 4, renewScriptAdd)
+	return h.renewAsync(st, 2, 3, 4, replyBool, true)
 }
 
 // releaseAsync is releaseToken without a worker, for Start, of the key
@@ -521,24 +529,16 @@ func (st *started) onReleased(ok bool, err error) {
 
 // startRenew is RENEW's asynchronous form: RENEW key token ttl.
 func (h *Handler) startRenew(st *started) bool {
-	return h.renewAsync(st, 0, 1, 2, renewCommand)
+	return h.renewAsync(st, 0, 1, 2, replyValidity, false)
 }
-
-// renewForm is how a renewal asks and answers.
-type renewForm int
-
-const (
-	renewCommand   renewForm = iota // RENEW: the ttl replaces; validity or null
-	renewScript                     // an extend script: the ttl replaces; 1 or 0
-	renewScriptAdd                  // redis-py's extend: the ttl is added; 1 or 0
-)
 
 // renewAsync is renewToken without a worker, for Start, of the key, token
 // and ttl in milliseconds that st's arguments keyArg, tokenArg and ttlArg
-// name, asked and answered as form says. Where renewToken keeps books (a
+// name, answered in form; with add the ttl is added to the one left (up
+// to max-ttl), else it replaces it. Where renewToken keeps books (a
 // lock of this proxy kept or known lost under the token) it reports
 // false, having done nothing, for the worker to run.
-func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form renewForm) bool {
+func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form replyForm, add bool) bool {
 	s := st.s
 	key, token := st.argPair(keyArg, tokenArg)
 	ref := lockRef{s.DB(), key, token}
@@ -552,12 +552,11 @@ func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form ren
 	}
 	// The database in force at this command's place in a pipeline (see
 	// acquireAsync), kept for the continuation.
-	st.cl, st.key, st.token = h.clusterOf(s), key, token
-	st.script, st.renewal = form != renewCommand, form == renewCommand
+	st.cl, st.key, st.token, st.form = h.clusterOf(s), key, token, form
 	if st.renewed == nil {
 		st.renewed = st.onRenewed
 	}
-	if form == renewScriptAdd {
+	if add {
 		st.cl.ExtendAddAsync(st.reporter(), key, token, ttl, h.opts.MaxTTL, st.renewed)
 	} else {
 		st.cl.RenewAsync(st.reporter(), key, token, ttl, st.renewed)

@@ -41,17 +41,11 @@ func (k *keptStrings) pair(a, b []byte) (string, string) {
 	return cut(p[:len(a)]), cut(p[len(a):])
 }
 
-// withToken is a as a string, and a fresh token (quorum.NewToken's kind).
+// withToken is a as a string, and a fresh token (quorum.NewToken's kind),
+// copied together as pair copies them.
 func (k *keptStrings) withToken(a []byte) (string, string) {
-	const tokenLen = 32 // hex of quorum's 16 bytes
-	if len(a) > keptChunk/4 {
-		return string(a), quorum.NewToken()
-	}
-	k.mu.Lock()
-	p := k.room(len(a) + tokenLen)
-	p = quorum.AppendToken(append(p, a...))
-	k.mu.Unlock()
-	return cut(p[:len(a)]), cut(p[len(a):])
+	var tok [64]byte
+	return k.pair(a, quorum.AppendToken(tok[:0]))
 }
 
 // room is the next n free bytes of the chunk, as an empty slice of

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
 // TestKeptStringsStayWhatTheyWere: strings cut from a connection's chunks
@@ -123,5 +124,21 @@ func TestKeepaliveKeepsNoChunk(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d bindings, want 1", n)
+	}
+}
+
+// A pair and a fresh token cost no allocation of their own: only the
+// chunks they fill, one per many requests.
+func TestKeptStringsAllocateNothingOfTheirOwn(t *testing.T) {
+	if raceflag.Enabled {
+		t.Skip("allocations are counted without the race detector")
+	}
+	var k keptStrings
+	key, token := []byte("lock:12345"), []byte("token:67890")
+	if n := testing.AllocsPerRun(200, func() { k.pair(key, token) }); n != 0 {
+		t.Errorf("pair allocates %.2f times a call", n)
+	}
+	if n := testing.AllocsPerRun(200, func() { k.withToken(key) }); n != 0 {
+		t.Errorf("withToken allocates %.2f times a call", n)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
@@ -91,9 +90,7 @@ func TestKeptStringsFromManyGoroutines(t *testing.T) {
 // which lives as long as the lock, holds copies of its own; the chunk
 // is the one later requests go on filling.
 func TestKeepaliveKeepsNoChunk(t *testing.T) {
-	h := embeddedHandler(t, quorum.DefaultConfig())
-	s := h.NewSession("127.0.0.1:1")
-	t.Cleanup(func() { h.CloseSession(s) })
+	h, s := embeddedSession(t)
 	var r recorder
 	if !startWait(t, h, s, []string{"LOCK", "kept", "10000", "TOKEN", "tok", "KEEPALIVE"}, &r, make(chan struct{})) {
 		t.Fatal("LOCK … KEEPALIVE has no asynchronous form")

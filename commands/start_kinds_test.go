@@ -26,6 +26,16 @@ func embeddedHandler(t *testing.T, cfg quorum.Config) *Handler {
 	return New(cl, Options{})
 }
 
+// embeddedSession is a session of a Handler over three in-memory nodes
+// with the default configuration, closed with the test.
+func embeddedSession(t *testing.T) (*Handler, *Session) {
+	t.Helper()
+	h := embeddedHandler(t, quorum.DefaultConfig())
+	s := h.NewSession("127.0.0.1:1")
+	t.Cleanup(func() { h.CloseSession(s) })
+	return h, s
+}
+
 // LOCK's SHARED and FAIR kinds without WAIT are one round each, and Start
 // runs them as it runs a try-lock: the readers of a key share it, a plain
 // lock and a fair lock are refused where it is held, and a fair lock is
@@ -34,9 +44,7 @@ func embeddedHandler(t *testing.T, cfg quorum.Config) *Handler {
 // and OWNER's holds, and PERMITS' read of the free slots and its tries of
 // them. WAIT: see TestStartLockWait.
 func TestStartLockKinds(t *testing.T) {
-	h := embeddedHandler(t, quorum.DefaultConfig())
-	s := h.NewSession("127.0.0.1:1")
-	t.Cleanup(func() { h.CloseSession(s) })
+	h, s := embeddedSession(t)
 
 	start := func(words ...string) (string, bool) { t.Helper(); return startReply(t, h, s, words...) }
 	// grant is the n parts of words' grant: [token, validity], or with

@@ -18,9 +18,7 @@ import (
 // and redis-py's add to an OWNER lock (which Run refuses) are left to
 // Run.
 func TestStartRenew(t *testing.T) {
-	h := embeddedHandler(t, quorum.DefaultConfig())
-	s := h.NewSession("127.0.0.1:1")
-	t.Cleanup(func() { h.CloseSession(s) })
+	h, s := embeddedSession(t)
 	exec := func(words ...string) string {
 		var r recorder
 		h.Exec(s, byteArgs(words), &r)
@@ -126,9 +124,7 @@ func TestStartRenew(t *testing.T) {
 // another token holds it or it is gone; with several keys they are left
 // to Run (the all-or-nothing rounds of AcquireAll and ExtendAll).
 func TestStartRedlockScripts(t *testing.T) {
-	h := embeddedHandler(t, quorum.DefaultConfig())
-	s := h.NewSession("127.0.0.1:1")
-	t.Cleanup(func() { h.CloseSession(s) })
+	h, s := embeddedSession(t)
 	start := func(words ...string) (string, bool) { t.Helper(); return startReply(t, h, s, words...) }
 	acquire, extend, release := sha1Hex(redlockAcquireV5), sha1Hex(redlockExtendV5), sha1Hex(redlockReleaseV5)
 	for _, tc := range []struct {

@@ -24,12 +24,12 @@ func (h *Handler) cmdEval(c *call) {
 		return
 	}
 	body := c.arg(0)
-	sha := sha1Hex(body)
-	if s, ok := scripts[sha]; ok {
-		h.debugScript(sha, s, nil)
+	if s, ok := scriptBodies[body]; ok {
+		h.debugScript(s.sha, s, nil)
 		h.runScript(c, s, n)
 		return
 	}
+	sha := sha1Hex(body)
 	e := h.scripts.add(sha, body)
 	h.debugScript(sha, nil, e)
 	h.runReplicated(c, e, n)
@@ -139,12 +139,14 @@ func (h *Handler) cmdScript(c *call) {
 
 // scriptLoad checks and caches body: its SHA1, or the check's refusal.
 func (h *Handler) scriptLoad(c *call, body string) {
+	if s, ok := scriptBodies[body]; ok {
+		c.w.WriteBulkString(s.sha)
+		return
+	}
 	sha := sha1Hex(body)
-	if _, ok := scripts[sha]; !ok {
-		if e := h.scripts.add(sha, body); e.err != nil {
-			c.w.WriteError(checkRefusal(e.err))
-			return
-		}
+	if e := h.scripts.add(sha, body); e.err != nil {
+		c.w.WriteError(checkRefusal(e.err))
+		return
 	}
 	c.w.WriteBulkString(sha)
 }

@@ -1,5 +1,11 @@
 package commands
 
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+)
+
 // Request is one command line (the name first), looked up in the command
 // table once: the proxy asks of every pipelined command whether it may run
 // alongside others and whether it may block, then runs it, and each of
@@ -32,19 +38,32 @@ func (r Request) Keys() ([][]byte, bool) {
 	return keys, true
 }
 
-// ScriptSHA1 is, for EVAL and EVAL_RO, the SHA1 of the body they cache
-// and run (load true); for EVALSHA and EVALSHA_RO, the SHA1 they name, as
-// the client spelled it (load false); nil for any other request. A
-// pipeline runs an EVALSHA after an EVAL of its body before it in the
-// batch, as Redis does, so that it finds the body cached.
-func (r Request) ScriptSHA1() (sha []byte, load bool) {
-	if r.cmd == nil || r.cmd.keys != keysEval || len(r.Args) < 2 {
-		return nil, false
+// ScriptBody is the body that an EVAL or EVAL_RO caches and runs; nil
+// for any other request. A pipeline runs an EVALSHA after an EVAL of its
+// body before it in the batch, as Redis does, so that it finds the body
+// cached (see ScriptName).
+func (r Request) ScriptBody() []byte {
+	if r.cmd == nil || r.cmd.keys != keysEval || len(r.Args) < 2 || r.cmd.name == "evalsha" || r.cmd.name == "evalsha_ro" {
+		return nil
 	}
-	if r.cmd.name == "evalsha" || r.cmd.name == "evalsha_ro" {
-		return r.Args[1], false
+	return r.Args[1]
+}
+
+// ScriptName is the SHA1 that an EVALSHA or EVALSHA_RO names, as the
+// client spelled it; nil for any other request.
+func (r Request) ScriptName() []byte {
+	if r.cmd == nil || len(r.Args) < 2 || (r.cmd.name != "evalsha" && r.cmd.name != "evalsha_ro") {
+		return nil
 	}
-	return []byte(sha1Hex(string(r.Args[1]))), true
+	return r.Args[1]
+}
+
+// ScriptNames reports whether name, a SHA1 as a client spells it (either
+// case), names the script whose SHA1 is sum.
+func ScriptNames(name []byte, sum *[sha1.Size]byte) bool {
+	var hx [2 * sha1.Size]byte
+	hex.Encode(hx[:], sum[:])
+	return bytes.EqualFold(name, hx[:])
 }
 
 // MayBlock is MayBlock for the request.

@@ -21,12 +21,22 @@ type lockScript struct {
 	// command.start), or nil: a release as UNLOCK's (startRelease), an
 	// extend as RENEW's (startExtend).
 	start func(h *Handler, st *started) bool
+	// sha is the body's SHA1, the name EVALSHA calls it by.
+	sha string
 }
 
-var scripts = map[string]*lockScript{}
+// scripts holds the recognised lock scripts by SHA1 (EVALSHA's name for
+// them), scriptBodies the same by body: EVAL finds one without hashing
+// what it was sent.
+var (
+	scripts      = map[string]*lockScript{}
+	scriptBodies = map[string]*lockScript{}
+)
 
 func registerScript(s *lockScript) {
-	scripts[sha1Hex(s.body)] = s
+	s.sha = sha1Hex(s.body)
+	scripts[s.sha] = s
+	scriptBodies[s.body] = s
 }
 
 // sha1Hex is the name Redis gives a script body.

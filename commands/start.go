@@ -450,7 +450,7 @@ func (h *Handler) startUnlock(st *started) bool {
 // startEval is EVAL's asynchronous form, for a recognised script with
 // one (see lockScript.start).
 func (h *Handler) startEval(st *started) bool {
-	return oneKey(&st.call) && h.startScript(st, scripts[sha1Hex(st.arg(0))])
+	return oneKey(&st.call) && h.startScript(st, scriptBodies[string(st.args[0])])
 }
 
 // startEvalSHA is EVALSHA's asynchronous form. A SHA1 spelled in upper

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"sync"
 	"time"
 
@@ -107,26 +108,40 @@ func segmentEnd(st *connState, reqs []commands.Request, i int) int {
 	return j
 }
 
-// noteLoad adds to loaded the SHA1 of the script that r (an EVAL) caches.
-func noteLoad(r commands.Request, loaded [][]byte) [][]byte {
-	if sha, load := r.ScriptSHA1(); load {
-		return append(loaded, sha)
+// loadedScript is a body that an EVAL of the run caches, and its SHA1
+// once an EVALSHA of the run asked (summed): most runs never do, and the
+// body is hashed only then.
+type loadedScript struct {
+	body   []byte
+	sum    [sha1.Size]byte
+	summed bool
+}
+
+// noteLoad adds to loaded the body of the script that r (an EVAL) caches.
+func noteLoad(r commands.Request, loaded []loadedScript) []loadedScript {
+	if body := r.ScriptBody(); body != nil {
+		return append(loaded, loadedScript{body: body})
 	}
 	return loaded
 }
 
 // needsLoaded reports whether r is an EVALSHA of a body that an EVAL of
-// the run caches: it must run after it, as Redis would run it.
-func needsLoaded(r commands.Request, loaded [][]byte) bool {
+// the run caches: it must run after it, as Redis would run it. Each body
+// is hashed once at most.
+func needsLoaded(r commands.Request, loaded []loadedScript) bool {
 	if len(loaded) == 0 {
 		return false
 	}
-	sha, load := r.ScriptSHA1()
-	if load || sha == nil {
+	name := r.ScriptName()
+	if name == nil {
 		return false
 	}
-	for _, l := range loaded {
-		if bytes.EqualFold(sha, l) {
+	for i := range loaded {
+		l := &loaded[i]
+		if !l.summed {
+			l.sum, l.summed = sha1.Sum(l.body), true
+		}
+		if commands.ScriptNames(name, &l.sum) {
 			return true
 		}
 	}

@@ -30,7 +30,7 @@ type RedisOptions struct {
 	// Default: 1s.
 	DialTimeout time.Duration
 	// Conns is the number of connections that the node's commands share,
-	// pipelining whatever callers send at the same time. Default: 2.
+	// pipelining whatever callers send at the same time. Default: 1.
 	Conns int
 	// NodeTimeout is the budget each command gets (the quorum's per-node
 	// timeout). A written command left unanswered that long again past

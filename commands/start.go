@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -156,6 +157,17 @@ func (st *started) end() {
 
 // RoundDone implements quorum.Reporter: the round's report, kept for end.
 func (st *started) RoundDone(rep *quorum.Report) { st.round = rep }
+
+// keepRound copies the round's report for an end that comes after the
+// round's continuation has returned, when the round's own is gone (see
+// quorum.Reporter).
+func (st *started) keepRound() {
+	if st.round != nil {
+		rep := *st.round
+		rep.Calls = slices.Clone(rep.Calls)
+		st.round = &rep
+	}
+}
 
 // free puts st back in the pool, keeping nothing of its request.
 func (st *started) free() {
@@ -570,6 +582,7 @@ func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form rep
 // renewal waits for the backend reader this runs on.
 func (st *started) onRenewed(l quorum.Lock, err error) {
 	if err == nil && st.h.bound.get(lockRef{st.cl.Index(), st.key, st.token}) != nil {
+		st.keepRound()
 		go func() {
 			st.h.extended(st.s, l.Validity, nil, st.token, st.key)
 			st.reply(l, nil)

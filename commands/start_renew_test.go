@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -159,4 +160,94 @@ func TestStartRedlockScripts(t *testing.T) {
 			t.Errorf("%v started (%s), want it left to Run", words, got)
 		}
 	}
+}
+
+// TestStartedRenewBoundMeanwhileReportsItsRound: a started RENEW whose
+// lock a connection binds while its round is in flight answers from a
+// goroutine of its own (onRenewed), after its round's continuation has
+// returned and the round's report has gone back to its pool. Its report
+// must still name its round, as the same RENEW's report does without the
+// binding. The binding is a forced SET of the same token on the same
+// connection, and an OWNER's KEEPALIVE hold taken by another connection.
+func TestStartedRenewBoundMeanwhileReportsItsRound(t *testing.T) {
+	for _, tc := range []struct {
+		name, op string
+		lock     func(h *Handler, s *Session) (key, token string)
+		bind     func(t *testing.T, h *Handler, s *Session, key, token string)
+	}{
+		{"forced SET", "CompareAndExtend",
+			func(h *Handler, s *Session) (string, string) {
+				execOn(h, s, "SET", "k", "tok", "NX", "PX", "10000")
+				return "k", "tok"
+			},
+			func(t *testing.T, h *Handler, s *Session, key, token string) {
+				if got := execOn(h, s, "SET", key, token); got != "+OK" {
+					t.Fatalf("SET %s %s: %s", key, token, got)
+				}
+			}},
+		{"OWNER kept by another connection", "ExtendHeld",
+			func(h *Handler, s *Session) (string, string) {
+				got := execOn(h, s, "LOCK", "o", "10000", "OWNER", "me")
+				return "o", strings.TrimPrefix(strings.Fields(strings.Trim(got, "[]"))[0], "$")
+			},
+			func(t *testing.T, h *Handler, _ *Session, key, token string) {
+				s2 := h.NewSession("127.0.0.1:2")
+				t.Cleanup(func() { h.CloseSession(s2) })
+				if got := execOn(h, s2, "LOCK", key, "10000", "OWNER", "me", "KEEPALIVE"); !strings.Contains(got, token) {
+					t.Fatalf("LOCK %s … OWNER me KEEPALIVE: %s", key, got)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := newCountingObserver()
+			h, s, slow := reportsHandler(t, obs)
+			key, token := tc.lock(h, s)
+			slow.SetOpDelay(tc.op, time.Second)
+			renew := func(bind bool) string {
+				obs.take()
+				var r recorder
+				done := make(chan struct{})
+				if !h.Start(s, NewRequest(byteArgs([]string{"RENEW", key, token, "30000"})), &r, func() { close(done) }) {
+					t.Fatal("RENEW not started")
+				}
+				if bind {
+					tc.bind(t, h, s, key, token)
+					select {
+					case <-done:
+						t.Fatal("the RENEW ended before the binding was made")
+					default:
+					}
+				}
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("RENEW not done")
+				}
+				if !strings.HasPrefix(r.String(), ":") {
+					t.Fatalf("RENEW: %s", r.String())
+				}
+				for _, rep := range obs.take() {
+					if strings.HasPrefix(rep, "CommandDone renew") {
+						return rep
+					}
+				}
+				t.Fatal("RENEW not reported")
+				return ""
+			}
+			want := renew(false)
+			if !strings.Contains(want, "round=extend/ok") {
+				t.Fatalf("RENEW's report: %q", want)
+			}
+			if got := renew(true); got != want {
+				t.Fatalf("RENEW's report with the lock bound meanwhile: %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// execOn runs words on s and returns the reply.
+func execOn(h *Handler, s *Session, words ...string) string {
+	var r recorder
+	h.Exec(s, byteArgs(words), &r)
+	return r.String()
 }

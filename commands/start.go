@@ -581,10 +581,10 @@ func (h *Handler) renewAsync(st *started, keyArg, tokenArg, ttlArg int, form rep
 // goroutine of its own, since its keeper may be renewing it and the
 // renewal waits for the backend reader this runs on.
 func (st *started) onRenewed(l quorum.Lock, err error) {
-	if err == nil && st.h.bound.get(lockRef{st.cl.Index(), st.key, st.token}) != nil {
+	if b := st.h.bound.get(lockRef{st.cl.Index(), st.key, st.token}); err == nil && b != nil {
 		st.keepRound()
 		go func() {
-			st.h.extended(st.s, l.Validity, nil, st.token, st.key)
+			b.kept.Granted(l.Validity)
 			st.reply(l, nil)
 		}()
 		return

@@ -161,7 +161,7 @@ func (h *Handler) setIfEq(c *call, o setOpts) {
 func (h *Handler) forceSet(c *call, o setOpts) {
 	h.unbindKey(c.s.DB(), c.arg(0))
 	_, err := h.clusterOf(c.s).ForceSet(c.s.Context(), c.arg(0), c.arg(1), o.ttl)
-	h.took(c.s, err, c.arg(1), c.arg(0))
+	h.took(c.s, c.s.DB(), err, c.arg(1), c.arg(0))
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

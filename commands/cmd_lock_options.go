@@ -341,7 +341,7 @@ func (h *Handler) sessionSet(c *call, force bool) {
 	}
 	key, token, ttl := c.arg(0), c.arg(1), h.opts.SessionTTL
 	l, err := h.clusterOf(c.s).ForceSet(c.s.Context(), key, token, ttl)
-	h.took(c.s, err, token, key)
+	h.took(c.s, c.s.DB(), err, token, key)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

@@ -33,7 +33,7 @@ func (h *Handler) handOver(c *call, o setOpts) {
 	if err == nil && c.s.Context().Err() != nil {
 		err = h.undoForGone(c.s, l)
 	}
-	h.took(c.s, err, next, key)
+	h.took(c.s, c.s.DB(), err, next, key)
 	if err != nil {
 		writeLockError(c.w, c.name, err)
 		return

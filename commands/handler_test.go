@@ -25,6 +25,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
+	return newFixtureWith(t, opts, quorum.DefaultConfig())
+}
+
+// newFixtureWith is newFixture over a cluster configured by cfg.
+func newFixtureWith(t *testing.T, opts Options, cfg quorum.Config) *fixture {
+	t.Helper()
 	f := &fixture{}
 	var nodes []quorum.Node
 	for _, n := range []string{"m1", "m2", "m3"} {
@@ -32,7 +38,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 		f.nodes = append(f.nodes, m)
 		nodes = append(nodes, m)
 	}
-	cl, err := quorum.New(nodes, quorum.DefaultConfig())
+	cl, err := quorum.New(nodes, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

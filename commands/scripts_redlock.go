@@ -57,13 +57,18 @@ func scriptRedlockAcquire(h *Handler, c *call, keys, args []string) {
 	if !ok {
 		return
 	}
-	var err error
 	if len(keys) == 1 {
-		_, err = h.clusterOf(c.s).Acquire(c.s.Context(), keys[0], args[0], ttl)
-	} else {
-		_, err = h.clusterOf(c.s).AcquireAll(c.s.Context(), keys, args[0], ttl)
+		h.runStarted(c, startRedlockAcquire)
+		return
 	}
-	h.took(c.s, err, args[0], keys...)
+	_, err := h.clusterOf(c.s).AcquireAll(c.s.Context(), keys, args[0], ttl)
+	if gone := c.s.Context().Err(); err == nil && gone != nil {
+		// Nobody will be told of the keys, as of a lock of one key
+		// (started.unlessGone): they go.
+		_, _ = h.releaseEach(c.s, keys, args[0])
+		err = gone
+	}
+	h.took(c.s, c.s.DB(), err, args[0], keys...)
 	h.writeRedlockCount(c, len(keys), err)
 }
 

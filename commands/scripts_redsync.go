@@ -53,7 +53,7 @@ func scriptRedsyncTouchOrSetNX(h *Handler, c *call, keys, args []string) {
 		return
 	}
 	v, err := h.clusterOf(c.s).ExtendOrAcquire(c.s.Context(), keys[0], args[0], ttl)
-	h.took(c.s, err, args[0], keys[0])
+	h.took(c.s, c.s.DB(), err, args[0], keys[0])
 	h.extended(c.s, v, err, args[0], keys[0])
 	h.writeScriptBool(c, err)
 }

@@ -104,21 +104,21 @@ func (h *Handler) KeepaliveStats() KeepaliveStats {
 // lock without hold counts bound again (a repeated SET) changes nothing. If
 // s closed meanwhile, the hold is dropped at once instead: nobody would.
 func (h *Handler) bind(s *Session, key, token string, ttl, valid time.Duration, kind bindKind) {
-	switch again, gone := h.tie(s, key, token, ttl, valid, kind); {
+	ref := lockRef{s.DB(), key, token}
+	switch again, gone := h.tie(s, ref, ttl, valid, kind); {
 	case gone:
-		h.dropHolds(lockRef{s.DB(), key, token}, 1)
+		h.dropHolds(ref, 1)
 	case again != nil:
 		again.kept.Granted(valid)
 	}
 }
 
-// tie is bind without what may wait for the backends or for a renewal,
-// which it leaves to the caller: gone, s closed meanwhile and the hold
-// must be dropped; again (not nil), the lock was bound already and its
-// keeper must be told of the new validity (Kept.Granted, which waits
-// for a renewal in flight).
-func (h *Handler) tie(s *Session, key, token string, ttl, valid time.Duration, kind bindKind) (again *binding, gone bool) {
-	ref := lockRef{s.DB(), key, token}
+// tie is bind of ref, the lock in its database, without what may wait
+// for the backends or for a renewal, which it leaves to the caller: gone,
+// s closed meanwhile and the hold must be dropped; again (not nil), the
+// lock was bound already and its keeper must be told of the new validity
+// (Kept.Granted, which waits for a renewal in flight).
+func (h *Handler) tie(s *Session, ref lockRef, ttl, valid time.Duration, kind bindKind) (again *binding, gone bool) {
 	r := &h.bound
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -129,13 +129,12 @@ func (h *Handler) tie(s *Session, key, token string, ttl, valid time.Duration, k
 	if !ok {
 		// Held for the lock's life: its own copies, not a share of
 		// the request's chunk (see keptStrings).
-		key, token = strings.Clone(key), strings.Clone(token)
-		ref.key, ref.token = key, token
+		ref.key, ref.token = strings.Clone(ref.key), strings.Clone(ref.token)
 		b = &binding{ref: ref, kind: kind, holds: map[int64]int{}}
-		b.kept = h.cluster.DB(ref.db).Keep(key, token, ttl, valid, func(err error) { h.lose(b, ttl, err) })
+		b.kept = h.cluster.DB(ref.db).Keep(ref.key, ref.token, ttl, valid, func(err error) { h.lose(b, ttl, err) })
 		r.add(b)
 	}
-	if quorum.IsOwnerToken(token) || b.holds[s.ID] == 0 {
+	if quorum.IsOwnerToken(ref.token) || b.holds[s.ID] == 0 {
 		b.holds[s.ID]++
 	}
 	r.index(b, s.ID)
@@ -262,12 +261,12 @@ func (r *bindings) recordLost(ref lockRef, holders []int64, now, until time.Time
 	r.nrecords.Store(int64(len(r.lost)))
 }
 
-// took records a round of session s that acquired keys with token (when
-// err is nil): a kept lock of theirs that was lost is forgotten, for s
-// alone if it is an owner lock (s took a new hold of it). The client chose
-// the token and reuses it, or the owner holds its lock again: GET, RENEW
-// and UNLOCK answer from the backends again.
-func (h *Handler) took(s *Session, err error, token string, keys ...string) {
+// took records a round of session s in database db that acquired keys
+// with token (when err is nil): a kept lock of theirs that was lost is
+// forgotten, for s alone if it is an owner lock (s took a new hold of
+// it). The client chose the token and reuses it, or the owner holds its
+// lock again: GET, RENEW and UNLOCK answer from the backends again.
+func (h *Handler) took(s *Session, db int, err error, token string, keys ...string) {
 	r := &h.bound
 	if err != nil || r.nrecords.Load() == 0 {
 		return
@@ -276,7 +275,7 @@ func (h *Handler) took(s *Session, err error, token string, keys ...string) {
 	defer r.mu.Unlock()
 	defer func() { r.nrecords.Store(int64(len(r.lost))) }()
 	for _, key := range keys {
-		ref := lockRef{s.DB(), key, token}
+		ref := lockRef{db, key, token}
 		if l, ok := r.lost[ref]; ok && l.only != nil {
 			delete(l.only, s.ID)
 			continue

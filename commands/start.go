@@ -297,12 +297,8 @@ func (st *started) onAcquired(l quorum.Lock, err error) {
 		go st.waitOn(err)
 		return
 	}
-	if err == nil && s.Context().Err() != nil {
-		// Nobody will be told of the lock: it goes, unwaited for.
-		err = s.Context().Err()
-		st.drop(l)
-	}
-	st.h.took(s, err, l.Token, st.key)
+	err = st.unlessGone(l, err)
+	st.h.took(s, st.cl.Index(), err, l.Token, st.key)
 	if err == nil && st.fence {
 		if st.fenced == nil {
 			st.fenced = st.onFenced
@@ -360,10 +356,24 @@ func (st *started) waitOn(tried error) {
 // does.
 func (st *started) onFenced(l quorum.Lock, err error) {
 	if err == nil {
-		st.granted(l, nil)
+		st.granted(l, st.unlessGone(l, nil))
 		return
 	}
 	st.undo(l, fenceError(err))
+}
+
+// unlessGone is err, the outcome of a round that granted l when it is
+// nil, unless the client hung up meanwhile: nobody will be told of the
+// lock, which goes, unwaited for, and the reason is the connection's end.
+func (st *started) unlessGone(l quorum.Lock, err error) error {
+	if err != nil {
+		return err
+	}
+	if gone := st.s.Context().Err(); gone != nil {
+		st.drop(l)
+		return gone
+	}
+	return nil
 }
 
 // undo releases l, which the client will not be told of, and then
@@ -409,7 +419,7 @@ func (st *started) granted(l quorum.Lock, err error) {
 		if st.session {
 			kind = bindSession
 		}
-		again, gone := st.h.tie(st.s, l.Key, l.Token, st.ttl, l.Validity, kind)
+		again, gone := st.h.tie(st.s, lockRef{st.cl.Index(), l.Key, l.Token}, st.ttl, l.Validity, kind)
 		switch {
 		case gone:
 			st.undo(l, st.s.Context().Err())

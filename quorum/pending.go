@@ -152,13 +152,17 @@ func (r *retrier) add(i, db int, key, token string, ttl time.Duration, answeredA
 // addUndo remembers an UndoHold of the round marked at mark (in database
 // db) on node i that did not get an answer.
 func (r *retrier) addUndo(i, db int, key, mark, keep string, ttl time.Duration) {
-	r.push(i, pendingRelease{db: db, key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{keep, ttl}})
+	r.push(i, pendingRelease{db: db, key: key, token: mark, until: time.Now().Add(ttl), undo: &undoHold{strings.Clone(keep), ttl}})
 }
 
 // addUndoEval remembers an UndoEval of the script round marked at mark
 // on node i that did not get an answer; the mark lives ttl.
 func (r *retrier) addUndoEval(i int, keys []string, mark string, db int, ttl time.Duration) {
-	r.push(i, pendingRelease{db: db, key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{keys, db, ttl}})
+	own := make([]string, len(keys))
+	for j, k := range keys {
+		own[j] = strings.Clone(k)
+	}
+	r.push(i, pendingRelease{db: db, key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{own, db, ttl}})
 }
 
 // push queues e for node i and arms the next retry round.
@@ -167,7 +171,9 @@ func (r *retrier) push(i int, e pendingRelease) {
 		return
 	}
 	// Queued for as long as the lock can live: copies of their own, as a
-	// caller's strings may share their memory with many others'.
+	// caller's strings may share their memory with many others' (so are
+	// an undo's kept token and a script's keys, by addUndo and
+	// addUndoEval).
 	e.key, e.token = strings.Clone(e.key), strings.Clone(e.token)
 	now := time.Now()
 	q := r.queues[i]

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,9 @@ func (s *memOp) eval() quorum.Reply {
 	p, err := compileScript(s.c.Script)
 	if err != nil {
 		v := errorValue(errCompile + err.Error())
+		if sb, ok := err.(shebangError); ok {
+			v = errorValue("ERR " + string(sb))
+		}
 		return quorum.Reply{OK: true, Value: &v}
 	}
 	r := &luaRun{s: s, db: s.c.DB, stores: p.stores}
@@ -400,6 +404,9 @@ func newLuaVM() *luaVM {
 	L.SetGlobal("setmetatable", L.NewFunction(vm.refuseShared(L.GetGlobal("setmetatable"))))
 	if tab, ok := L.GetGlobal("table").(*lua.LTable); ok {
 		tab.RawSetString("insert", L.NewFunction(vm.refuseShared(tab.RawGetString("insert"))))
+		if concat, ok := tab.RawGetString("concat").(*lua.LFunction); ok && concat.GFunction != nil {
+			tab.RawSetString("concat", L.NewFunction(boundedConcat(concat.GFunction)))
+		}
 	}
 	protectGlobals(L)
 	vm.readonly = make(map[*lua.LTable]bool)
@@ -453,6 +460,36 @@ func boundedGsub(gsub lua.LGFunction) lua.LGFunction {
 			L.RaiseError("string.gsub: result too large")
 		}
 		return gsub(L)
+	}
+}
+
+// boundedConcat refuses a table.concat whose result would pass
+// luaRepMax, before the interpreter allocates it in one step. It sums
+// the lengths of the elements the call joins, up to the first that is
+// neither a string nor a number, where the call itself fails.
+func boundedConcat(concat lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		sep := len(L.OptString(2, ""))
+		i, j := L.OptInt(3, 1), L.OptInt(4, t.Len())
+		total := 0
+		for k := i; k <= j; k++ {
+			switch v := t.RawGetInt(k).(type) {
+			case lua.LString:
+				total += len(v)
+			case lua.LNumber:
+				total += len(v.String())
+			default:
+				return concat(L)
+			}
+			if k < j {
+				total += sep
+			}
+			if total > luaRepMax {
+				L.RaiseError("table.concat: result too large")
+			}
+		}
+		return concat(L)
 	}
 }
 
@@ -783,7 +820,11 @@ func compileScript(sc *quorum.Script) (luaProto, error) {
 	if ok && p.src == sc.Src {
 		return p, nil
 	}
-	proto, err := compileLua(sc.Src)
+	body, err := stripShebang(sc.Src)
+	if err != nil {
+		return luaProto{}, err
+	}
+	proto, err := compileLua(body)
 	if err != nil {
 		return luaProto{}, err
 	}
@@ -801,6 +842,49 @@ func compileScript(sc *quorum.Script) (luaProto, error) {
 	}
 	luaProtos.m[sc.SHA] = p
 	return p, nil
+}
+
+// shebangError is a script's first line that Redis refuses: the reply
+// is its message, not a compile error.
+type shebangError string
+
+func (e shebangError) Error() string { return string(e) }
+
+// shebangFlags are the flags Redis 7 takes on a script's "#!lua" line.
+var shebangFlags = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
+
+// stripShebang reads a script's first line as Redis 7 does when it
+// starts with "#!": a line of its own, whose engine must be lua and
+// whose only option is flags=, each flag one that Redis knows. The line
+// is not Lua, and is blanked (its newline stays, so that line numbers
+// are kept). The flags change
+// nothing here: no-writes is the static check's, the others name server
+// states an embedded node does not have.
+func stripShebang(src string) (string, error) {
+	if !strings.HasPrefix(src, "#!") {
+		return src, nil
+	}
+	i := strings.IndexByte(src, '\n')
+	if i < 0 {
+		return "", shebangError("Invalid script shebang")
+	}
+	line, rest := src[:i], src[i:]
+	words := strings.Fields(line[2:])
+	if len(words) == 0 || words[0] != "lua" {
+		return "", shebangError("Unexpected engine in script shebang: " + line)
+	}
+	for _, w := range words[1:] {
+		flags, ok := strings.CutPrefix(w, "flags=")
+		if !ok {
+			return "", shebangError("Unknown lua shebang option: " + w)
+		}
+		for f := range strings.SplitSeq(flags, ",") {
+			if f != "" && !slices.Contains(shebangFlags, f) {
+				return "", shebangError("Unexpected flag in script shebang: " + f)
+			}
+		}
+	}
+	return rest, nil
 }
 
 // compileLua parses and compiles src; a panic of the parser on some

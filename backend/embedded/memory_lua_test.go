@@ -141,6 +141,14 @@ var luaHashCases = []luaCase{
 }
 
 var luaMiscCases = []luaCase{
+	{name: "shebang", script: "#!lua\nreturn redis.call('set', KEYS[1], 'v')", keys: k1, status: true},
+	{name: "shebang flags", script: "#!lua  flags=no-writes,allow-oom\nreturn redis.call('get', KEYS[1])", keys: k1},
+	{name: "shebang no flags", script: "#!lua flags=\nreturn 2"},
+	{name: "shebang only", script: "#!lua"},
+	{name: "shebang engine", script: "#!js\nreturn 1"},
+	{name: "shebang option", script: "#!lua name=foo\nreturn 1"},
+	{name: "shebang flag", script: "#!lua flags=no-writes,bogus\nreturn 1"},
+	{name: "table.concat", script: `return table.concat({'a', 1, 'b'}, '-')`},
 	{name: "PUBLISH", script: `return redis.call('publish', 'ch', 'msg')`},
 	{name: "SELECT", script: `redis.call('select', 3); redis.call('set', KEYS[1], 'v'); local in3 = redis.call('get', KEYS[1]); redis.call('select', 0); return {in3, redis.call('get', KEYS[1])}`, keys: k1},
 	{name: "SELECT status", script: `return redis.call('select', 2)`, status: true},
@@ -460,6 +468,10 @@ func TestMemoryEvalNodeOnly(t *testing.T) {
 		{"string.byte", `return {string.byte('abc', -2, -1)}`, "[98 99]"},
 		{"huge gsub", `local s = string.rep('x', 60000); return #s:gsub('x', s)`, "ERR"},
 		{"gsub", `return (string.gsub('a-b', '-', '+'))`, `2:"a+b"`},
+		{"huge table.concat", `local s = string.rep('x', 1048576); local t = {}; for i = 1, 1000 do t[i] = s end; return #table.concat(t)`, "ERR"},
+		{"huge table.concat separator", `return #table.concat({1, 2, 3}, string.rep('x', 40000000))`, "ERR"},
+		{"table.concat", `return table.concat({'a', 1, 'b'}, '-', 2)`, `2:"1-b"`},
+		{"table.concat of a hole", `return pcall(table.concat, {'a', nil, 'b'}, '', 1, 3)`, "nil"},
 		{"self-holding table", `local t = {}; t[1] = t; local ok = pcall(function() return redis.call('set', KEYS[1], t) end); return ok`, "nil"},
 	}
 	for _, tc := range tests {

@@ -74,7 +74,7 @@ func TestStartAllocations(t *testing.T) {
 			for i := range 3 {
 				nodes = append(nodes, embedded.New(fmt.Sprintf("mem-%d", i+1)))
 			}
-			cl, err := quorum.New(nodes, quorum.DefaultConfig())
+			cl, err := quorum.New(nodes, calmConfig())
 			if err != nil {
 				t.Fatal(err)
 			}

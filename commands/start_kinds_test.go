@@ -26,11 +26,20 @@ func embeddedHandler(t *testing.T, cfg quorum.Config) *Handler {
 	return New(cl, Options{})
 }
 
+// calmConfig is the default configuration with a node timeout that a
+// loaded machine does not reach: the tests that use it are not tests of
+// timeouts.
+func calmConfig() quorum.Config {
+	cfg := quorum.DefaultConfig()
+	cfg.NodeTimeout = time.Second
+	return cfg
+}
+
 // embeddedSession is a session of a Handler over three in-memory nodes
-// with the default configuration, closed with the test.
+// with calmConfig, closed with the test.
 func embeddedSession(t *testing.T) (*Handler, *Session) {
 	t.Helper()
-	h := embeddedHandler(t, quorum.DefaultConfig())
+	h := embeddedHandler(t, calmConfig())
 	s := h.NewSession("127.0.0.1:1")
 	t.Cleanup(func() { h.CloseSession(s) })
 	return h, s
@@ -195,7 +204,7 @@ func TestStartLockKinds(t *testing.T) {
 // lets it in, its wait ends (null), or its client hangs up (nothing held
 // afterwards).
 func TestStartLockWait(t *testing.T) {
-	cfg := quorum.DefaultConfig()
+	cfg := calmConfig()
 	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour // only a release lets a waiter in
 	h := embeddedHandler(t, cfg)
 	s := h.NewSession("127.0.0.1:1")

@@ -2,11 +2,13 @@ package commands
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"github.com/redlockd/redlockd/quorum"
 	"github.com/redlockd/redlockd/testkit/raceflag"
 )
 
@@ -132,10 +134,31 @@ func TestKeptStringsAllocateNothingOfTheirOwn(t *testing.T) {
 	}
 	var k keptStrings
 	key, token := []byte("lock:12345"), []byte("token:67890")
-	if n := testing.AllocsPerRun(200, func() { k.pair(key, token) }); n != 0 {
-		t.Errorf("pair allocates %.2f times a call", n)
+	// Every allocation counted, not their average per call rounded down
+	// (testing.AllocsPerRun): the chunks the calls fill, and nothing else.
+	const runs = 2000
+	for _, tc := range []struct {
+		name string
+		size int // bytes one call keeps
+		call func()
+	}{
+		{"pair", len(key) + len(token), func() { k.pair(key, token) }},
+		{"withToken", len(key) + len(quorum.AppendToken(nil)), func() { k.withToken(key) }},
+	} {
+		chunks := uint64(runs*tc.size/keptChunk + 2)
+		if n := mallocs(runs, tc.call); n > chunks {
+			t.Errorf("%d calls of %s allocated %d times; the chunks they fill are %d", runs, tc.name, n, chunks)
+		}
 	}
-	if n := testing.AllocsPerRun(200, func() { k.withToken(key) }); n != 0 {
-		t.Errorf("withToken allocates %.2f times a call", n)
+}
+
+// mallocs is how many allocations runs calls of f made, all of them.
+func mallocs(runs int, f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
 	}
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs
 }

@@ -77,10 +77,14 @@ func Check(src string) (Info, error) {
 	return analyse(chunk)
 }
 
+func analyse(chunk []ast.Stmt) (Info, error) {
+	return newWalker().analyse(chunk)
+}
+
 // analyse walks chunk twice: the first walk learns which locals only ever
 // hold keys (and which hold redis replies that nothing modifies), the
 // second checks every command call against that.
-func analyse(chunk []ast.Stmt) (info Info, err error) {
+func (w *walker) analyse(chunk []ast.Stmt) (info Info, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			rf, ok := r.(refusal)
@@ -90,7 +94,6 @@ func analyse(chunk []ast.Stmt) (info Info, err error) {
 			info, err = Info{}, refuse(rf.reason)
 		}
 	}()
-	w := newWalker()
 	w.block(chunk)
 	w.settle()
 	w.final = true

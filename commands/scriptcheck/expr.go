@@ -75,16 +75,7 @@ func (w *walker) expr(e ast.Expr, u use) {
 		w.expr(e.Lhs, useRead)
 		w.expr(e.Rhs, useRead)
 	case *ast.StringConcatOpExpr:
-		// A name twice in one chain (s .. s) doubles a string each time
-		// the expression runs: a few lines make gigabytes.
-		names := concatNames(e, nil)
-		for i, n := range names {
-			if slices.Contains(names[i+1:], n) {
-				fail("a string concatenated with itself ('%s' .. '%s': its size doubles each time; unbounded memory)", n, n)
-			}
-		}
-		w.expr(e.Lhs, useRead)
-		w.expr(e.Rhs, useRead)
+		w.concat(e, true)
 	case *ast.ArithmeticOpExpr:
 		w.expr(e.Lhs, useRead)
 		w.expr(e.Rhs, useRead)

@@ -2,7 +2,10 @@
 // embedded mode (redlockd without backends) and of the quorum package's
 // unit tests. It keeps a small keyspace of strings, hashes and sorted
 // sets with expiry, in each database (memKey), and runs every quorum.Cmd
-// as one step under its lock.
+// as one step under its lock: a native kind inline, within Do, a client's
+// script on a goroutine of the node's (memory_line.go), so that a long
+// script holds up neither its caller nor the round's other nodes; in the
+// order Do was called, either way.
 //
 // Each command kind runs as on a Redis node: the kind's command or script
 // from backend's kind table (backend.Build), run by the engine's Lua

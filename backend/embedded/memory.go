@@ -19,7 +19,8 @@ var _ quorum.Node = (*Memory)(nil)
 // Memory is an in-process node: a map of key to token and expiry, that
 // runs every quorum.Cmd as one step under its lock. Expired keys behave as
 // absent; they are dropped when touched and by a sweep that runs every so
-// many writes, so no goroutine is needed. Each kind runs as on a Redis
+// many writes, so no goroutine is needed for them (a client's script runs
+// on one of the node's, see memLine). Each kind runs as on a Redis
 // node, its command or script (backend.Build) run by the node's Lua engine over
 // the same keys, which may also hold hashes and sorted sets; replicated
 // client scripts (Eval) run on that engine too.
@@ -44,6 +45,10 @@ type Memory struct {
 	releases watchers[func(db int, key string)]
 	pubsub   memPubSub
 	tracking memTracking
+
+	// line runs the client's scripts, and whatever is given after one
+	// until it has run, off the caller's goroutine, in order.
+	line memLine
 }
 
 type entry struct {
@@ -65,12 +70,20 @@ func New(name string) *Memory {
 // Name returns the name given to New.
 func (m *Memory) Name() string { return m.name }
 
-// Do implements quorum.Node. It answers before it returns; a command
-// given at or past its deadline fails without running. A zero deadline is
-// none.
+// Do implements quorum.Node. A native command answers before Do returns,
+// unless it must wait its turn behind a client's script; a client's
+// script (quorum.Eval) runs on a goroutine of the node's, so that a long
+// one holds up neither the caller nor the other nodes of its round (see
+// memLine). Either way the node runs the commands given to it in the
+// order Do was called. A command given at or past its deadline fails
+// without running. A zero deadline is none.
 func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		r.Receive(quorum.Reply{Err: errMemLate})
+		return
+	}
+	if runsApart(cmd.Kind) || m.line.busy.Load() {
+		m.enqueue(deadline, cmd, r)
 		return
 	}
 	r.Receive(m.run(deadline, memCmd{cmd}))
@@ -92,8 +105,8 @@ func (m *Memory) Watch(w quorum.Watcher) bool {
 	return false
 }
 
-// Close drops every key; later operations fail with backend.ErrClosed. Safe to
-// call twice.
+// Close drops every key; later operations fail with backend.ErrClosed,
+// and so do those still in the node's line. Safe to call twice.
 func (m *Memory) Close() error {
 	m.stopTracking()
 	m.mu.Lock()

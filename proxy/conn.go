@@ -170,9 +170,13 @@ func (s *Server) serveBatch(st *connState, batch [][][]byte) {
 	}
 	stop := s.watchBatch(st, blocks)
 	// Messages wait for the batch's replies (a SUBSCRIBE's confirmation
-	// comes before its messages), unless the batch may block for long.
-	st.out.hold(!blocks)
+	// comes before its messages, a read's reply before the invalidation
+	// of what it read). A batch that may block for long writes its
+	// replies as they are ready while it waits, and lets messages out
+	// whenever no reply is owed (runStepwise).
+	st.out.hold(true)
 	defer st.out.hold(false)
+	st.blocking, st.werr = blocks, nil
 	quit := s.runBatch(st, st.reqs)
 	clear(st.reqs) // holds no arguments between batches
 	if stop() {
@@ -182,7 +186,12 @@ func (s *Server) serveBatch(st *connState, batch [][][]byte) {
 		st.done = true
 		return
 	}
-	err := st.flush()
+	err := st.werr
+	if err == nil {
+		err = st.flush()
+	} else {
+		st.replyWritten()
+	}
 	s.flight.end()
 	if err != nil {
 		s.logWriteFailure(st, err)
@@ -264,6 +273,17 @@ func (st *connState) flush() error {
 	st.wmu.Unlock()
 	st.replyWritten()
 	return err
+}
+
+// writeOut writes the replies ready so far of a batch that may block,
+// before it waits or as soon as they are ready (runStepwise). A failed
+// write is kept for the batch's end (werr), and nothing more is written.
+func (st *connState) writeOut() {
+	if st.werr != nil {
+		st.replyWritten()
+		return
+	}
+	st.werr = st.flush()
 }
 
 // replyWritten empties the reply buffer once its bytes are on the socket,

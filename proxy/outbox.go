@@ -15,14 +15,19 @@ type outFrame struct {
 	live func() bool
 }
 
-// outbox carries the messages of a connection's subscriptions. They
-// arrive on the goroutines of the backends and must not wait for the
-// client: they queue here, and a goroutine of the connection's own, made
-// with the first message, writes them between replies. While a batch of
-// the connection runs they are held, so that a SUBSCRIBE's confirmation
-// reaches the client before the messages it brings. Past limit bytes
-// waiting, the connection is closed, as Redis closes a pub/sub client
-// past its output buffer limit.
+// outbox carries the messages of a connection's subscriptions and its
+// invalidations. They arrive on the goroutines of the backends and must
+// not wait for the client: they queue here, and a goroutine of the
+// connection's own, made with the first message, writes them between
+// replies. A message goes out only at a point where every reply the
+// client is owed for the commands that finished before it has been
+// written, as Redis writes them: while a batch of the connection runs
+// they are held (a SUBSCRIBE's confirmation reaches the client before
+// the messages it brings, a read's reply before the invalidation of what
+// it read), and while a batch that may block waits, they are held as long
+// as replies are owed (see owe). Past limit bytes waiting, the connection
+// is closed, as Redis closes a pub/sub client past its output buffer
+// limit.
 type outbox struct {
 	st    *connState
 	limit int
@@ -32,6 +37,7 @@ type outbox struct {
 	frames  []outFrame
 	size    int
 	held    bool
+	owed    int // replies that must be written before any message (see owe)
 	closed  bool
 	running bool
 	wake    chan struct{}
@@ -92,6 +98,35 @@ func (o *outbox) hold(on bool) {
 	}
 }
 
+// owe counts n replies that the messages must wait for even while they are
+// not held: the replies of commands of a batch that may block, from when
+// the commands start (those that do not block: a read in flight may
+// answer with what a message invalidates) or finish (those that wait, so
+// that messages still flow while they wait), until the replies are
+// written (paid).
+func (o *outbox) owe(n int) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.owed += n
+	o.mu.Unlock()
+}
+
+// paid counts n owed replies written.
+func (o *outbox) paid(n int) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.owed -= n
+	free := o.owed == 0
+	o.mu.Unlock()
+	if free {
+		o.signal()
+	}
+}
+
 // close ends the writer once the connection is closed, and waits for it.
 func (o *outbox) close() {
 	if o == nil {
@@ -125,7 +160,7 @@ func (o *outbox) run() {
 func (o *outbox) take() ([]outFrame, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed || o.held {
+	if o.closed || o.held || o.owed > 0 {
 		return nil, o.closed
 	}
 	f := o.frames

@@ -67,7 +67,9 @@ var writerPool = sync.Pool{New: func() any { return &Writer{} }}
 func (s *Server) runBatch(st *connState, reqs []commands.Request) bool {
 	for i := 0; i < len(reqs); {
 		j := segmentEnd(st, reqs, i)
-		if j == i+1 {
+		if st.blocking && !st.sess.InTransaction() && anyMayBlock(reqs[i:j]) {
+			s.runStepwise(st, reqs[i:j])
+		} else if j == i+1 {
 			if s.run(st, reqs[i]) {
 				return true
 			}
@@ -204,22 +206,94 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 	wg.Wait()
 	for _, w := range ws[1:] {
 		st.w.buf = append(st.w.buf, w.buf...)
-		if cap(w.buf) <= maxKeptBuffer {
-			w.Reset()
-			w.proto = nil
-			writerPool.Put(w)
-		}
+		putWriter(w)
 	}
 	clear(ws)
 	st.ws = ws[:0]
 }
 
-// pipeTask is one command of a concurrent run.
+// runStepwise runs a run of commands of which one or more may block (LOCK
+// … WAIT) all at once, as runConcurrent does, but writes each reply as
+// soon as it and every reply before it are ready rather than all of them
+// once the last is, as Redis writes the replies of the commands before
+// one that blocks. What earlier runs of the batch left is written first.
+// Messages (outbox) go out meanwhile only while no reply is owed: not
+// while a command that does not block is in flight (a read's reply may
+// carry what a message invalidates), nor while a finished command's reply
+// waits behind one that still waits; so a message never reaches the
+// client before the reply of a command that finished before it, and the
+// messages of a long wait are not held for its length.
+func (s *Server) runStepwise(st *connState, reqs []commands.Request) {
+	st.writeOut()
+	n := len(reqs)
+	ws := make([]*Writer, n)
+	ready := make(chan int, n)
+	unblocking := 0
+	for _, r := range reqs {
+		if !r.MayBlock() {
+			unblocking++
+		}
+	}
+	pipelineSlots.acquire(unblocking)
+	// Those that do not block are owed from now, the others once they
+	// have finished (done).
+	st.out.owe(unblocking)
+	st.out.hold(false)
+	s.h.HoldWrites()
+	for k, r := range reqs {
+		w := writerPool.Get().(*Writer)
+		w.proto = st.w.proto
+		ws[k] = w
+		limited := !r.MayBlock()
+		done := func() {
+			if limited {
+				pipelineSlots.release(1)
+			} else {
+				st.out.owe(1)
+			}
+			ready <- k
+		}
+		if !s.h.Start(st.sess, r, w, done) {
+			s.goExec(pipeTask{st: st, r: r, w: w, done: done})
+		}
+	}
+	s.h.ReleaseWrites()
+	finished := make([]bool, n)
+	for next := 0; next < n; {
+		finished[<-ready] = true
+		m := 0
+		for ; next < n && finished[next]; next++ {
+			st.w.buf = append(st.w.buf, ws[next].buf...)
+			putWriter(ws[next])
+			m++
+		}
+		if m > 0 {
+			st.writeOut()
+			st.out.paid(m)
+		}
+	}
+	// The rest of the batch writes its replies at its end, as any batch.
+	st.out.hold(true)
+}
+
+// putWriter gives a reply buffer of a run back to the pool, unless it grew
+// large.
+func putWriter(w *Writer) {
+	if cap(w.buf) <= maxKeptBuffer {
+		w.Reset()
+		w.proto = nil
+		writerPool.Put(w)
+	}
+}
+
+// pipeTask is one command of a concurrent run; done, when set, ends it
+// instead of wg (runStepwise).
 type pipeTask struct {
 	st      *connState
 	r       commands.Request
 	w       *Writer
 	wg      *sync.WaitGroup
+	done    func()
 	limited bool // holds a slot of the in-flight limit
 }
 
@@ -252,7 +326,11 @@ func (s *Server) goExec(t pipeTask) {
 func (s *Server) worker(t pipeTask) {
 	for {
 		s.execLimited(t.st, t.r, t.w, t.limited)
-		t.wg.Done()
+		if t.done != nil {
+			t.done()
+		} else {
+			t.wg.Done()
+		}
 		t = pipeTask{} // hold nothing of a finished batch while idle
 		if s.idle.Add(1) > maxIdleWorkers {
 			s.idle.Add(-1)
@@ -261,7 +339,7 @@ func (s *Server) worker(t pipeTask) {
 		var ok bool
 		t, ok = <-s.work
 		s.idle.Add(-1)
-		if !ok || t.wg == nil {
+		if !ok || (t.wg == nil && t.done == nil) {
 			return
 		}
 	}

@@ -151,6 +151,10 @@ type connState struct {
 	countedOut bool
 	// out writes the messages of the connection's subscriptions.
 	out *outbox
+	// blocking: the batch being run may block (serveBatch); werr: a
+	// write of its replies failed before its end (writeOut).
+	blocking bool
+	werr     error
 }
 
 // New returns a Server that runs commands with h.

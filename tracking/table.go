@@ -60,11 +60,25 @@ type Table struct {
 }
 
 // ownWrite is what a connection's own write of a key leaves on a node: one
-// of values under the key, or, with absent, no key.
+// of values under the key, or, with absent, no key. left has bit i set
+// once a report of node i has been left out as the write's own: a write
+// is reported once by each node it changes, so any later report of node
+// i is another change (see Own).
 type ownWrite struct {
 	db     int
 	values []string
 	absent bool
+	left   uint64
+}
+
+// leaves reports whether a report of node i may still be the write's own,
+// and notes that it is; a node past the 64th is told every report.
+func (w *ownWrite) leaves(i int) bool {
+	if i >= 64 || w.left&(1<<i) != 0 {
+		return false
+	}
+	w.left |= 1 << i
+	return true
 }
 
 // MaxOwn bounds the writes remembered per connection (see Own); past it,
@@ -238,11 +252,21 @@ func (t *Table) Forget(c Client) {
 // database db, and what that write leaves on a node where it changes a
 // key: one of values under the key, or, with absent, no key. Until c
 // writes the key again, a node's report of it is told to c only if that
-// node, looked at once the report has arrived, holds something else
-// there: a change that the node shows as c's own (or one that c's own
-// write then overwrote) is left out, as Redis leaves out a NOLOOP
+// node, looked at in db once the report has arrived, holds something
+// else there: a change that the node shows as c's own (or one that c's
+// own write then overwrote) is left out, as Redis leaves out a NOLOOP
 // connection's own changes. What another client changed after c's write
 // shows on the node, so it is still told; a look that fails tells too.
+//
+// A node's report does not name the database of the change, and Redis's
+// tracking ignores it: another client's write of the key in another
+// database is told, though db still shows c's write. So each node has
+// one report left out at most per own write, the one own report it makes:
+// any other report of that node is told, whatever the look shows. Two own
+// writes of a key whose reports both arrive after the second may so cost
+// c a spare invalidation, never a missed one. (A Redis node reports the
+// changes of one event-loop turn together: another client's change made
+// in the same turn as c's own is left out with it.)
 func (t *Table) Own(c Client, db int, keys []string, values []string, absent bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -336,7 +360,8 @@ func (t *Table) lookThenTell(i int, l look, cs []Client) {
 		var tell []Client
 		t.mu.Lock()
 		for _, c := range cs {
-			if w, ok := t.own[c][l.key]; ok && w.db == l.db && w.shows(rep) {
+			if w, ok := t.own[c][l.key]; ok && w.db == l.db && w.shows(rep) && w.leaves(i) {
+				t.own[c][l.key] = w
 				continue
 			}
 			if t.concernsLocked(c, l.key) {

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -101,10 +102,13 @@ func (h *Handler) trackingOn(s *Session, o trackingOpts) string {
 	next := trackState{on: true, bcast: o.bcast, optin: o.optin, optout: o.optout, noloop: o.noloop,
 		redirect: o.redirect, caching: st.caching}
 	if o.bcast {
+		// As Redis keeps them: a set (BCAST without PREFIX adds "",
+		// every key, once), listed in order.
 		next.prefixes = append(append([]string{}, st.prefixes...), o.prefixes...)
-		if len(next.prefixes) == 0 {
-			next.prefixes = []string{""}
+		if len(o.prefixes) == 0 && !slices.Contains(next.prefixes, "") {
+			next.prefixes = append(next.prefixes, "")
 		}
+		slices.Sort(next.prefixes)
 	}
 	s.mu.Lock()
 	s.tracking.state = next
@@ -118,11 +122,13 @@ func (h *Handler) trackingOn(s *Session, o trackingOpts) string {
 }
 
 // prefixCollision is Redis's refusal of BCAST prefixes of which one
-// starts another, "" when there is none.
+// starts another, "" when there is none. An existing "" (BCAST without
+// PREFIX: every key) starts every prefix, so Redis refuses any prefix
+// given after it.
 func prefixCollision(existing, given []string) string {
 	for i, p := range given {
 		for _, q := range existing {
-			if q != "" && prefixOverlap(p, q) {
+			if prefixOverlap(p, q) {
 				return fmt.Sprintf("ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single client must not overlap.", p, q)
 			}
 		}

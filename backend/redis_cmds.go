@@ -160,10 +160,16 @@ func readDone(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	return quorum.Reply{OK: true}, nil
 }
 
-// readGet reads getScript: false when absent, else {value, pttl}. A key
+// readGet reads getScript: false when absent, {value, pttl} for a string,
+// {pttl, GET's error} for a key of another type: that error (WRONGTYPE),
+// with the key's ttl in the Reply all the same (see KeyError). A key
 // without an expiry (set behind the proxy's back) reports -1ms, as PTTL's
 // -1 does.
 func readGet(_ *call, rep wire.Reply) (quorum.Reply, error) {
+	if rep.Kind == '*' && len(rep.Elems) == 2 && rep.Elems[0].Kind == ':' {
+		msg, _ := rep.Elems[1].Bulk()
+		return quorum.Reply{TTL: time.Duration(rep.Elems[0].Num) * time.Millisecond}, serverError(msg)
+	}
 	v, ms, ok, err := pairReply(rep)
 	return quorum.Reply{OK: ok, Token: v, TTL: time.Duration(ms) * time.Millisecond}, err
 }

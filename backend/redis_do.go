@@ -197,13 +197,18 @@ func (c *call) Answer(rep wire.Reply, at time.Time, err error) {
 	if err == nil {
 		out, err = c.read(c, rep)
 	}
+	if err != nil {
+		// A reply about the key (WRONGTYPE) reads as the plain command
+		// gives it, the same from every node, with Get's ttl kept.
+		err = KeyError(c.kind, err)
+	}
 	// The server lost its scripts (a restart, SCRIPT FLUSH): send the
 	// text, which also caches it, under the same deadline.
 	if err != nil && errors.Is(err, errNoScript) && c.resend() {
 		return
 	}
 	if err != nil {
-		out = quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err)}
+		out = quorum.Reply{Err: fmt.Errorf("backend: %s: %w", c.op(), err), TTL: KeyErrorTTL(c.kind, err, out)}
 	}
 	out.At = at
 	c.rcv.Receive(out)

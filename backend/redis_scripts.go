@@ -48,9 +48,10 @@ return -1`)
 	compareAndExtendScript = newScript(
 		`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end`)
 	// getScript reads the value and its pttl in one round trip, both from
-	// the same instant.
+	// the same instant. A key of another type (GET's error) is {pttl,
+	// GET's error}: it exists, and its ttl is read all the same.
 	getScript = newScript(
-		`local v = redis.call("get",KEYS[1]) if not v then return false end return {v, redis.call("pttl",KEYS[1])}`)
+		`local v = redis.pcall("get",KEYS[1]) if not v then return false end if type(v) == "table" then return {redis.call("pttl",KEYS[1]), v.err} end return {v, redis.call("pttl",KEYS[1])}`)
 	// KEYS: key; ARGV: token, ttl-ms. 1 extended, 2 stored, 0 held by
 	// another token.
 	extendOrSetNXScript = newScript(`local v = redis.call("get",KEYS[1])

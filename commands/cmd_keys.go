@@ -34,7 +34,8 @@ func (h *Handler) cmdTTL(c *call) {
 }
 
 // cmdExists: EXISTS key [key …] -> how many of the keys (repeats counted,
-// as Redis counts them) are held on a majority.
+// as Redis counts them) are held on a majority, or hold a value of another
+// type there (a hash that a script wrote), which Redis counts too.
 func (h *Handler) cmdExists(c *call) {
 	var n int64
 	for _, k := range c.args {
@@ -42,7 +43,7 @@ func (h *Handler) cmdExists(c *call) {
 		if !ok {
 			return
 		}
-		if hd.Held {
+		if hd.Exists() {
 			n++
 		}
 	}

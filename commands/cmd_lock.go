@@ -86,11 +86,15 @@ func (h *Handler) holder(c *call, key string) (hd quorum.Holder, ok bool) {
 	return hd, true
 }
 
-// cmdGet: GET key -> the token holding the lock on a majority, or null.
+// cmdGet: GET key -> the token holding the lock on a majority, or null;
+// where a majority holds a value of another type there (a hash that a
+// script wrote), the error GET gives on Redis (WRONGTYPE).
 func (h *Handler) cmdGet(c *call) {
 	hd, ok := h.holder(c, c.arg(0))
 	switch {
 	case !ok:
+	case hd.ErrReply != "":
+		c.w.WriteError(hd.ErrReply)
 	case !hd.Held:
 		c.w.WriteNull()
 	default:
@@ -98,16 +102,19 @@ func (h *Handler) cmdGet(c *call) {
 	}
 }
 
-// cmdPTTL: PTTL key -> agreed remaining ms, -1 without expiry, -2 when not held.
+// cmdPTTL: PTTL key -> agreed remaining ms, -1 without expiry, -2 when not
+// held; as Redis, whatever type of value the key holds.
 func (h *Handler) cmdPTTL(c *call) {
 	if hd, ok := h.holder(c, c.arg(0)); ok {
 		c.w.WriteInt(pttlReply(hd, time.Millisecond))
 	}
 }
 
+// pttlReply is hd's remaining ttl in unit: -2 where the key is not held
+// (nor holds a value of another type on a majority), -1 without expiry.
 func pttlReply(hd quorum.Holder, unit time.Duration) int64 {
 	switch {
-	case !hd.Held:
+	case !hd.Exists():
 		return -2
 	case hd.PTTL < 0:
 		return -1

@@ -41,7 +41,7 @@ func (h *Handler) cmdLockInfo(c *call) {
 	c.w.WriteBulkString("token")
 	writeOptString(c.w, info.lock.Holder.Token, v == "held")
 	c.w.WriteBulkString("pttl")
-	c.w.WriteInt(pttlReply(info.lock.Holder, time.Millisecond))
+	c.w.WriteInt(lockPTTL(info.lock.Holder))
 	c.w.WriteBulkString("quorum")
 	c.w.WriteInt(int64(info.lock.Quorum))
 	c.w.WriteBulkString("answered")
@@ -100,11 +100,18 @@ func writeBackendView(w Writer, info lockInfo, i int) {
 	writeOptInt(w, backendHolds(info, i))
 }
 
+// lockPTTL is the remaining ms of the lock that the verdict names: -2
+// where it is not held (a key of another type holds no lock).
+func lockPTTL(hd quorum.Holder) int64 {
+	hd.ErrReply = ""
+	return pttlReply(hd, time.Millisecond)
+}
+
 // nodePTTL answers as Redis's PTTL would on that node: -2 absent (or no
-// answer), -1 without expiry.
+// answer), -1 without expiry; a key of another type has its own.
 func nodePTTL(v quorum.NodeView) int64 {
 	switch {
-	case v.Err != nil || !v.Present:
+	case v.Err != nil || (!v.Present && v.ErrReply == ""):
 		return -2
 	case v.PTTL < 0:
 		return -1

@@ -51,6 +51,43 @@ func ReplyCode(err error) (code string, ok bool) {
 	return "", false
 }
 
+// keyReplyCodes are the codes of the error replies that speak of a
+// command's key rather than of the server's state: the key holds another
+// type of value (a hash that a client's script wrote, say), as GET says
+// of it on Redis. Any other error reply (OOM, READONLY, LOADING, BUSY, or
+// one not listed) is a failure to answer, as a timeout is.
+var keyReplyCodes = map[string]bool{"WRONGTYPE": true}
+
+// KeyReplyCode reports whether an error reply of this code is about the
+// command's key: the node answered (see Reply.ErrReply).
+func KeyReplyCode(code string) bool { return keyReplyCodes[code] }
+
+// KeyReplies reports whether a node's error reply to a command of kind k
+// may be about a client's key, and so be its answer (Reply.ErrReply): not
+// for a client's script (whose errors are its reply, a Value) nor its
+// undo, nor the server-wide and pub/sub kinds.
+func KeyReplies(k CmdKind) bool {
+	switch k {
+	case Eval, UndoEval, ForgetEval, RaiseHorizon, ReadHorizon, Subscribe, Unsubscribe, Publish:
+		return false
+	}
+	return true
+}
+
+// keyReply is the text of the error reply about the key that err, a
+// node's error to a command of kind k, carries (see KeyReplies); "" for
+// any other error.
+func keyReply(k CmdKind, err error) string {
+	if !KeyReplies(k) {
+		return ""
+	}
+	var re ReplyError
+	if errors.As(err, &re) && keyReplyCodes[re.ReplyCode()] {
+		return re.Error()
+	}
+	return ""
+}
+
 // NoQuorumError reports that fewer than a majority of nodes answered at all,
 // so the outcome cannot be decided. Errs holds one *NodeError per failed node.
 type NoQuorumError struct {

@@ -13,6 +13,9 @@ type NodeView struct {
 	Token   string
 	// PTTL is the node's remaining ttl; negative when it has none.
 	PTTL time.Duration
+	// ErrReply is the node's error reply about the key (a value of
+	// another type: "WRONGTYPE …"); PTTL is then its remaining ttl.
+	ErrReply string
 	// Err is the node's failure (a *NodeError); nil when it answered.
 	Err error
 }
@@ -42,13 +45,13 @@ func (c *Cluster) Inspect(ctx context.Context, key string) Inspection {
 	in := Inspection{Nodes: make([]NodeView, len(c.nodes)), Quorum: c.Quorum()}
 	for i := range in.Nodes {
 		rep := r.replyOr(i, err)
-		in.Nodes[i] = NodeView{Node: c.nodes[i].Name(), Present: rep.OK, Token: rep.Token, PTTL: rep.TTL, Err: rep.Err}
+		in.Nodes[i] = NodeView{Node: c.nodes[i].Name(), Present: rep.OK, Token: rep.Token, PTTL: rep.TTL, ErrReply: rep.ErrReply, Err: rep.Err}
 		if rep.Err == nil {
 			in.Answered++
 		}
 	}
 	if in.HasQuorum() {
-		in.Holder = majorityHolder(r.views(), in.Quorum, c.cfg.Now().Sub(t0))
+		in.Holder = r.holder(in.Quorum, c.cfg.Now().Sub(t0))
 	}
 	if !in.HasQuorum() && err == nil {
 		err = ErrNoQuorum

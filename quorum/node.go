@@ -384,7 +384,18 @@ type Reply struct {
 	Value *Value // Eval
 	// Effect: what a marked Eval changed on the node (see Eval).
 	Effect string
-	Err    error
+	// ErrReply is, within a round, the node's error reply about the
+	// command's key, as the plain command gives it (the key holds another
+	// type of value: "WRONGTYPE Operation against a key holding the wrong
+	// kind of value"): the node answered, and the reply votes no (OK is
+	// false; Err is nil, it is no failure to reach the node). A node
+	// gives such a reply as its Err (an error with a ReplyError whose
+	// code KeyReplyCode names, see KeyReplies); the round turns it into
+	// ErrReply on receipt. A Get's TTL is then the key's remaining ttl.
+	ErrReply string
+	// Err is the node's failure. A Get of a key of another type fails
+	// with GET's error reply, and sets TTL to the key's remaining ttl.
+	Err error
 	// Shard names the shard that answered, for a node that is a Redis
 	// Cluster (ShardInfo.Name); "" for a node that is one server, or an
 	// answer of several shards. A quarantined shard's answer is vetoed.

@@ -15,7 +15,17 @@ type Holder struct {
 	// among the best-placed majority), less the time the read took. It is
 	// negative (-1ns) when that majority stores the key without expiry.
 	PTTL time.Duration
+	// ErrReply, where no token is held, is the error reply that a
+	// majority gave to the read (Reply.ErrReply): the key holds another
+	// type of value there ("WRONGTYPE …", what GET answers on Redis).
+	// It exists all the same: PTTL is its remaining ttl as that majority
+	// agrees on it, as for a token.
+	ErrReply string
 }
+
+// Exists says whether a majority stores the key: a token, or a value of
+// another type (ErrReply).
+func (h Holder) Exists() bool { return h.Held || h.ErrReply != "" }
 
 // Get reads key on every node and returns the token that a majority holds.
 func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
@@ -29,7 +39,26 @@ func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 	if err := c.heard(&t); err != nil {
 		return Holder{}, err
 	}
-	return majorityHolder(r.views(), c.Quorum(), c.cfg.Now().Sub(t0)), nil
+	return r.holder(c.Quorum(), c.cfg.Now().Sub(t0)), nil
+}
+
+// holder is the verdict of a read round r (every reply in): the token
+// that q nodes store, else the error reply that q nodes gave (a key of
+// another type), with the ttl q of them agree on.
+func (r *round) holder(q int, elapsed time.Duration) Holder {
+	hd := majorityHolder(r.views(), q, elapsed)
+	if hd.Held {
+		return hd
+	}
+	text, nodes := r.errorReply(q)
+	if text == "" {
+		return hd
+	}
+	ttls := make([]time.Duration, len(nodes))
+	for k, i := range nodes {
+		ttls[k] = r.reply(i).TTL
+	}
+	return Holder{ErrReply: text, PTTL: agreedTTL(ttls, q, elapsed)}
 }
 
 // stored is what one node answered that it stores: a token, and a number

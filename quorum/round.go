@@ -267,6 +267,13 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 			// r.mu in turn.
 			nc.took, nc.err = nodeLatency(r.start, rep), rep.Err
 		}
+		if rep.Err != nil {
+			if text := keyReply(nc.kind, rep.Err); text != "" {
+				// An error reply about the key (WRONGTYPE): the node
+				// answered, and the answer votes no.
+				rep = Reply{ErrReply: text, TTL: rep.TTL, Shard: rep.Shard, At: rep.At}
+			}
+		}
 		if rep.Err == nil {
 			if err := c.health.veto(nc.i, rep.Shard); err != nil {
 				rep = Reply{Err: err}
@@ -405,11 +412,12 @@ func (r *round) replyOr(i int, err error) Reply {
 	return r.reply(i)
 }
 
-// all says whether every node answered (no error) and its reply holds
-// for f; only once every reply is in.
+// all says whether every node answered (no error, nor an error reply,
+// which a script may give after it wrote) and its reply holds for f; only
+// once every reply is in.
 func (r *round) all(f voter) bool {
 	for i := range r.calls {
-		if rep := r.calls[i].rep; rep.Err != nil || !f(rep) {
+		if rep := r.calls[i].rep; rep.Err != nil || rep.ErrReply != "" || !f(rep) {
 			return false
 		}
 	}
@@ -782,11 +790,34 @@ func qthLargest[T cmp.Ordered](xs []T, q int) (T, bool) {
 }
 
 // landed says whether round g may have left something on node i: the
-// node did not answer g, or answered with a reply that keep does not hold
-// for. Every reply of g is in.
+// node did not answer g, answered with an error reply (a script that
+// failed on a key of another type may have written before), or answered
+// with a reply that keep does not hold for. Every reply of g is in.
 func (g *round) landed(i int, keep voter) bool {
 	rep := g.reply(i)
-	return rep.Err != nil || !keep(rep)
+	return rep.Err != nil || rep.ErrReply != "" || !keep(rep)
+}
+
+// errorReply is the error reply (Reply.ErrReply) that at least q nodes
+// gave, and the indexes of the nodes that gave it; every reply is in.
+func (r *round) errorReply(q int) (text string, nodes []int) {
+	for i := range r.calls {
+		e := r.calls[i].rep.ErrReply
+		if e == "" || e == text {
+			continue
+		}
+		nodes = nodes[:0]
+		for j := range r.calls {
+			if r.calls[j].rep.ErrReply == e {
+				nodes = append(nodes, j)
+			}
+		}
+		if len(nodes) >= q {
+			return e, nodes
+		}
+		text = e
+	}
+	return "", nil
 }
 
 // eachUnanswered calls f with every node that r asked and whose reply

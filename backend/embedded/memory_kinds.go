@@ -47,7 +47,10 @@ func (s *memOp) byBuild() quorum.Reply {
 		out, err = c.Read(rep)
 	}
 	if err != nil {
-		return quorum.Reply{Err: fmt.Errorf("backend: %s: %w", backend.OpName(s.c.Kind), err)}
+		// A reply about the key (WRONGTYPE) as a Redis node gives it,
+		// with Get's ttl kept (see backend.KeyError).
+		err = backend.KeyError(s.c.Kind, err)
+		return quorum.Reply{Err: fmt.Errorf("backend: %s: %w", backend.OpName(s.c.Kind), err), TTL: backend.KeyErrorTTL(s.c.Kind, err, out)}
 	}
 	return out
 }

@@ -49,6 +49,8 @@ type Memory struct {
 	// line runs the client's scripts, and whatever is given after one
 	// until it has run, off the caller's goroutine, in order.
 	line memLine
+	// rand is the scripts' math.random; guarded by mu.
+	rand rand48
 }
 
 type entry struct {

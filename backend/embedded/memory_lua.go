@@ -395,6 +395,10 @@ func newLuaVM() *luaVM {
 			str.RawSetString("gsub", L.NewFunction(boundedGsub(gsub.GFunction)))
 		}
 	}
+	if m, ok := L.GetGlobal("math").(*lua.LTable); ok {
+		m.RawSetString("random", L.NewFunction(vm.random))
+		m.RawSetString("randomseed", L.NewFunction(vm.randomseed))
+	}
 	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
 	if tn, ok := L.GetGlobal("tonumber").(*lua.LFunction); ok && tn.GFunction != nil {
 		L.SetGlobal("tonumber", L.NewFunction(luaToNumber(tn.GFunction)))

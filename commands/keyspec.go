@@ -3,6 +3,8 @@ package commands
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/redlockd/redlockd/quorum"
 )
 
 // keyLayout says where a command's keys are among its arguments. It is part
@@ -19,10 +21,8 @@ const (
 )
 
 // reservedPrefix starts every key and channel the proxy keeps on the
-// backends for itself: fence counters, hold counts, wait marks, release
-// notices. A client that could write them would break FENCE, OWNER and
-// WAIT for everyone.
-const reservedPrefix = "redlockd:"
+// backends for itself (quorum.ReservedPrefix).
+const reservedPrefix = quorum.ReservedPrefix
 
 // msgReservedKey is the refusal of a key in the reserved namespace.
 const msgReservedKey = "ERR key is in redlockd's reserved namespace"

@@ -15,7 +15,7 @@ import (
 
 // ReservedPrefix starts the channels of the proxy's own (release notices
 // and the like): a message on one is never delivered to a client.
-const ReservedPrefix = "redlockd:"
+const ReservedPrefix = quorum.ReservedPrefix
 
 // Defaults of Options.
 const (

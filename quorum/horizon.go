@@ -25,9 +25,17 @@ import (
 // passes through it: acquire, multi-key, owner holds, extends, renewals,
 // restores, PEXPIRE, force SET, and scripts (Reply.TTL).
 
+// ReservedPrefix starts every key, value and channel the proxy keeps on
+// the backends for itself: the horizon, fence counters, hold counts,
+// wait marks, semaphore markers, release notices. A client that could
+// write them would break FENCE, OWNER, PERMITS and WAIT for everyone: the
+// command table, the script check, the pub/sub hub and client-side
+// caching all keep clients out of it.
+const ReservedPrefix = "redlockd:"
+
 // HorizonKey is where each node keeps its lock horizon (db 0). Clients
 // cannot write it: the command table refuses the redlockd: namespace.
-const HorizonKey = "redlockd:horizon"
+const HorizonKey = ReservedPrefix + "horizon"
 
 // ErrHorizon is matched by the error that replaces a node's yes when its
 // horizon could not be raised to cover what the yes granted: the yes does

@@ -12,7 +12,7 @@ import (
 
 // ReservedPrefix starts the proxy's own keys: their changes are never
 // reported to a client.
-const ReservedPrefix = "redlockd:"
+const ReservedPrefix = quorum.ReservedPrefix
 
 // Client is one connection with tracking on. Invalidate tells it that
 // keys may have changed (nil: anything may have); it must not block nor

@@ -49,7 +49,14 @@ func (w *walker) expr(e ast.Expr, u use) {
 	w.enter()
 	defer w.leave()
 	switch e := e.(type) {
-	case *ast.TrueExpr, *ast.FalseExpr, *ast.NilExpr, *ast.NumberExpr, *ast.StringExpr, *ast.Comma3Expr:
+	case *ast.StringExpr:
+		// What KEYS and ARGV may not name (the command table refuses
+		// them), the body may not write in: a key, a value or a channel
+		// of the proxy's own, such as a semaphore's marker.
+		if strings.HasPrefix(e.Value, quorum.ReservedPrefix) {
+			fail("the string %q is in redlockd's reserved namespace (%q…: keys, values and channels of the proxy's own)", oneLine(e.Value), quorum.ReservedPrefix)
+		}
+	case *ast.TrueExpr, *ast.FalseExpr, *ast.NilExpr, *ast.NumberExpr, *ast.Comma3Expr:
 	case *ast.IdentExpr:
 		w.ident(e, u)
 	case *ast.AttrGetExpr:

@@ -208,9 +208,11 @@ func TestReleaserToldOnceTheLineLetGo(t *testing.T) {
 		return a
 	}
 
-	// Answered by its reply; the sweep lets go of it at its deadline.
+	// Answered by its reply; the sweep lets go of it at its deadline (a
+	// second: the dial and the reply must come before it on a loaded
+	// machine).
 	a := newRec("1", false)
-	l.Submit(&a.req, time.Now().Add(200*time.Millisecond), a)
+	l.Submit(&a.req, time.Now().Add(time.Second), a)
 	if res := awaitPair(t, a.got); res.err != nil || res.rep.Str != "1" {
 		t.Fatalf("answer: %+v", res)
 	}

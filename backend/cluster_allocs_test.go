@@ -49,7 +49,13 @@ func TestClusterLockUnlockAllocs(t *testing.T) {
 		pair()
 	}
 	time.Sleep(2 * timeout)
+	// An allocation the path makes shows in every measurement; one that a
+	// collection emptying the pools (or a node late on a loaded machine)
+	// causes does not: the least of three measurements is the path's.
 	allocs := testing.AllocsPerRun(100, pair)
+	for try := 1; try < 3 && allocs > 0; try++ {
+		allocs = min(allocs, testing.AllocsPerRun(100, pair))
+	}
 	if lockErr != nil || !released {
 		t.Fatalf("lock: %v, released: %v", lockErr, released)
 	}

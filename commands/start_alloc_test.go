@@ -121,6 +121,21 @@ func TestStartAllocations(t *testing.T) {
 			if ended != 2*202 { // AllocsPerRun runs pair once more first
 				t.Errorf("done called %d times, want %d", ended, 2*202)
 			}
+			// Every allocation counted, not an average rounded down: over
+			// many pairs, commands may allocate no more than the chunks
+			// its keys and tokens fill (keptStrings), and a little the
+			// nodes' own housekeeping varies by between two runs.
+			const runs = 2000
+			pm := mallocs(runs, pair)
+			dm := mallocs(runs, func() {
+				cl.AcquireAsync(nil, quorum.SetNX, key, token, 10*time.Second, acquired)
+				cl.ReleaseAsync(nil, key, token, released)
+			})
+			chunks := runs * 2 * (len(key) + len(token)) / keptChunk
+			t.Logf("%d pairs started: %d allocations, %d in the quorum and nodes; %d chunks' worth", runs, pm, dm, chunks)
+			if slack := uint64(chunks + runs/20); pm > dm+slack {
+				t.Errorf("%d pairs started allocate %d times in commands, over the %d chunks they fill and %d of the nodes' slack", runs, pm-dm, chunks, runs/20)
+			}
 		})
 	}
 }

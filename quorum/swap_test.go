@@ -1,4 +1,4 @@
-package quorum
+package quorum_test
 
 import (
 	"context"
@@ -6,80 +6,60 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
-// swapNode is a node that runs CompareAndSwap on a map; with lose set it
-// swaps and then loses its reply (the write landed, the answer did not
-// come back); with fail it answers an error without swapping.
-type swapNode struct {
-	name       string
-	mu         sync.Mutex
-	vals       map[string]string
-	lose, fail bool
-	swaps      int
-}
+const opCAS = "CompareAndSwap"
 
-func (n *swapNode) Name() string            { return n.name }
-func (n *swapNode) Watch(Watcher) bool      { return false }
-func (n *swapNode) Close() error            { return nil }
-func (n *swapNode) value(key string) string { n.mu.Lock(); defer n.mu.Unlock(); return n.vals[key] }
-
-func (n *swapNode) Do(_ time.Time, cmd Cmd, r Receiver) {
-	if cmd.Kind != CompareAndSwap {
-		r.Receive(Reply{Err: errors.New("not modelled")})
-		return
-	}
-	n.mu.Lock()
-	if n.fail {
-		n.mu.Unlock()
-		r.Receive(Reply{Err: errors.New("down")})
-		return
-	}
-	rep := Reply{N: -1}
-	if v, ok := n.vals[cmd.Key]; ok {
-		rep.N = 0
-		if v == cmd.Old {
-			n.vals[cmd.Key], rep = cmd.Token, Reply{OK: true, N: 1}
-			n.swaps++
-		}
-	}
-	lose := n.lose
-	n.mu.Unlock()
-	if lose {
-		rep = Reply{Err: errors.New("reply lost")}
-	}
-	r.Receive(rep)
-}
-
-func swapNodes(vals ...string) ([]*swapNode, []Node) {
-	var sn []*swapNode
-	var nodes []Node
+// swapNodes returns one node per value, each an engine that runs the
+// CompareAndSwap script, storing its value at "k" ("" for none).
+func swapNodes(t *testing.T, vals ...string) ([]*faultnode.Node, []quorum.Node) {
+	t.Helper()
+	fs, nodes := newNodes(len(vals))
 	for i, v := range vals {
-		n := &swapNode{name: "s" + string(rune('0'+i)), vals: map[string]string{}}
 		if v != "" {
-			n.vals["k"] = v
+			put(t, fs[i], "k", v, time.Minute)
 		}
-		sn, nodes = append(sn, n), append(nodes, n)
 	}
-	return sn, nodes
+	return fs, nodes
 }
 
-func swapValues(sn []*swapNode) []string {
+// swapValues is what each node stores at "k" ("" for nothing).
+func swapValues(t *testing.T, fs []*faultnode.Node) []string {
+	t.Helper()
 	var out []string
-	for _, n := range sn {
-		out = append(out, n.value("k"))
+	for _, f := range fs {
+		out = append(out, peek(t, f, "k").token)
 	}
 	return out
 }
 
+// countSwaps counts the CompareAndSwap commands that f's engine carried
+// out (answered OK); read it once the operation returned.
+func countSwaps(f *faultnode.Node) func() int {
+	var mu sync.Mutex
+	n := 0
+	f.OnReply(func(cmd quorum.Cmd, rep quorum.Reply) {
+		if cmd.Kind == quorum.CompareAndSwap && rep.Err == nil && rep.OK {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+	})
+	return func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
 func TestHandOverSwapsOnAMajority(t *testing.T) {
-	sn, nodes := swapNodes("old", "old", "other")
+	fs, nodes := swapNodes(t, "old", "old", "other")
 	c := newCluster(t, nodes, testConfig())
 	l, err := c.HandOver(context.Background(), "k", "old", "new", time.Second)
 	if err != nil || l.Token != "new" || l.Validity <= 0 || l.Validity > time.Second {
 		t.Fatalf("HandOver = %+v, %v; want the new lock", l, err)
 	}
-	if got := swapValues(sn); got[0] != "new" || got[1] != "new" || got[2] != "other" {
+	waitAll(t, fs, opCAS, 1)
+	if got := swapValues(t, fs); got[0] != "new" || got[1] != "new" || got[2] != "other" {
 		t.Fatalf("nodes hold %v, want [new new other]", got)
 	}
 }
@@ -88,44 +68,52 @@ func TestHandOverSwapsOnAMajority(t *testing.T) {
 // swapped, also where the reply was lost (the swap landed), and leaves
 // alone a node that refused.
 func TestHandOverFailedRoundSwapsBack(t *testing.T) {
-	sn, nodes := swapNodes("old", "other", "old")
-	sn[2].lose = true
+	fs, nodes := swapNodes(t, "old", "other", "old")
+	fs[2].SetFault(faultnode.ReplyLost(errLost))
+	refusedSwaps := countSwaps(fs[1])
 	c := newCluster(t, nodes, testConfig())
 	_, err := c.HandOver(context.Background(), "k", "old", "new", time.Second)
-	if !errors.Is(err, ErrNotAcquired) {
+	if !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("HandOver = %v, want ErrNotAcquired", err)
 	}
-	if got := swapValues(sn); got[0] != "old" || got[1] != "other" || got[2] != "old" {
+	if got := swapValues(t, fs); got[0] != "old" || got[1] != "other" || got[2] != "old" {
 		t.Fatalf("nodes hold %v after the failed hand-over, want [old other old]", got)
 	}
-	if sn[1].swaps != 0 {
-		t.Fatalf("the node that refused was swapped %d times", sn[1].swaps)
+	if n := refusedSwaps(); n != 0 {
+		t.Fatalf("the node that refused was swapped %d times", n)
 	}
 }
 
 func TestHandOverNoQuorumSwapsBack(t *testing.T) {
-	sn, nodes := swapNodes("old", "old", "old")
-	sn[1].fail, sn[2].fail = true, true
+	fs, nodes := swapNodes(t, "old", "old", "old")
+	fs[1].SetFault(errors.New("down"))
+	fs[2].SetFault(errors.New("down"))
+	swaps := countSwaps(fs[0])
 	c := newCluster(t, nodes, testConfig())
 	_, err := c.HandOver(context.Background(), "k", "old", "new", time.Second)
-	var nq *NoQuorumError
+	var nq *quorum.NoQuorumError
 	if !errors.As(err, &nq) || nq.Answered != 1 {
 		t.Fatalf("HandOver = %v, want NOQUORUM with 1 answer", err)
 	}
-	if got := sn[0].value("k"); got != "old" || sn[0].swaps != 2 {
-		t.Fatalf("node 0 holds %q after %d swaps, want old after the swap and its undo", got, sn[0].swaps)
+	if got, n := peek(t, fs[0], "k").token, swaps(); got != "old" || n != 2 {
+		t.Fatalf("node 0 holds %q after %d swaps, want old after the swap and its undo", got, n)
 	}
 }
 
 func TestHandOverCallerGone(t *testing.T) {
-	sn, nodes := swapNodes("old", "old", "old")
+	fs, nodes := swapNodes(t, "old", "old", "old")
 	c := newCluster(t, nodes, testConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.HandOver(ctx, "k", "old", "new", time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("HandOver with a cancelled caller = %v", err)
 	}
-	if got := swapValues(sn); got[0] != "old" || got[1] != "old" || got[2] != "old" {
+	if got := swapValues(t, fs); got[0] != "old" || got[1] != "old" || got[2] != "old" {
 		t.Fatalf("nodes hold %v, want old everywhere: nothing was started", got)
+	}
+	for _, f := range fs {
+		if n := f.Calls(opCAS); n != 0 {
+			t.Fatalf("%s was asked %d swaps, want none: nothing was started", f.Name(), n)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,28 +84,17 @@ func TestPermitsNaiveCountCrowds(t *testing.T) {
 	}
 }
 
-// permitCutNode fails every command while cut is set, without running it.
-type permitCutNode struct {
-	*embedded.Memory
-	cut atomic.Bool
-}
-
-func (n *permitCutNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	if n.cut.Load() {
-		r.Receive(quorum.Reply{Err: errPermitCut})
-		return
-	}
-	n.Memory.Do(deadline, cmd, r)
-}
-
-func permitCluster(t *testing.T) (*quorum.Cluster, []*permitCutNode) {
+// permitCluster is three engines behind faultnodes, closed at cleanup;
+// a node is cut off by SetFault(errPermitCut), which fails its commands
+// without running them.
+func permitCluster(t *testing.T) (*quorum.Cluster, []*faultnode.Node) {
 	t.Helper()
-	var cuts []*permitCutNode
+	var fs []*faultnode.Node
 	var nodes []quorum.Node
 	for i := range 3 {
-		n := &permitCutNode{Memory: embedded.New(fmt.Sprintf("m%d", i+1))}
-		cuts = append(cuts, n)
-		nodes = append(nodes, n)
+		f := faultnode.Wrap(embedded.New(fmt.Sprintf("m%d", i+1)))
+		fs = append(fs, f)
+		nodes = append(nodes, f)
 	}
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond
@@ -118,11 +106,20 @@ func permitCluster(t *testing.T) (*quorum.Cluster, []*permitCutNode) {
 	}
 	t.Cleanup(func() {
 		c.Close()
-		for _, n := range cuts {
-			n.Close()
+		for _, f := range fs {
+			f.Close()
 		}
 	})
-	return c, cuts
+	return c, fs
+}
+
+// cutOff cuts f off (its commands fail without running) or mends it.
+func cutOff(f *faultnode.Node, cut bool) {
+	if cut {
+		f.SetFault(errPermitCut)
+		return
+	}
+	f.SetFault(nil)
 }
 
 // The same schedule against PERMITS: each client reaches only its two
@@ -133,7 +130,7 @@ func TestPermitsCounterExampleBounded(t *testing.T) {
 	var granted []string
 	for _, ce := range counterExample {
 		for i, n := range nodes {
-			n.cut.Store(i != ce.reach[0] && i != ce.reach[1])
+			cutOff(n, i != ce.reach[0] && i != ce.reach[1])
 		}
 		_, err := c.AcquirePermit(context.Background(), "k", 2, permitTTL)
 		switch {
@@ -206,35 +203,16 @@ func TestPermitsMismatchAndExclusive(t *testing.T) {
 	}
 }
 
-// lostPermitReply runs AcquirePermit on its node but loses the reply, as a
-// timeout does.
-type lostPermitReply struct{ *embedded.Memory }
-
-func (n lostPermitReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	if cmd.Kind != quorum.AcquirePermit {
-		n.Memory.Do(deadline, cmd, r)
-		return
-	}
-	n.Memory.Do(deadline, cmd, quorum.ReceiverFunc(func(quorum.Reply) { r.Receive(quorum.Reply{Err: errPermitCut}) }))
-}
-
-// refuseAcquire answers AcquirePermit with an error without running it.
-type refuseAcquire struct{ *embedded.Memory }
-
-func (n refuseAcquire) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	if cmd.Kind == quorum.AcquirePermit {
-		r.Receive(quorum.Reply{Err: errPermitCut})
-		return
-	}
-	n.Memory.Do(deadline, cmd, r)
-}
-
 // A round granted on one node, landed unseen on another and refused on
 // the third leaves no slot and no marker anywhere.
 func TestPermitsFailedRoundLeavesNothing(t *testing.T) {
 	mems := []*embedded.Memory{embedded.New("m1"), embedded.New("m2"), embedded.New("m3")}
-	counted := []*faultnode.Node{faultnode.Wrap(mems[0]), faultnode.Wrap(lostPermitReply{mems[1]})}
-	nodes := []quorum.Node{counted[0], counted[1], refuseAcquire{mems[2]}}
+	counted := []*faultnode.Node{faultnode.Wrap(mems[0]), faultnode.Wrap(mems[1]), faultnode.Wrap(mems[2])}
+	// m2 runs AcquirePermit but loses the reply, as a timeout does; m3
+	// answers it with an error without running it.
+	counted[1].SetOpFault("AcquirePermit", faultnode.ReplyLost(errPermitCut))
+	counted[2].SetOpFault("AcquirePermit", errPermitCut)
+	nodes := []quorum.Node{counted[0], counted[1], counted[2]}
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond
 	c, err := quorum.New(nodes, cfg)
@@ -284,7 +262,7 @@ func TestPermitShapedPlainToken(t *testing.T) {
 // the node answers.
 func TestPermitReleaseRetried(t *testing.T) {
 	mems := []*embedded.Memory{embedded.New("m1"), embedded.New("m2"), embedded.New("m3")}
-	cut := &permitCutNode{Memory: mems[2]}
+	cut := faultnode.Wrap(mems[2])
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond
 	cfg.ReleaseRetry = 5 * time.Millisecond
@@ -303,7 +281,7 @@ func TestPermitReleaseRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut.cut.Store(true)
+	cutOff(cut, true)
 	if ok, err := c.Release(ctx, "k", l.Token); !ok || err != nil {
 		t.Fatalf("Release = %v, %v", ok, err)
 	}
@@ -312,7 +290,7 @@ func TestPermitReleaseRetried(t *testing.T) {
 	if _, _, ok, err := nodetest.Get(ctx, mems[2], sk); err != nil || !ok {
 		t.Fatalf("the cut node lost the slot without a release (read: %v)", err)
 	}
-	cut.cut.Store(false)
+	cutOff(cut, false)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, _, slotLeft, _ := nodetest.Get(ctx, mems[2], sk)

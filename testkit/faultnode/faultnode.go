@@ -52,6 +52,7 @@ type Node struct {
 	delay    time.Duration
 	opFaults map[string]error
 	opDelays map[string]time.Duration
+	opStuck  map[string]<-chan struct{}
 	calls    map[string]int
 	answered map[string]int
 	// more is closed, and replaced, whenever a command is answered.
@@ -69,7 +70,7 @@ func Wrap(n quorum.Node) *Node {
 	return &Node{
 		Node: n, calls: make(map[string]int), answered: make(map[string]int),
 		opFaults: make(map[string]error), opDelays: make(map[string]time.Duration),
-		more: make(chan struct{}),
+		opStuck: make(map[string]<-chan struct{}), more: make(chan struct{}),
 	}
 }
 
@@ -110,6 +111,25 @@ func (f *Node) SetOpDelay(op string, d time.Duration) {
 		return
 	}
 	f.opDelays[op] = d
+}
+
+// SetOpStuck holds the commands that Calls names op, from the next one
+// on, until gate is closed, as a server that stalled holds the writes it
+// was sent: while gate is open such a command fails at its deadline (as
+// a late one does), and once gate closes it reaches the node all the
+// same, whether or not it failed; the node's reply to one that failed
+// goes nowhere. A command whose gate closes before its deadline is
+// answered as the node answers it. It takes the place of any fault and
+// delay set for those commands; a nil gate ends it (commands already
+// held still wait for their gate).
+func (f *Node) SetOpStuck(op string, gate <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if gate == nil {
+		delete(f.opStuck, op)
+		return
+	}
+	f.opStuck[op] = gate
 }
 
 // OnReply has fn called with every command's reply, a failed one
@@ -187,6 +207,12 @@ func (f *Node) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 	var lost *lostReply
 	if errors.As(fault, &lost) {
 		fault = nil // the node runs the command; answer loses its reply
+	}
+	if gate, ok := f.opStuck[op]; ok {
+		r = f.answer(op, cmd, nil, f.onReply, r)
+		f.mu.Unlock()
+		f.doStuck(deadline, gate, cmd, r)
+		return
 	}
 	r = f.answer(op, cmd, lost, f.onReply, r)
 	if opDelay > 0 {
@@ -271,6 +297,21 @@ func (f *Node) doApart(deadline time.Time, delay time.Duration, fault error, cmd
 		}
 	}}
 	h.Do(deadline, cmd, r)
+}
+
+// doStuck gives cmd to the node once gate is closed, and answers r with
+// the node's reply if that comes by deadline, else with a late error at
+// deadline (a zero deadline is none).
+func (f *Node) doStuck(deadline time.Time, gate <-chan struct{}, cmd quorum.Cmd, r quorum.Receiver) {
+	var once sync.Once
+	reply := func(rep quorum.Reply) { once.Do(func() { r.Receive(rep) }) }
+	if !deadline.IsZero() {
+		time.AfterFunc(time.Until(deadline), func() { reply(quorum.Reply{Err: errLate}) })
+	}
+	go func() {
+		<-gate
+		f.Node.Do(time.Time{}, cmd, quorum.ReceiverFunc(reply))
+	}()
 }
 
 // wait is one delayed command's place in line. done is closed once it

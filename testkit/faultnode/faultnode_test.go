@@ -143,3 +143,54 @@ func TestOpDelayApart(t *testing.T) {
 		t.Fatalf("SetNX with its delay removed = %+v, want OK", r)
 	}
 }
+
+// TestOpStuck: a stuck command fails at its deadline and still reaches
+// the node once its gate closes; one whose gate closes in time is
+// answered by the node; other commands pass meanwhile.
+func TestOpStuck(t *testing.T) {
+	m := embedded.New("m")
+	defer m.Close()
+	f := faultnode.Wrap(m)
+	gate := make(chan struct{})
+	f.SetOpStuck("SetNX", gate)
+	late := reply(f, time.Now().Add(10*time.Millisecond), quorum.Cmd{Kind: quorum.SetNX, Key: "k", Token: "late", TTL: time.Minute})
+	far := time.Now().Add(time.Minute)
+	held := reply(f, far, quorum.Cmd{Kind: quorum.SetNX, Key: "j", Token: "held", TTL: time.Minute})
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.Set, Key: "x", Token: "now", TTL: time.Minute}); !r.OK {
+		t.Fatalf("Set beside a stuck SetNX = %+v, want OK", r)
+	}
+	if r := <-late; !errors.Is(r.Err, context.DeadlineExceeded) {
+		t.Fatalf("stuck SetNX at its deadline = %+v, want DeadlineExceeded", r)
+	}
+	if _, _, ok, _ := nodetest.Get(context.Background(), m, "k"); ok {
+		t.Fatal("the stuck SetNX reached the node before its gate closed")
+	}
+	f.SetOpStuck("SetNX", nil)
+	if r := <-reply(f, far, quorum.Cmd{Kind: quorum.SetNX, Key: "y", Token: "after", TTL: time.Minute}); !r.OK {
+		t.Fatalf("SetNX once no longer stuck = %+v, want OK", r)
+	}
+	close(gate)
+	if r := <-held; !r.OK || r.Err != nil {
+		t.Fatalf("stuck SetNX whose gate closed in time = %+v, want the node's OK", r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tok, _, ok, err := nodetest.Get(context.Background(), m, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if tok != "late" {
+				t.Fatalf("the node holds %q, want the late SetNX's write", tok)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck SetNX never reached the node once its gate closed")
+		}
+		time.Sleep(time.Millisecond) // polling the node
+	}
+	if n := f.Answered("SetNX"); n != 3 {
+		t.Fatalf("Answered(SetNX) = %d, want 3 (the late one once)", n)
+	}
+}

@@ -66,13 +66,7 @@ func KeyReplyCode(code string) bool { return keyReplyCodes[code] }
 // may be about a client's key, and so be its answer (Reply.ErrReply): not
 // for a client's script (whose errors are its reply, a Value) nor its
 // undo, nor the server-wide and pub/sub kinds.
-func KeyReplies(k CmdKind) bool {
-	switch k {
-	case Eval, UndoEval, ForgetEval, RaiseHorizon, ReadHorizon, Subscribe, Unsubscribe, Publish:
-		return false
-	}
-	return true
-}
+func KeyReplies(k CmdKind) bool { return !k.has(factNotAboutKeys) }
 
 // keyReply is the text of the error reply about the key that err, a
 // node's error to a command of kind k, carries (see KeyReplies); "" for

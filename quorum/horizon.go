@@ -331,13 +331,9 @@ func leftTTL(kind CmdKind, ttl time.Duration, rep *Reply) time.Duration {
 		return rep.TTL
 	case !rep.OK:
 		return 0
-	}
-	switch kind {
-	case SetNX, Set, CompareAndExtend, Expire, ExtendOrSetNX, SetNXAll, ExtendAll,
-		HoldOwner, ExtendHeld, RestoreHeld, CompareAndSwap,
-		AcquirePermit, ExtendPermit, FairAcquire, AcquireShared, ExtendShared:
+	case kind.has(factLeavesTTL):
 		return ttl
-	case AddTTL:
+	case kind.has(factLeavesReplyTTL):
 		return rep.TTL
 	}
 	return 0

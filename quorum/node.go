@@ -304,6 +304,61 @@ const (
 	ForgetEval
 )
 
+// fact is one thing the quorum knows of a kind of command, whatever
+// node runs it; a kind's facts are its row of kindFacts.
+type fact uint8
+
+const (
+	// factStores: it may store Key=Token (or each of Keys=Token), so
+	// that a release queued for the token, from an earlier round, would
+	// delete this round's grant (see retrier.supersede).
+	factStores fact = 1 << iota
+	// factLeavesTTL: a yes leaves the lock on its node for the TTL asked.
+	factLeavesTTL
+	// factLeavesReplyTTL: a yes leaves the lock for the expiry its
+	// Reply.TTL reports (AddTTL's new ttl).
+	factLeavesReplyTTL
+	// factNotAboutKeys: its error replies are never about a client's key (a
+	// client's script, whose errors are its reply, its undo, and the
+	// server-wide and pub/sub kinds); see KeyReplies.
+	factNotAboutKeys
+)
+
+// kindFacts is the quorum's one table of command kinds: a kind's row
+// says what its replies leave on the node and whether its token is
+// stored. How a node runs the kind (its script, how its reply reads) is
+// the node's table, backend's kinds.
+var kindFacts = [...]fact{
+	SetNX:            factStores | factLeavesTTL,
+	Set:              factStores | factLeavesTTL,
+	CompareAndExtend: factLeavesTTL,
+	Expire:           factLeavesTTL,
+	AddTTL:           factLeavesReplyTTL,
+	ExtendOrSetNX:    factStores | factLeavesTTL,
+	SetNXAll:         factStores | factLeavesTTL,
+	ExtendAll:        factLeavesTTL,
+	HoldOwner:        factStores | factLeavesTTL,
+	ExtendHeld:       factLeavesTTL,
+	RestoreHeld:      factStores | factLeavesTTL,
+	Eval:             factNotAboutKeys,
+	UndoEval:         factNotAboutKeys,
+	RaiseHorizon:     factNotAboutKeys,
+	ReadHorizon:      factNotAboutKeys,
+	Subscribe:        factNotAboutKeys,
+	Unsubscribe:      factNotAboutKeys,
+	Publish:          factNotAboutKeys,
+	CompareAndSwap:   factStores | factLeavesTTL,
+	AcquirePermit:    factStores | factLeavesTTL,
+	ExtendPermit:     factLeavesTTL,
+	AcquireShared:    factStores | factLeavesTTL,
+	ExtendShared:     factLeavesTTL,
+	FairAcquire:      factStores | factLeavesTTL,
+	ForgetEval:       factNotAboutKeys,
+}
+
+// has reports whether k's row holds f.
+func (k CmdKind) has(f fact) bool { return int(k) < len(kindFacts) && kindFacts[k]&f != 0 }
+
 // FairQueued is SetNX's N when it stored nothing because fair waiters
 // are queued for the key.
 const FairQueued = 2

@@ -230,14 +230,7 @@ func (q *pendingQueue) resize() { q.size.Store(int64(len(q.entries) + q.out)) }
 
 // storesToken reports whether a command of kind k may store Key=Token
 // (or each key of Keys=Token) on a node.
-func storesToken(k CmdKind) bool {
-	switch k {
-	case SetNX, Set, ExtendOrSetNX, SetNXAll, HoldOwner, RestoreHeld,
-		CompareAndSwap, AcquirePermit, AcquireShared, FairAcquire:
-		return true
-	}
-	return false
-}
+func storesToken(k CmdKind) bool { return k.has(factStores) }
 
 // trimLocked drops the oldest entries beyond the limit, then expired ones
 // at the front (entries behind them expire on the next drain).

@@ -10,7 +10,7 @@ import (
 )
 
 // A key's fair queue lives on a Redis node in two sorted sets that share
-// the key's hash tag: the queue (quorum.FairQueueKey), tokens scored by
+// the key's hash tag: the queue (FairQueueKey), tokens scored by
 // ticket, so that the first entry is the smallest ticket (ties go by
 // token, as Redis orders members of equal score); and the entries'
 // expiries (fairExpiryKey), the same tokens scored by the server time
@@ -32,6 +32,9 @@ import (
 // leave the reservation in place of the lock; every round of a waiter
 // that is not first puts it back on a free key.
 
+// FairQueueKey is where a node keeps the queue of key's fair waiters.
+func FairQueueKey(key string) string { return slot.Key(fairQueuePrefix, key) }
+
 // fairExpiryKey is where a node keeps the expiries of key's queue entries.
 func fairExpiryKey(key string) string { return slot.Key("redlockd:fairttl:", key) }
 
@@ -40,13 +43,14 @@ func fairResKey(key string) string { return slot.Key(fairResPrefix, key) }
 
 const (
 	// waitPrefix is WaitKey's name without the key's hash tag.
-	waitPrefix    = "redlockd:wait:"
-	fairResPrefix = "redlockd:fairres:"
+	waitPrefix      = "redlockd:wait:"
+	fairQueuePrefix = "redlockd:fair:"
+	fairResPrefix   = "redlockd:fairres:"
 )
 
 // fairReleasePrefixes name the keys (after the lock key) of the
 // announcing compare-and-delete: wait mark, queue, reservation.
-var fairReleasePrefixes = []string{waitPrefix, quorum.FairQueuePrefix, fairResPrefix}
+var fairReleasePrefixes = []string{waitPrefix, fairQueuePrefix, fairResPrefix}
 
 // fairLua is the part the fair scripts share, over q (queue), e
 // (expiries), k (lock key) and res (reservation). Numbers are passed to
@@ -168,7 +172,7 @@ return n`)
 // buildSetNXMarked builds a waiter's SetNX (Add > 0): refused, and
 // reported, where fair waiters are queued for the key.
 func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
-	c.scriptTagged(setNXMarkedScript, readSetNXMarked, cmd.Key, []string{waitPrefix, quorum.FairQueuePrefix, quorum.WriterPrefix}, cmd.Token, c.ms(cmd.TTL), c.ms(cmd.Add))
+	c.scriptTagged(setNXMarkedScript, readSetNXMarked, cmd.Key, []string{waitPrefix, fairQueuePrefix, quorum.WriterPrefix}, cmd.Token, c.ms(cmd.TTL), c.ms(cmd.Add))
 	return c.err
 }
 
@@ -227,7 +231,7 @@ func appendBulkBytes(b, s []byte) []byte {
 
 // buildFair builds the fair queue's commands.
 func (c *call) buildFair(cmd quorum.Cmd, channel string) error {
-	k, q, e, res := cmd.Key, quorum.FairQueueKey(cmd.Key), fairExpiryKey(cmd.Key), fairResKey(cmd.Key)
+	k, q, e, res := cmd.Key, FairQueueKey(cmd.Key), fairExpiryKey(cmd.Key), fairResKey(cmd.Key)
 	ticket := strconv.FormatInt(cmd.N, 10)
 	switch cmd.Kind {
 	case quorum.FairTail:

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/testkit/redistest"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
@@ -300,7 +300,7 @@ func waitQueuedOnClusters(t *testing.T, clusters []*redistest.Cluster, key strin
 	for {
 		queued := 0
 		for _, cl := range clusters {
-			if v, _ := redlocktest.ClusterValue(t, cl, quorum.FairQueueKey(key)); strings.Contains(v, "WRONGTYPE") {
+			if v, _ := redlocktest.ClusterValue(t, cl, backend.FairQueueKey(key)); strings.Contains(v, "WRONGTYPE") {
 				queued++
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/testkit/childproc"
 	"github.com/redlockd/redlockd/testkit/redistest"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
@@ -59,7 +59,7 @@ func TestFairCombinations(t *testing.T) {
 	pollFor(t, "the waiter queued in db 3 on every backend", func() bool {
 		for _, s := range backends {
 			c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db})
-			n, _ := c.ZCard(ctxT(t), quorum.FairQueueKey(key)).Result()
+			n, _ := c.ZCard(ctxT(t), backend.FairQueueKey(key)).Result()
 			c.Close()
 			if n != 1 {
 				return false

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/testkit/check"
 	"github.com/redlockd/redlockd/testkit/redistest"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
@@ -39,7 +39,7 @@ func (o *queueOrder) snapshot(ctx context.Context, clients []*redis.Client, key 
 	seen := map[string]int{}
 	var order []string
 	for _, c := range clients {
-		zs, err := c.ZRangeWithScores(ctx, quorum.FairQueueKey(key), 0, -1).Result()
+		zs, err := c.ZRangeWithScores(ctx, backend.FairQueueKey(key), 0, -1).Result()
 		if err != nil {
 			return
 		}

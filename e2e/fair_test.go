@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/backend"
 	"github.com/redlockd/redlockd/testkit/redistest"
 	"github.com/redlockd/redlockd/testkit/redlocktest"
 )
@@ -23,7 +23,7 @@ func fairQueued(t *testing.T, backends []*redistest.Server, key string) [][]stri
 	t.Helper()
 	out := make([][]string, len(backends))
 	for i, s := range backends {
-		v, err := s.Client().ZRange(ctxT(t), quorum.FairQueueKey(key), 0, -1).Result()
+		v, err := s.Client().ZRange(ctxT(t), backend.FairQueueKey(key), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func queueEntry(t *testing.T, backends []*redistest.Server, key, token string, t
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, e := quorum.FairQueueKey(key), "redlockd:fairttl:{"+key+"}"
+		q, e := backend.FairQueueKey(key), "redlockd:fairttl:{"+key+"}"
 		exp := float64(tm.Add(ttl).UnixMilli())
 		if err := c.ZAdd(ctxT(t), q, redis.Z{Score: float64(ticket), Member: token}).Err(); err != nil {
 			t.Fatal(err)
@@ -228,7 +228,7 @@ func TestFairPlainDoesNotOvertake(t *testing.T) {
 	default:
 	}
 	for _, s := range backends {
-		s.Client().ZRem(ctxT(t), quorum.FairQueueKey(key), "first")
+		s.Client().ZRem(ctxT(t), backend.FairQueueKey(key), "first")
 	}
 	r := <-res
 	if r.err != nil || len(r.res) != 2 || r.res[0] != "plain" {

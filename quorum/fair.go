@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/redlockd/redlockd/internal/slot"
 )
 
 // Fair locks (LOCK … WAIT ms FAIR) grant a key's waiters in the order they
 // started waiting, through any proxy. The order lives on the nodes, each
-// of which keeps a queue per key (FairQueueKey): tokens ordered by a
+// of which keeps a queue per key (backend.FairQueueKey): tokens ordered by a
 // ticket, each entry with an expiry of its own that its waiter refreshes
 // with every round.
 //
@@ -46,12 +44,6 @@ import (
 // refused it because fair waiters are queued for the key.
 var ErrQueued = fmt.Errorf("%w: fair waiters are queued", ErrNotAcquired)
 
-// FairQueueKey is where the nodes keep the queue of key's fair waiters.
-func FairQueueKey(key string) string { return slot.Key(FairQueuePrefix, key) }
-
-// FairQueuePrefix is FairQueueKey's name without the key's hash tag.
-const FairQueuePrefix = "redlockd:fair:"
-
 // AcquireFair is Acquire for LOCK … FAIR: without Wait it is one round,
 // granted only where nobody is queued for key; with Wait, it takes a
 // ticket in the key's fair queue and waits its turn until it is granted
@@ -86,7 +78,7 @@ func (c *Cluster) fairWait(ctx context.Context, key, token string, ttl time.Dura
 				}
 				ticket = t
 			}
-			return c.fairRound(key, token, ticket, ttl, c.entryTTL(deadline))
+			return c.fairRound(ctx, key, token, ticket, ttl, c.entryTTL(deadline))
 		},
 		// The release was not this waiter's to take: the local waiter
 		// behind it may be first in the queue.
@@ -117,12 +109,16 @@ func (c *Cluster) fairTicket(ctx context.Context, key string) (int64, error) {
 
 // fairRound is one FairAcquire round: a grant, undone where it fails.
 // After a grant, a node that did not store it still queues the token:
-// it leaves that queue, so that it does not stand first there.
-func (c *Cluster) fairRound(key, token string, ticket int64, ttl, entry time.Duration) (Lock, error) {
+// it leaves that queue, so that it does not stand first there. It stops
+// waiting when ctx ends: a grant that comes after that is undone as a
+// failed round's is, and the waiter, gone, then leaves the queue, where
+// that undo put its entry back.
+func (c *Cluster) fairRound(ctx context.Context, key, token string, ticket int64, ttl, entry time.Duration) (Lock, error) {
 	end := c.begin(OpAcquire)
 	g := c.acquireGrant(Cmd{Kind: FairAcquire, Key: key, Token: token, TTL: ttl, N: ticket, Add: entry})
 	g.undo = c.undoFair(key, token, ticket, ttl, entry) // the entry goes back in the queue too
-	v, r, err := c.grantRound(context.Background(), g)
+	g.left = func() { c.leaveAll(key, token) }
+	v, r, err := c.grantRound(ctx, g)
 	var l Lock
 	if err == nil {
 		l = Lock{Key: key, Token: token, Validity: v}
@@ -152,6 +148,14 @@ func (c *Cluster) leaveWhere(key, token string, g *round) {
 	cmd := Cmd{Kind: FairLeave, Key: key, Token: token}
 	ask := func(i int) (Cmd, bool) { return cmd, !g.reply(i).OK }
 	c.collectThen(OpFair, ask, okVote, func(*round, tally) {})
+}
+
+// leaveAll is fairLeave that waits for nothing: for a waiter whose caller
+// is gone.
+func (c *Cluster) leaveAll(key, token string) {
+	c.collectThen(OpFair, same(Cmd{Kind: FairLeave, Key: key, Token: token}), anyVote, func(*round, tally) {
+		c.wake.notify(c.db, key)
+	})
 }
 
 // fairLeave takes token out of key's queue on every node, and wakes this

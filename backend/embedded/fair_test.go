@@ -154,7 +154,7 @@ func TestMemoryFairQueueSwept(t *testing.T) {
 func memFairQueues(m *Memory) int {
 	n := 0
 	for k, h := range m.scripts.hashes {
-		if h.zset && strings.Contains(k, quorum.FairQueuePrefix) && m.now().Before(h.expires) {
+		if h.zset && strings.Contains(k, "redlockd:fair:") && m.now().Before(h.expires) {
 			n++
 		}
 	}

@@ -20,12 +20,15 @@
 //
 // A caller's ctx ends its wait, never a round: a round once started runs
 // to its end (its replies reported, its cleanup made) whether anybody
-// waits for it or not (round.go: await). A caller already gone starts no
-// round. Reads, extends and takeovers stop waiting when ctx ends; a grant
-// that lands after its caller left is undone as a failed round's is.
-// Acquires, once their round started, wait for it and return its
-// outcome; releases and deletes run to their end whatever ctx says, so
-// that an unlock sent just before a client hangs up still lands.
+// waits for it or not (round.go: await). Every operation stops waiting
+// when ctx ends and returns ctx's error. A caller already gone starts no
+// round, except a release or a delete, which is sent whatever ctx says,
+// so that an unlock sent just before a client hangs up still lands (and
+// is retried where a node did not answer). A grant that lands after its
+// caller left (an acquire's, a takeover's, a hand-over's) is undone as a
+// failed round's is. One round is waited for whatever ctx says: a writing
+// client script's, whose change, once a majority made it, others may have
+// read, so that it cannot be undone as a grant is (script.go: Eval).
 //
 // A Cluster works in one database of its nodes (SELECT's 0 to 15): DB(n)
 // is the same Cluster in database n, and its rounds stamp n on every Cmd

@@ -24,7 +24,10 @@ type Lock struct {
 // Otherwise it releases the token wherever the round may have stored it
 // (a caller's cancellation cannot cut that short) and returns
 // ErrNotAcquired (contention) or a *NoQuorumError (too few nodes answered).
-// With Wait, it is a blocking acquire (see acquireWait).
+// When ctx ends before the round is decided it returns ctx's error; the
+// round runs to its end, and a grant it makes after that is released as a
+// failed round's is. With Wait, it is a blocking acquire (see
+// acquireWait).
 func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Duration, opts ...Option) (Lock, error) {
 	if o := optionsOf(opts); o.wait > 0 {
 		return c.acquireWait(ctx, key, token, ttl, o)
@@ -121,26 +124,63 @@ func (c *Cluster) acquireGrant(cmd Cmd) grant {
 }
 
 // acquireCmd is one acquire round of cmd (acquireGrant), waited for, as
-// an operation of its own. Node calls outlive a cancellation (a client
-// that hangs up mid-round must not leave the round half done), so a
-// caller that is already gone starts no round at all.
+// an operation of its own, until ctx ends. Node calls outlive a
+// cancellation (a client that hangs up mid-round must not leave the round
+// half done): a caller that is already gone starts no round at all, and
+// one that leaves mid-round leaves the round to run to its end, its grant,
+// if it makes one, taken back as a failed round's is (takeBack).
 func (c *Cluster) acquireCmd(ctx context.Context, cmd Cmd) (Lock, error) {
 	if err := ctx.Err(); err != nil {
 		c.roundDone(OpAcquire, nil, err, 0, cmd.TTL)
 		return Lock{}, err
 	}
-	l, err, _ := awaitThen(context.Background(), func(then func(Lock, error)) { c.acquireThen(nil, cmd, then) })
-	return l, err
-}
-
-// grantLock runs g, the round of a lock of key for token, to its end
-// whatever ctx says (node calls outlive a cancellation, so a caller that
-// is already gone starts nothing), and returns the lock it granted.
-func (c *Cluster) grantLock(ctx context.Context, key, token string, g grant) (Lock, error) {
-	if err := ctx.Err(); err != nil {
+	o, err := await(ctx, func(ch chan lockOut) {
+		c.grantPooled(nil, c.acquireGrant(cmd), nil, func(o lockOut) { give(ch, o, takeBack) })
+	})
+	if err != nil {
 		return Lock{}, err
 	}
-	v, _, err := c.grantRound(context.Background(), g)
+	return o.l, o.err
+}
+
+// lockOut is a pooled grant's outcome as a caller waits for it
+// (acquireCmd): the lock or the error, and the record of the round, which
+// takeBack needs where the caller left before it came; valid during the
+// call that hands it on.
+type lockOut struct {
+	l   Lock
+	err error
+	gr  *grantRun
+}
+
+// takeBack undoes the grant of a pooled round whose caller stopped
+// waiting before it came, as a failed round's grants are undone: once
+// every reply is in, the round held until its undo is done. It runs
+// within the round's outcome, which holds the round until then.
+func takeBack(o lockOut) {
+	if o.err != nil {
+		return // a failed round undid itself
+	}
+	gr := o.gr
+	r := &gr.round
+	if r.pooled {
+		r.refs.Add(1)
+	}
+	r.afterAll(func(tally) {
+		if undo := gr.c.undoOf(&gr.g, r); undo != nil {
+			undo(r, r.unref)
+			return
+		}
+		r.unref()
+	})
+}
+
+// grantLock runs g, the round of a lock of key for token, and returns the
+// lock it granted. It stops waiting when ctx ends (a caller already gone
+// starts nothing): the round runs to its end, and a grant it makes after
+// that is undone as a failed round's is (see grantRound).
+func (c *Cluster) grantLock(ctx context.Context, key, token string, g grant) (Lock, error) {
+	v, _, err := c.grantRound(ctx, g)
 	if err != nil {
 		return Lock{}, err
 	}
@@ -160,23 +200,33 @@ func (c *Cluster) acquireThen(rp Reporter, cmd Cmd, done func(Lock, error)) {
 // is values, so the round is pooled (see round.hold): it allocates no
 // record of its own.
 func (c *Cluster) grantAsync(rp Reporter, g grant, done func(Lock, error)) {
+	c.grantPooled(rp, g, done, nil)
+}
+
+// grantPooled is grantAsync whose outcome goes to done, or, where done is
+// nil, to waited with the round's record (see lockOut).
+func (c *Cluster) grantPooled(rp Reporter, g grant, done func(Lock, error), waited func(lockOut)) {
 	if g.ttl <= 0 {
 		if rp != nil {
 			rp.RoundDone(&Report{Op: g.op, Outcome: Outcome(ErrInvalidTTL), TTL: g.ttl})
 		} else {
 			c.roundDone(g.op, nil, ErrInvalidTTL, 0, g.ttl)
 		}
+		if done == nil {
+			waited(lockOut{err: ErrInvalidTTL})
+			return
+		}
 		done(Lock{}, ErrInvalidTTL)
 		return
 	}
 	gr := grantPool.Get().(*grantRun)
-	gr.acquired, gr.reporter = done, rp
+	gr.acquired, gr.waited, gr.reporter = done, waited, rp
 	c.startGrant(gr, g, true)
 }
 
-// acquired gives done the outcome of g's round r, and reports it (see
+// acquired is the outcome of g's round r as a lock, reported (see
 // roundDone).
-func (c *Cluster) acquired(r *round, g *grant, v time.Duration, err error, done func(Lock, error)) {
+func (c *Cluster) acquired(r *round, g *grant, v time.Duration, err error) (Lock, error) {
 	var l Lock
 	cmd := &g.cmd
 	if err == nil {
@@ -185,7 +235,7 @@ func (c *Cluster) acquired(r *round, g *grant, v time.Duration, err error, done 
 		err = ErrQueued
 	}
 	c.roundDone(g.op, r, err, l.Validity, g.ttl)
-	done(l, err)
+	return l, err
 }
 
 // refused is a node that answered an acquire with "no": it never stored
@@ -201,11 +251,11 @@ func (c *Cluster) undoGrant(op, key, token string, ttl time.Duration, keep voter
 	return func(g *round, done func()) {
 		landed := func(i int) bool { return g.landed(i, keep) }
 		c.releaseThen(op, key, token, ttl, false, landed, func(r *round, _ tally) {
-			for i := range r.calls {
-				if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && !rep.OK && unanswered(g.reply(i)) {
+			r.eachMayLand(g, func(i int) {
+				if !r.reply(i).OK {
 					c.pending.add(i, c.db, key, token, ttl, true)
 				}
-			}
+			})
 			done()
 		})
 	}
@@ -217,13 +267,25 @@ func unanswered(rep Reply) bool {
 	return rep.Err != nil && !errors.Is(rep.Err, ErrQuarantined) && !errors.Is(rep.Err, ErrRefused)
 }
 
+// eachMayLand calls f with every node that undo round r asked and that
+// answered it, where the round g that r undoes never had its answer:
+// whatever r found there, g's write may still land after it, so the node
+// is to be checked again later. Every reply of both rounds is in.
+func (r *round) eachMayLand(g *round, f func(i int)) {
+	for i := range r.calls {
+		if r.calls[i].asked && r.reply(i).Err == nil && unanswered(g.reply(i)) {
+			f(i)
+		}
+	}
+}
+
 // releaseRound is a compare-and-delete of key=token on every node, waiting
-// for every reply; see releaseThen.
-func (c *Cluster) releaseRound(op, key, token string, ttl time.Duration, notify bool) (*round, tally) {
-	r, t, _ := awaitThen(context.Background(), func(then func(*round, tally)) {
+// for every reply until ctx ends; the round is sent whatever ctx says and
+// runs to its end (see awaitSent, releaseThen).
+func (c *Cluster) releaseRound(ctx context.Context, op, key, token string, ttl time.Duration, notify bool) (*round, tally, error) {
+	return awaitSentThen(ctx, func(then func(*round, tally)) {
 		c.releaseThen(op, key, token, ttl, notify, nil, then)
 	})
-	return r, t
 }
 
 // releaseThen is a compare-and-delete of key=token on every node that
@@ -429,10 +491,15 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 
 // Release deletes key on every node where it still holds token. It reports
 // true when a majority held it; a *NoQuorumError when too few answered.
-// Like every release it runs to its end whatever ctx says: an unlock sent
-// just before its client hangs up still lands.
+// Like every release it is sent, and runs to its end, whatever ctx says
+// (an unlock sent just before its client hangs up still lands, and a node
+// that did not answer gets it again later); only the wait for its
+// outcome ends with ctx, with ctx's error.
 func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
-	ok, err, _ := awaitThen(context.Background(), func(then func(bool, error)) { c.ReleaseAsync(nil, key, token, then) })
+	ok, err, werr := awaitSentThen(ctx, func(then func(bool, error)) { c.ReleaseAsync(nil, key, token, then) })
+	if werr != nil {
+		return false, werr
+	}
 	return ok, err
 }
 
@@ -442,10 +509,4 @@ func (c *Cluster) ReleaseAsync(rp Reporter, key, token string, done func(bool, e
 	rr := releasePool.Get().(*releaseRun)
 	rr.done, rr.reporter = done, rp
 	c.startRelease(rr, OpRelease, key, token, 0, true, nil, true)
-}
-
-// releaseAll is the release after a failed operation: compare-and-delete
-// on every node, remembered for a retry where a node did not answer.
-func (c *Cluster) releaseAll(op, key, token string) {
-	c.releaseRound(op, key, token, 0, false)
 }

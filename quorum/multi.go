@@ -14,7 +14,8 @@ import (
 // AcquireAll locks every key with token as one lock: on each node all keys
 // or none, granted when a majority of nodes stored all of them within the
 // validity. A failure releases what the round stored anywhere, as a failed
-// Acquire does.
+// Acquire does, and so does a grant that comes after ctx ended (the wait
+// then ends with ctx's error).
 func (c *Cluster) AcquireAll(ctx context.Context, keys []string, token string, ttl time.Duration) (l Lock, err error) {
 	done := c.begin(OpAcquire)
 	defer func() { done(err, l.Validity, ttl) }()
@@ -56,18 +57,22 @@ func (c *Cluster) releaseEach(op string, keys []string, token string, ttl time.D
 	})
 }
 
-// pendingEach remembers, per node and key, what releaseEach must send again.
+// pendingEach remembers, per node and key, what releaseEach must send
+// again: where the undo r had no answer, and where g's write may still
+// land (eachMayLand).
 func (c *Cluster) pendingEach(r, g *round, keys []string, token string, ttl time.Duration) {
-	for i := range r.calls {
+	again := func(i int, answered bool) {
 		rep := r.reply(i)
-		if !r.calls[i].asked || (rep.Err == nil && !unanswered(g.reply(i))) {
-			continue
-		}
 		for j, k := range keys {
-			deleted := j < len(rep.Each) && rep.Each[j]
-			if !deleted {
-				c.pending.add(i, c.db, k, token, ttl, rep.Err == nil)
+			if deleted := j < len(rep.Each) && rep.Each[j]; !deleted {
+				c.pending.add(i, c.db, k, token, ttl, answered)
 			}
 		}
 	}
+	for i := range r.calls {
+		if r.calls[i].asked && r.reply(i).Err != nil {
+			again(i, false)
+		}
+	}
+	r.eachMayLand(g, func(i int) { again(i, true) })
 }

@@ -296,32 +296,55 @@ func majorityHeld(hs []stored[int64], q int) (string, int64) {
 // whether a majority held the token; remaining is the holds a majority still
 // keeps (0: the lock is free; any node's leftover copy is then released).
 // For an exclusive lock's token without holds this is Release, and like
-// it runs to its end whatever ctx says; a reader's token is released by
-// Release only.
+// it is sent, and runs to its end (the release of leftover copies
+// included), whatever ctx says; only its wait ends with ctx, with ctx's
+// error. A reader's token is released by Release only.
 func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool, remaining int64, err error) {
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(released, err), 0, 0) }()
-	r, t := c.collect(OpRelease, same(Cmd{Kind: Unhold, Key: key, Token: token}), okVote)
-	var still []stored[int64]
-	for i := range r.calls {
-		if rep := r.reply(i); rep.Err == nil && rep.OK && rep.N > 0 {
-			still = append(still, stored[int64]{token, rep.N})
+	type unheld struct {
+		released  bool
+		remaining int64
+	}
+	u, err, werr := awaitSentThen(ctx, func(then func(unheld, error)) {
+		c.unholdThen(key, token, func(released bool, remaining int64, err error) { then(unheld{released, remaining}, err) })
+	})
+	if werr != nil {
+		return false, 0, werr
+	}
+	return u.released, u.remaining, err
+}
+
+// unholdThen is Unhold that does not wait: then gets its outcome once its
+// round, and the release of the copies left where the lock is free, are
+// done.
+func (c *Cluster) unholdThen(key, token string, then func(released bool, remaining int64, err error)) {
+	c.collectThen(OpRelease, same(Cmd{Kind: Unhold, Key: key, Token: token}), okVote, func(r *round, t tally) {
+		var still []stored[int64]
+		for i := range r.calls {
+			if rep := r.reply(i); rep.Err == nil && rep.OK && rep.N > 0 {
+				still = append(still, stored[int64]{token, rep.N})
+			}
 		}
-	}
-	_, remaining = majorityHeld(still, c.Quorum())
-	if remaining == 0 && len(still) > 0 {
-		c.releaseAll(OpRelease, key, token)
-	}
-	if remaining == 0 {
-		// The lock is free: a node that missed the last hold's drop keeps
-		// its copy until it is released there too.
-		r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, 0, false) })
-		if t.yes > 0 {
-			c.wake.notify(c.db, key)
+		_, remaining := majorityHeld(still, c.Quorum())
+		end := func() {
+			if remaining == 0 {
+				// The lock is free: a node that missed the last hold's
+				// drop keeps its copy until it is released there too.
+				r.eachUnanswered(func(i int) { c.pending.add(i, c.db, key, token, 0, false) })
+				if t.yes > 0 {
+					c.wake.notify(c.db, key)
+				}
+			}
+			released, err := c.majority(&t)
+			then(released, remaining, err)
 		}
-	}
-	released, err = c.majority(&t)
-	return released, remaining, err
+		if remaining == 0 && len(still) > 0 {
+			c.releaseThen(OpRelease, key, token, 0, false, nil, func(*round, tally) { end() })
+			return
+		}
+		end()
+	})
 }
 
 // Renew extends a lock as Extend does; for an owner lock it extends its

@@ -135,16 +135,24 @@ func agreedTTL(pttls []time.Duration, q int, elapsed time.Duration) time.Duratio
 }
 
 // Delete removes key on every node unconditionally (a forced release). It
-// reports whether a majority held the key. Like Release it runs to its
-// end whatever ctx says.
+// reports whether a majority held the key. Like Release it is sent, and
+// runs to its end (its waiters woken), whatever ctx says; only its wait
+// ends with ctx, with ctx's error.
 func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error) {
 	done := c.begin(OpDelete)
 	defer func() { done(err, 0, 0) }()
-	_, t := c.collect(OpDelete, same(Cmd{Kind: Delete, Key: key, Notify: true}), okVote)
-	if t.yes > 0 {
-		c.wake.notify(c.db, key)
+	held, err, werr := awaitSentThen(ctx, func(then func(bool, error)) {
+		c.collectThen(OpDelete, same(Cmd{Kind: Delete, Key: key, Notify: true}), okVote, func(_ *round, t tally) {
+			if t.yes > 0 {
+				c.wake.notify(c.db, key)
+			}
+			then(c.majority(&t))
+		})
+	})
+	if werr != nil {
+		return false, werr
 	}
-	return c.majority(&t)
+	return held, err
 }
 
 // Expire sets key's ttl on every node unconditionally. It reports whether a

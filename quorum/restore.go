@@ -16,44 +16,60 @@ import (
 // absent. It is what keeps a kept lock alive through a rolling restart of
 // the backends, one at a time: each recovered node gets the lock back
 // before the next one goes down.
+//
+// It waits for the restore until ctx ends, and then returns ctx's error;
+// the restore, once started, runs to its end all the same.
 func (c *Cluster) RenewKept(ctx context.Context, key, token string, ttl time.Duration) (time.Duration, error) {
 	v, missing, err := c.renew(ctx, key, token, ttl)
 	if err != nil || !slices.Contains(missing, true) {
 		return v, err
 	}
-	c.restore(key, token, ttl, missing)
+	if _, _, err := awaitThen(ctx, func(then func(struct{}, struct{})) {
+		c.restoreThen(key, token, ttl, missing, func() { then(struct{}{}, struct{}{}) })
+	}); err != nil {
+		return 0, err
+	}
 	return v, nil
 }
 
-// restore stores key=token on the nodes marked in missing where key is
-// absent (an owner lock with the largest hold count a holder reports), and
-// waits for their replies. Its outcome changes nothing the caller was told:
-// the lock already holds a majority.
-func (c *Cluster) restore(key, token string, ttl time.Duration, missing []bool) {
+// restoreThen stores key=token on the nodes marked in missing where key
+// is absent (an owner lock with the largest hold count a holder reports),
+// and calls done once their replies are in. Its outcome changes nothing
+// the caller was told: the lock already holds a majority.
+func (c *Cluster) restoreThen(key, token string, ttl time.Duration, missing []bool, done func()) {
 	cmd := Cmd{Kind: cmdsOf(token).restore, Key: key, Token: token, TTL: ttl}
+	restore := func() {
+		c.collectThen(OpExtend, func(i int) (Cmd, bool) { return cmd, missing[i] }, okVote, func(*round, tally) { done() })
+	}
 	switch {
 	case IsOwnerToken(token):
-		cmd.N = c.maxHolds(key, token, missing)
+		c.maxHoldsThen(key, token, missing, func(n int64) {
+			cmd.N = n
+			restore()
+		})
+		return
 	case cmd.Kind == RestoreHeld:
 		cmd.N = 1 // a plain lock is one hold
 	}
-	c.collect(OpExtend, func(i int) (Cmd, bool) { return cmd, missing[i] }, okVote)
+	restore()
 }
 
-// maxHolds reads an owner lock's hold count on the nodes that still hold
-// it and returns the largest. A restored node given too many holds keeps
-// its copy longer (availability); one given too few could make the
-// majority's count drop to 0 while holds remain (safety), so the largest.
-func (c *Cluster) maxHolds(key, token string, missing []bool) int64 {
+// maxHoldsThen reads an owner lock's hold count on the nodes that still
+// hold it and gives then the largest. A restored node given too many
+// holds keeps its copy longer (availability); one given too few could
+// make the majority's count drop to 0 while holds remain (safety), so the
+// largest.
+func (c *Cluster) maxHoldsThen(key, token string, missing []bool, then func(int64)) {
 	cmd := Cmd{Kind: Get, Key: HoldsKey(key)}
-	r, _ := c.collect(OpExtend, func(i int) (Cmd, bool) { return cmd, !missing[i] }, okVote)
-	most := int64(1) // no companion key counts as one hold
-	for i := range r.calls {
-		if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && rep.OK {
-			most = max(most, holdsFor(rep.Token, token))
+	c.collectThen(OpExtend, func(i int) (Cmd, bool) { return cmd, !missing[i] }, okVote, func(r *round, _ tally) {
+		most := int64(1) // no companion key counts as one hold
+		for i := range r.calls {
+			if rep := r.reply(i); r.calls[i].asked && rep.Err == nil && rep.OK {
+				most = max(most, holdsFor(rep.Token, token))
+			}
 		}
-	}
-	return most
+		then(most)
+	})
 }
 
 // holdsFor reads a stored hold count (ParseHolds's format); a count of

@@ -425,8 +425,8 @@ func (r *round) all(f voter) bool {
 }
 
 // collect runs one round and waits for every reply, whatever a caller's
-// ctx says: for the rounds that must end what they started (a release,
-// an undo).
+// ctx says: for the rounds that nobody waits to call off (a fair waiter's
+// leave, a writing script's round and its undo; see Eval).
 func (c *Cluster) collect(op string, ask asker, vote voter) (*round, tally) {
 	r, t, _ := c.collectCtx(context.Background(), op, ask, vote)
 	return r, t
@@ -445,10 +445,19 @@ func (c *Cluster) collectCtx(ctx context.Context, op string, ask asker, vote vot
 // give's abandon. The round itself always runs to its end, so its replies
 // are still reported.
 func await[T any](ctx context.Context, start func(ch chan T)) (T, error) {
-	var zero T
 	if err := ctx.Err(); err != nil {
+		var zero T
 		return zero, err
 	}
+	return awaitSent(ctx, start)
+}
+
+// awaitSent is await for the rounds that are sent whatever ctx says (a
+// release, a delete: an unlock sent just before its client hangs up still
+// lands): start runs even for a caller already gone, and only the wait
+// ends with ctx.
+func awaitSent[T any](ctx context.Context, start func(ch chan T)) (T, error) {
+	var zero T
 	ch := make(chan T, 1)
 	start(ch)
 	done := ctx.Done()
@@ -481,6 +490,19 @@ func awaitThen[A, B any](ctx context.Context, start func(then func(A, B))) (A, B
 		b B
 	}
 	o, err := await(ctx, func(ch chan out) {
+		start(func(a A, b B) { give(ch, out{a, b}, nil) })
+	})
+	return o.a, o.b, err
+}
+
+// awaitSentThen is awaitThen for the rounds that are sent whatever ctx
+// says (see awaitSent).
+func awaitSentThen[A, B any](ctx context.Context, start func(then func(A, B))) (A, B, error) {
+	type out struct {
+		a A
+		b B
+	}
+	o, err := awaitSent(ctx, func(ch chan out) {
 		start(func(a A, b B) { give(ch, out{a, b}, nil) })
 	})
 	return o.a, o.b, err
@@ -586,6 +608,10 @@ type grant struct {
 	// nothing (the lock stands until the validity reported
 	// before).
 	undo func(r *round, done func())
+	// left, when set, runs once a round whose caller had stopped waiting
+	// (see undoLate) is undone, granted or not: what the caller would
+	// have done next (a fair waiter leaves its queue).
+	left func()
 	// kept, when set, is a reply that left the node without this round's
 	// grant (a refusal): a failed round where every node answered so has
 	// nothing to undo. With no undo, the undo is a release of cmd's token
@@ -622,16 +648,24 @@ type granted struct {
 }
 
 // undoLate takes back the grant of g that came after its caller was gone,
-// once every reply is in, as a failed round's grants are (grant.undo).
+// once every reply is in, as a failed round's grants are (grant.undo),
+// and then runs g.left.
 func (c *Cluster) undoLate(g grant) func(granted) {
 	return func(o granted) {
+		done := g.left
+		if done == nil {
+			done = func() {}
+		}
 		if o.err != nil {
-			return // a failed round undid itself
+			done() // a failed round undid itself
+			return
 		}
 		o.r.afterAll(func(tally) {
 			if undo := c.undoOf(&g, o.r); undo != nil {
-				undo(o.r, func() {})
+				undo(o.r, done)
+				return
 			}
+			done()
 		})
 	}
 }
@@ -690,9 +724,11 @@ type grantRun struct {
 	g  grant
 	t0 time.Time // the validity's start, when the clock is not time.Now
 	// then gets the outcome; or, where it is nil, acquired does, as
-	// grantAsync's caller (see Cluster.acquired).
+	// grantAsync's caller, or, where that is nil too, waited does, with
+	// the record (see Cluster.grantPooled).
 	then     func(time.Duration, *round, error)
 	acquired func(Lock, error)
+	waited   func(lockOut)
 }
 
 // grantPool holds the grant records of the acquires whose outcome hands
@@ -702,7 +738,7 @@ var grantPool = sync.Pool{New: func() any { return new(grantRun) }}
 // recycle implements runner.
 func (gr *grantRun) recycle() {
 	gr.round.reuse()
-	gr.g, gr.t0, gr.then, gr.acquired = grant{}, time.Time{}, nil, nil
+	gr.g, gr.t0, gr.then, gr.acquired, gr.waited = grant{}, time.Time{}, nil, nil, nil
 	grantPool.Put(gr)
 }
 
@@ -711,8 +747,12 @@ func (gr *grantRun) finish(v time.Duration, err error) {
 	r := &gr.round
 	if gr.then != nil {
 		gr.then(v, r, err)
+	} else if l, err := gr.c.acquired(r, &gr.g, v, err); gr.acquired != nil {
+		gr.acquired(l, err)
 	} else {
-		gr.c.acquired(r, &gr.g, v, err, gr.acquired)
+		// The caller who waited may have left: a grant is then taken
+		// back (takeBack) while this outcome still holds the round.
+		gr.waited(lockOut{l, err, gr})
 	}
 	r.unref()
 }

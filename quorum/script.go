@@ -105,6 +105,17 @@ func (c *Cluster) Eval(ctx context.Context, s *Script, keys, args []string, writ
 	}
 	// The record lives as long as a release that does not know its
 	// lock's ttl is retried, unless the run tells the node a shorter life.
+	//
+	// A writing script's round is waited for whatever ctx says, unlike
+	// every other round. A caller that leaves mid-round cannot be handled
+	// as an acquire's is: its round may stand on a majority (then its
+	// change is the keys' state, which any other client's round may
+	// already have read and built on, as a script's reply or writes of
+	// its own), and undoing it then, as a failed round is undone, would
+	// take back a change others have seen. A failed round's undo never
+	// does that: no majority made its change, so no round read it. Nor
+	// can the change be left standing for a caller told ctx's error: a
+	// granting script would leave a grant held by nobody until its ttl.
 	cmd.Mark, cmd.TTL, cmd.Max = scriptMarkKey(keys[0], NewToken()), maxTTL, maxTTL
 	r, t := c.collect(OpScript, same(cmd), anyVote)
 	res, stands, err := c.decideEffect(r, &t)

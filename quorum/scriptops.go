@@ -56,11 +56,15 @@ const (
 
 // ReleaseStatus is Release that also tells "absent" from "held by another
 // token", as go-redsync's delete script does: each node's compare-and-delete
-// says which it found, in the same atomic step.
+// says which it found, in the same atomic step. Like Release it is sent,
+// and runs to its end, whatever ctx says; only its wait ends with ctx.
 func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (res ReleaseResult, err error) {
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(res == Released, err), 0, 0) }()
-	r, t := c.releaseRound(OpRelease, key, token, 0, true)
+	r, t, err := c.releaseRound(ctx, OpRelease, key, token, 0, true)
+	if err != nil {
+		return ReleasedOther, err
+	}
 	absent := 0
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N < 0 {

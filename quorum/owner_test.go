@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"github.com/redlockd/redlockd/testkit/nodetest"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,19 +14,23 @@ import (
 
 const ownerTTL = 10 * time.Second
 
-// ownerCluster is a cluster over three in-memory nodes, of which the
-// first may be wrapped (to lose replies or stall), closed at cleanup.
-func ownerCluster(t *testing.T, first func(*embedded.Memory) quorum.Node) (*quorum.Cluster, []*embedded.Memory) {
+// ownerCluster is a cluster over three engines m1..m3, each behind a
+// faultnode that fails, holds up or loses its commands, closed at
+// cleanup. under, when set, is the first node's layer between its engine
+// and its faultnode.
+func ownerCluster(t *testing.T, under func(*embedded.Memory) quorum.Node) (*quorum.Cluster, []*embedded.Memory, []*faultnode.Node) {
 	t.Helper()
 	var mems []*embedded.Memory
+	var fs []*faultnode.Node
 	var nodes []quorum.Node
-	for _, name := range []string{"m1", "m2", "m3"} {
+	for i, name := range []string{"m1", "m2", "m3"} {
 		m := embedded.New(name)
-		mems = append(mems, m)
-		nodes = append(nodes, m)
-	}
-	if first != nil {
-		nodes[0] = first(mems[0])
+		var n quorum.Node = m
+		if i == 0 && under != nil {
+			n = under(m)
+		}
+		f := faultnode.Wrap(n)
+		mems, fs, nodes = append(mems, m), append(fs, f), append(nodes, f)
 	}
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = 500 * time.Millisecond // generous: the machine is shared
@@ -43,7 +46,7 @@ func ownerCluster(t *testing.T, first func(*embedded.Memory) quorum.Node) (*quor
 			m.Close()
 		}
 	})
-	return c, mems
+	return c, mems, fs
 }
 
 // seed stores a lock of token with holds holds on m, as the nodes do.
@@ -96,7 +99,7 @@ var (
 // A round that reaches the owner's token on a minority only is not
 // granted, and the hold it added there is taken back.
 func TestLockOwnerUndoesMinorityHold(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	seed(t, m[0], tokW, 1)
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
@@ -111,14 +114,13 @@ func TestLockOwnerUndoesMinorityHold(t *testing.T) {
 // back what it added: the holds on each token and the fresh token on the
 // free node.
 func TestLockOwnerSplitUndone(t *testing.T) {
-	var first *faultnode.Node
-	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { first = faultnode.Wrap(m); return first })
+	c, m, fs := ownerCluster(t, nil)
 	seed(t, m[0], tokW, 1)
 	seed(t, m[1], tokW2, 2)
 	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
 	}
-	if got := first.Calls("HoldOwner"); got < 2 {
+	if got := fs[0].Calls("HoldOwner"); got < 2 {
 		t.Fatalf("a split was tried %d times, want it retried", got)
 	}
 	wantState(t, m[0], tokW, 1)
@@ -129,7 +131,7 @@ func TestLockOwnerSplitUndone(t *testing.T) {
 // A granted round adds one hold on the nodes of the granted token and
 // nothing on a node that stores another token of the owner.
 func TestLockOwnerGrantUndoesOtherToken(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	seed(t, m[0], tokW, 1)
 	seed(t, m[1], tokW, 1)
 	seed(t, m[2], tokW2, 1)
@@ -142,23 +144,16 @@ func TestLockOwnerGrantUndoesOtherToken(t *testing.T) {
 	wantState(t, m[2], tokW2, 1)
 }
 
-// lostReply is a node whose HoldOwner lands but whose answer is lost.
-type lostReply struct{ *embedded.Memory }
-
-func (n lostReply) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	if cmd.Kind != quorum.HoldOwner {
-		n.Memory.Do(deadline, cmd, r)
-		return
-	}
-	n.Memory.Do(deadline, cmd, quorum.ReceiverFunc(func(quorum.Reply) {
-		r.Receive(quorum.Reply{Err: errors.New("reply lost")})
-	}))
+// loseHolds has f's HoldOwner land and its answer be lost.
+func loseHolds(f *faultnode.Node) {
+	f.SetOpFault("HoldOwner", faultnode.ReplyLost(errors.New("reply lost")))
 }
 
 // A node that did not answer gets the round undone: the fresh token it
 // stored is gone.
 func TestLockOwnerUndoesUnanswered(t *testing.T) {
-	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { return lostReply{m} })
+	c, m, fs := ownerCluster(t, nil)
+	loseHolds(fs[0])
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
 	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
@@ -170,7 +165,8 @@ func TestLockOwnerUndoesUnanswered(t *testing.T) {
 // A hold that an unanswered node added to the granted token is one of the
 // grant's holds there, and stays.
 func TestLockOwnerKeepsUnansweredGrantedHold(t *testing.T) {
-	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { return lostReply{m} })
+	c, m, fs := ownerCluster(t, nil)
+	loseHolds(fs[0])
 	for _, n := range m {
 		seed(t, n, tokW, 1)
 	}
@@ -183,73 +179,59 @@ func TestLockOwnerKeepsUnansweredGrantedHold(t *testing.T) {
 	}
 }
 
-// lateHold is a node whose HoldOwner is held back until gate closes and
-// lands after the round gave up on it, as a stalled server's would.
-type lateHold struct {
-	*embedded.Memory
-	gate   chan struct{}
-	landed chan struct{}
-	once   sync.Once
-}
-
-func (n *lateHold) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	if cmd.Kind != quorum.HoldOwner {
-		n.Memory.Do(deadline, cmd, r)
-		return
-	}
-	n.once.Do(func() {
-		go func() {
-			defer close(n.landed)
-			<-n.gate
-			quorum.Call(context.Background(), n.Memory, cmd)
-		}()
+// stuckHolds holds m1's HoldOwner commands until release is called, as
+// a stalled server holds them: each fails at its deadline and lands
+// after it. release lets them reach the engine, and returns once every
+// HoldOwner asked of m1 has.
+func stuckHolds(t *testing.T) (c *quorum.Cluster, m []*embedded.Memory, release func()) {
+	t.Helper()
+	landed := make(chan struct{}, 64)
+	c, m, fs := ownerCluster(t, func(m *embedded.Memory) quorum.Node {
+		return &nodetest.Hooked{Node: m, After: func(cmd quorum.Cmd, _ *quorum.Reply) {
+			if cmd.Kind == quorum.HoldOwner {
+				landed <- struct{}{}
+			}
+		}}
 	})
-	time.AfterFunc(time.Until(deadline), func() { r.Receive(quorum.Reply{Err: context.DeadlineExceeded}) })
+	gate := make(chan struct{})
+	fs[0].SetOpStuck("HoldOwner", gate)
+	release = func() {
+		t.Helper()
+		n := fs[0].Calls("HoldOwner")
+		fs[0].WaitAnswered(t, "HoldOwner", n) // each failed at its deadline
+		close(gate)
+		timeout := time.After(10 * time.Second)
+		for range n {
+			select {
+			case <-landed:
+			case <-timeout:
+				t.Fatal("a held HoldOwner never reached m1")
+			}
+		}
+	}
+	return c, m, release
 }
 
 // A round's HoldOwner that lands after the round was undone adds nothing:
 // neither a fresh token on a free node nor a hold.
 func TestLockOwnerLateHoldAddsNothing(t *testing.T) {
-	late := &lateHold{gate: make(chan struct{}), landed: make(chan struct{})}
-	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { late.Memory = m; return late })
+	c, m, release := stuckHolds(t)
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
 	if _, err := c.LockOwner(context.Background(), "k", "w", ownerTTL); !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("LockOwner = %v, want ErrNotAcquired", err)
 	}
-	close(late.gate)
-	<-late.landed
+	release()
 	wantState(t, m[0], "", 0)
-}
-
-// flakyUndo is lostReply whose UndoHold fails too until mended.
-type flakyUndo struct {
-	lostReply
-	mu     sync.Mutex
-	mended bool
-}
-
-func (n *flakyUndo) mend() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.mended = true
-}
-
-func (n *flakyUndo) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	n.mu.Lock()
-	mended := n.mended
-	n.mu.Unlock()
-	if cmd.Kind == quorum.UndoHold && !mended {
-		r.Receive(quorum.Reply{Err: errors.New("connection reset")})
-		return
-	}
-	n.lostReply.Do(deadline, cmd, r)
 }
 
 // An undo that a node did not answer is sent again until it does.
 func TestLockOwnerUndoRetried(t *testing.T) {
-	flaky := &flakyUndo{}
-	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { flaky.lostReply = lostReply{m}; return flaky })
+	c, m, fs := ownerCluster(t, nil)
+	// m1's HoldOwner lands unanswered, and its UndoHold fails until
+	// mended.
+	loseHolds(fs[0])
+	fs[0].SetOpFault("UndoHold", errors.New("connection reset"))
 	seed(t, m[0], tokW, 1)
 	seed(t, m[1], tokV, 1)
 	seed(t, m[2], tokV, 1)
@@ -259,7 +241,7 @@ func TestLockOwnerUndoRetried(t *testing.T) {
 	if tok, n := state(t, m[0]); tok != tokW || n != 2 || c.PendingReleases()[0] == 0 {
 		t.Fatalf("before the retry m1 stores %q with %d holds, pending %v; want the round's hold there and its undo pending", tok, n, c.PendingReleases())
 	}
-	flaky.mend()
+	fs[0].SetOpFault("UndoHold", nil)
 	deadline := time.Now().Add(5 * time.Second)
 	for c.PendingReleases()[0] > 0 {
 		if time.Now().After(deadline) {
@@ -273,8 +255,7 @@ func TestLockOwnerUndoRetried(t *testing.T) {
 // A round that reaches a node only after the grant adds its hold there
 // when it finds the granted token: the node counts the grant.
 func TestLockOwnerLateGrantedHoldCounts(t *testing.T) {
-	late := &lateHold{gate: make(chan struct{}), landed: make(chan struct{})}
-	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { late.Memory = m; return late })
+	c, m, release := stuckHolds(t)
 	for _, n := range m {
 		seed(t, n, tokW, 1)
 	}
@@ -283,8 +264,7 @@ func TestLockOwnerLateGrantedHoldCounts(t *testing.T) {
 		t.Fatalf("LockOwner = %+v, %v", r, err)
 	}
 	wantState(t, m[0], tokW, 1)
-	close(late.gate)
-	<-late.landed
+	release()
 	wantState(t, m[0], tokW, 2)
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
-	"github.com/redlockd/redlockd/testkit/faultnode"
 	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
@@ -37,7 +36,7 @@ func wantReaders(t *testing.T, mems []*embedded.Memory, n int64) {
 // Readers share the key and exclude writers; the last reader's release
 // frees it, and a writer then excludes readers.
 func TestSharedReadersExcludeWriter(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	ctx := context.Background()
 	var locks []quorum.Lock
 	for range 3 {
@@ -75,7 +74,7 @@ func TestSharedReadersExcludeWriter(t *testing.T) {
 // Each reader expires on its own: a short reader's expiry leaves the long
 // one holding, and the marker's ttl follows the longest.
 func TestSharedReaderExpiresAlone(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	ctx := context.Background()
 	short, err := c.AcquireShared(ctx, "k", 30*time.Millisecond)
 	if err != nil {
@@ -102,7 +101,7 @@ func TestSharedReaderExpiresAlone(t *testing.T) {
 // A reader round that fails (a writer holds a majority) removes its reader
 // where it landed, and only it: an earlier reader there stays.
 func TestSharedFailedRoundUndone(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	ctx := context.Background()
 	first, err := c.AcquireShared(ctx, "k", ownerTTL)
 	if err != nil {
@@ -128,7 +127,7 @@ func TestSharedFailedRoundUndone(t *testing.T) {
 // Renew and release route by token: the marker is no reader and cannot
 // free the readers.
 func TestSharedMarkerIsNoReader(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	ctx := context.Background()
 	l, err := c.AcquireShared(ctx, "k", ownerTTL)
 	if err != nil {
@@ -149,7 +148,7 @@ func TestSharedMarkerIsNoReader(t *testing.T) {
 // A waiting writer keeps new readers out; the last reader's release lets
 // it in. A writer whose caller gives up takes its mark with it.
 func TestSharedWriterWaitingKeepsReadersOut(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	ctx := context.Background()
 	r, err := c.AcquireShared(ctx, "k", ownerTTL)
 	if err != nil {
@@ -223,8 +222,8 @@ func waitMarked(t *testing.T, m []*embedded.Memory) {
 // A reader's release that a node missed is sent again once the node
 // answers, as a reader's release: the reader goes there too.
 func TestSharedReleaseRetried(t *testing.T) {
-	var first *faultnode.Node
-	c, m := ownerCluster(t, func(m *embedded.Memory) quorum.Node { first = faultnode.Wrap(m); return first })
+	c, m, fs := ownerCluster(t, nil)
+	first := fs[0]
 	ctx := context.Background()
 	l, err := c.AcquireShared(ctx, "k", ownerTTL)
 	if err != nil {
@@ -246,7 +245,7 @@ func TestSharedReleaseRetried(t *testing.T) {
 // A kept reader's renewal puts the reader back on a node that lost it,
 // as a reader.
 func TestSharedRenewKeptRestoresReader(t *testing.T) {
-	c, m := ownerCluster(t, nil)
+	c, m, _ := ownerCluster(t, nil)
 	ctx := context.Background()
 	l, err := c.AcquireShared(ctx, "k", ownerTTL)
 	if err != nil {

@@ -8,25 +8,24 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
-// shardedNode is a watched node that stands for a Redis Cluster of two
-// shards: keys starting with "a" are shard "s1"'s, the others "s2"'s.
-type shardedNode struct{ *watchedNode }
-
-func (s shardedNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	shard := "s2"
-	if strings.HasPrefix(cmd.Key, "a") {
-		shard = "s1"
-	}
-	s.watchedNode.Do(deadline, cmd, quorum.ReceiverFunc(func(rep quorum.Reply) {
-		rep.Shard = shard
-		r.Receive(rep)
-	}))
+// sharded has w stand for a Redis Cluster of two shards: each reply
+// names its key's shard, "s1" for keys starting with "a", else "s2".
+func sharded(w *watchedNode) quorum.Node {
+	return &nodetest.Hooked{Node: w, After: func(cmd quorum.Cmd, rep *quorum.Reply) {
+		rep.Shard = "s2"
+		if strings.HasPrefix(cmd.Key, "a") {
+			rep.Shard = "s1"
+		}
+	}}
 }
 
-func (s shardedNode) looks(s1, s2 string) {
-	s.report(quorum.ServerInfo{RunID: "cluster", Uptime: -1, Shards: []quorum.ShardInfo{
+// shardLooks reports a look at w's two shards, whose servers are s1 and
+// s2.
+func shardLooks(w *watchedNode, s1, s2 string) {
+	w.report(quorum.ServerInfo{RunID: "cluster", Uptime: -1, Shards: []quorum.ShardInfo{
 		{Name: "s1", Master: "m1", Info: quorum.ServerInfo{RunID: s1}},
 		{Name: "s2", Master: "m2", Info: quorum.ServerInfo{RunID: s2}},
 	}})
@@ -38,16 +37,15 @@ func (s shardedNode) looks(s1, s2 string) {
 func TestShardRestartQuarantinesThatShard(t *testing.T) {
 	for _, quarantine := range []time.Duration{time.Minute, 0} {
 		c, ws, clk := unseenCluster(t, quarantine)
-		node := shardedNode{ws[0]}
-		c2, err := quorum.New([]quorum.Node{node, ws[1], ws[2]}, c.Config())
+		c2, err := quorum.New([]quorum.Node{sharded(ws[0]), ws[1], ws[2]}, c.Config())
 		if err != nil {
 			t.Fatal(err)
 		}
-		node.looks("x1", "x2")
+		shardLooks(ws[0], "x1", "x2")
 		ws[1].look("r1", "master", 0)
 		ws[2].look("r2", "master", 0)
 		lockNeedsNodeA(ws)
-		node.looks("x1-failover", "x2")
+		shardLooks(ws[0], "x1-failover", "x2")
 		_, errA := c2.Acquire(context.Background(), "a-key", "t1", time.Second)
 		_, errB := c2.Acquire(context.Background(), "b-key", "t2", time.Second)
 		shards := c2.NodeStates()[0].Shards
@@ -77,13 +75,12 @@ func TestShardRestartQuarantinesThatShard(t *testing.T) {
 // twice: the later one is refused.
 func TestClusterNodesSharingAServerRefused(t *testing.T) {
 	c, ws, _ := unseenCluster(t, 0)
-	a, b := shardedNode{ws[0]}, shardedNode{ws[1]}
-	c2, err := quorum.New([]quorum.Node{a, b, ws[2]}, c.Config())
+	c2, err := quorum.New([]quorum.Node{sharded(ws[0]), sharded(ws[1]), ws[2]}, c.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.looks("x1", "x2")
-	b.report(quorum.ServerInfo{RunID: "cluster-b", Uptime: -1, Shards: []quorum.ShardInfo{{Name: "s9", Info: quorum.ServerInfo{RunID: "x2"}}}})
+	shardLooks(ws[0], "x1", "x2")
+	ws[1].report(quorum.ServerInfo{RunID: "cluster-b", Uptime: -1, Shards: []quorum.ShardInfo{{Name: "s9", Info: quorum.ServerInfo{RunID: "x2"}}}})
 	ws[2].look("r2", "master", 0)
 	if st := c2.NodeStates()[1]; !strings.Contains(st.Refused, "same server") {
 		t.Fatalf("node B state %+v, want refused as the same server", st)
@@ -95,15 +92,14 @@ func TestClusterNodesSharingAServerRefused(t *testing.T) {
 // taken as restarted; the shards seen at the first look are not.
 func TestNewShardAfterFirstLookQuarantined(t *testing.T) {
 	c, ws, _ := unseenCluster(t, time.Minute)
-	node := shardedNode{ws[0]}
-	c2, err := quorum.New([]quorum.Node{node, ws[1], ws[2]}, c.Config())
+	c2, err := quorum.New([]quorum.Node{sharded(ws[0]), ws[1], ws[2]}, c.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	node.report(quorum.ServerInfo{RunID: "cluster", Uptime: -1, Shards: []quorum.ShardInfo{
+	ws[0].report(quorum.ServerInfo{RunID: "cluster", Uptime: -1, Shards: []quorum.ShardInfo{
 		{Name: "s2", Master: "m2", Info: quorum.ServerInfo{RunID: "x2"}},
 	}})
-	node.looks("y1", "x2")
+	shardLooks(ws[0], "y1", "x2")
 	shards := c2.NodeStates()[0].Shards
 	if len(shards) != 2 || shards[0].Name != "s1" || !shards[0].Quarantined || shards[1].Quarantined {
 		t.Fatalf("shard states %+v, want the new s1 quarantined and s2 not", shards)

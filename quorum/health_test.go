@@ -14,16 +14,13 @@ import (
 	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
-// watchedNode is an in-memory node whose "server" the test describes by
-// hand, as the Redis node's INFO look would; the node may be failed
-// (SetFault).
+// watchedNode is an engine behind a faultnode, whose "server" the test
+// describes by hand, as the Redis node's INFO look would; the node may be
+// failed (SetFault) and its replies watched (OnReply).
 type watchedNode struct {
 	*faultnode.Node
 	mu  sync.Mutex
 	fns []func(quorum.ServerInfo)
-	// onSetNX runs inside SetNX, after the write: a restart noticed while
-	// an operation is in flight.
-	onSetNX func()
 }
 
 func (w *watchedNode) Watch(wt quorum.Watcher) bool {
@@ -46,17 +43,6 @@ func (w *watchedNode) report(in quorum.ServerInfo) {
 	for _, fn := range fns {
 		fn(in)
 	}
-}
-
-func (w *watchedNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	if cmd.Kind != quorum.SetNX || w.onSetNX == nil {
-		w.Node.Do(deadline, cmd, r)
-		return
-	}
-	w.Node.Do(deadline, cmd, quorum.ReceiverFunc(func(rep quorum.Reply) {
-		w.onSetNX()
-		r.Receive(rep)
-	}))
 }
 
 type clock struct {
@@ -148,7 +134,13 @@ func TestQuarantineCheckedAfterTheCall(t *testing.T) {
 	for _, quarantine := range []time.Duration{time.Minute, 0} {
 		c, ws, _ := watchedCluster(t, quarantine)
 		lockNeedsNodeA(ws)
-		ws[0].onSetNX = func() { ws[0].look("r0-restarted", "master", 0) }
+		// A restart noticed inside SetNX, after the write, while the
+		// operation is in flight.
+		ws[0].OnReply(func(cmd quorum.Cmd, _ quorum.Reply) {
+			if cmd.Kind == quorum.SetNX {
+				ws[0].look("r0-restarted", "master", 0)
+			}
+		})
 		_, err := c.Acquire(context.Background(), "k", "tok", time.Second)
 		if quarantine > 0 && !errors.Is(err, quorum.ErrQuarantined) {
 			t.Errorf("quarantine on: Acquire = %v, want ErrQuarantined", err)

@@ -13,50 +13,47 @@ import (
 	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
-// raiseFault fails the RaiseHorizon commands of the node it wraps while
-// set, and records the ttl of every raise.
-type raiseFault struct {
+// horizonNode is a watched node that records the ttl of every raise of
+// its horizon that it answered (failed ones too); setFail fails those
+// raises (faultnode.SetOpFault).
+type horizonNode struct {
 	*watchedNode
 	mu     sync.Mutex
-	fail   error
 	raises []time.Duration
 }
 
-func (r *raiseFault) Do(deadline time.Time, cmd quorum.Cmd, rc quorum.Receiver) {
-	if cmd.Kind == quorum.RaiseHorizon {
-		r.mu.Lock()
-		r.raises = append(r.raises, cmd.TTL)
-		err := r.fail
-		r.mu.Unlock()
-		if err != nil {
-			rc.Receive(quorum.Reply{Err: err})
-			return
+func newHorizonNode(name string) *horizonNode {
+	h := &horizonNode{watchedNode: &watchedNode{Node: faultnode.Wrap(embedded.New(name))}}
+	h.OnReply(func(cmd quorum.Cmd, _ quorum.Reply) {
+		if cmd.Kind == quorum.RaiseHorizon {
+			h.mu.Lock()
+			h.raises = append(h.raises, cmd.TTL)
+			h.mu.Unlock()
 		}
-	}
-	r.watchedNode.Do(deadline, cmd, rc)
+	})
+	return h
 }
 
-func (r *raiseFault) setFail(err error) {
-	r.mu.Lock()
-	r.fail = err
-	r.mu.Unlock()
-}
+func (h *horizonNode) setFail(err error) { h.SetOpFault("RaiseHorizon", err) }
 
-func (r *raiseFault) raised() []time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.raises...)
+// raised lists the raises asked of h so far, once each is answered.
+func (h *horizonNode) raised(t *testing.T) []time.Duration {
+	t.Helper()
+	h.WaitAnswered(t, "RaiseHorizon", h.Calls("RaiseHorizon"))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]time.Duration(nil), h.raises...)
 }
 
 // horizonCluster is three watched in-memory nodes A, B, C, seen once, with
 // the given quarantine and a MaxTTL of an hour.
-func horizonCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*raiseFault, *clock) {
+func horizonCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*horizonNode, *clock) {
 	t.Helper()
 	clk := &clock{t: time.Now()}
-	rs := make([]*raiseFault, 3)
+	rs := make([]*horizonNode, 3)
 	nodes := make([]quorum.Node, 3)
 	for i := range rs {
-		rs[i] = &raiseFault{watchedNode: &watchedNode{Node: faultnode.Wrap(embedded.New(string(rune('A' + i))))}}
+		rs[i] = newHorizonNode(string(rune('A' + i)))
 		nodes[i] = rs[i]
 	}
 	cfg := quorum.DefaultConfig()
@@ -120,7 +117,7 @@ func TestHorizonRaisedOnlyWhenOutlived(t *testing.T) {
 		clk.advance(100 * time.Millisecond)
 	}
 	for _, r := range rs {
-		if got := r.raised(); len(got) != 1 || got[0] < 20*time.Second {
+		if got := r.raised(t); len(got) != 1 || got[0] < 20*time.Second {
 			t.Fatalf("%s raised %v for 20 similar 10s grants, want one raise of at least 20s", r.Name(), got)
 		}
 	}
@@ -128,7 +125,7 @@ func TestHorizonRaisedOnlyWhenOutlived(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		got := r.raised()
+		got := r.raised(t)
 		if len(got) != 2 || got[1] < 50*time.Minute || got[1] > time.Hour+time.Second {
 			t.Fatalf("%s raised %v, want a second raise between 50m and MaxTTL+1s", r.Name(), got)
 		}

@@ -7,18 +7,15 @@ import (
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
+	"github.com/redlockd/redlockd/testkit/nodetest"
 )
 
-// atNode stamps every reply of its node with a read time an hour after
-// the call, as a node that says when it read the reply does.
-type atNode struct{ quorum.Node }
-
-func (a atNode) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
-	at := time.Now().Add(time.Hour)
-	a.Node.Do(deadline, cmd, quorum.ReceiverFunc(func(rep quorum.Reply) {
-		rep.At = at
-		rcv.Receive(rep)
-	}))
+// readAnHourLater stamps every reply of n with a read time an hour
+// later, as a node that says when it read the reply does.
+func readAnHourLater(n quorum.Node) quorum.Node {
+	return &nodetest.Hooked{Node: n, After: func(_ quorum.Cmd, rep *quorum.Reply) {
+		rep.At = time.Now().Add(time.Hour)
+	}}
 }
 
 // latencyObserver records each node's reported duration.
@@ -41,7 +38,7 @@ func (o *latencyObserver) OpDone(string, string, time.Duration, time.Duration, t
 // without one is timed on receipt.
 func TestReportNodeUsesReplyReadTime(t *testing.T) {
 	fs, nodes := newNodes(3)
-	nodes[0], nodes[1] = atNode{fs[0]}, atNode{fs[1]}
+	nodes[0], nodes[1] = readAnHourLater(fs[0]), readAnHourLater(fs[1])
 	obs := &latencyObserver{d: map[string][]time.Duration{}}
 	cfg := testConfig()
 	cfg.Observer = obs

@@ -11,47 +11,41 @@ import (
 	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
-// markingNode is a node that records each wait mark it is asked for.
-type markingNode struct {
-	*faultnode.Node
-	mu    sync.Mutex
-	marks []time.Duration
-}
-
-// Do records the wait mark of every SetNX that carries one.
-func (m *markingNode) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
-	if cmd.Kind == quorum.SetNX && cmd.Add > 0 {
-		m.mu.Lock()
-		m.marks = append(m.marks, cmd.Add)
-		m.mu.Unlock()
-	}
-	m.Node.Do(deadline, cmd, r)
-}
-
-func (m *markingNode) marked() []time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]time.Duration(nil), m.marks...)
-}
-
-func markingCluster(t *testing.T, holder string) []*markingNode {
+// markingCluster is three nodes, each storing holder at key (none for
+// ""), and for each a record of the wait marks that the SetNX commands
+// it answered carried.
+func markingCluster(t *testing.T, holder string) ([]*faultnode.Node, []func() []time.Duration) {
 	t.Helper()
 	fs, _ := newNodes(3)
-	ms := make([]*markingNode, len(fs))
+	marked := make([]func() []time.Duration, len(fs))
 	for i, f := range fs {
 		if holder != "" {
 			put(t, f, key, holder, time.Minute)
 		}
-		ms[i] = &markingNode{Node: f}
+		var mu sync.Mutex
+		var marks []time.Duration
+		f.OnReply(func(cmd quorum.Cmd, _ quorum.Reply) {
+			if cmd.Kind == quorum.SetNX && cmd.Add > 0 {
+				mu.Lock()
+				marks = append(marks, cmd.Add)
+				mu.Unlock()
+			}
+		})
+		marked[i] = func() []time.Duration {
+			f.WaitAnswered(t, opSetNX, f.Calls(opSetNX))
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]time.Duration(nil), marks...)
+		}
 	}
-	return ms
+	return fs, marked
 }
 
-func clusterOfMarking(t *testing.T, ms []*markingNode, cfg quorum.Config) *quorum.Cluster {
+func clusterOfMarking(t *testing.T, fs []*faultnode.Node, cfg quorum.Config) *quorum.Cluster {
 	t.Helper()
-	nodes := make([]quorum.Node, len(ms))
-	for i, m := range ms {
-		nodes[i] = m
+	nodes := make([]quorum.Node, len(fs))
+	for i, f := range fs {
+		nodes[i] = f
 	}
 	c, err := quorum.New(nodes, cfg)
 	if err != nil {
@@ -67,24 +61,24 @@ func TestAcquireWaitMarksOnlyWhenRefused(t *testing.T) {
 	cfg := testConfig()
 	cfg.RetryDelayMin, cfg.RetryDelayMax = time.Hour, time.Hour
 
-	free := markingCluster(t, "")
+	free, freeMarks := markingCluster(t, "")
 	if _, err := clusterOfMarking(t, free, cfg).Acquire(context.Background(), key, mine, ttl, quorum.Wait(time.Minute)); err != nil {
 		t.Fatalf("uncontended AcquireWait: %v", err)
 	}
-	for _, m := range free {
-		if got := m.marked(); len(got) != 0 {
+	for i, m := range free {
+		if got := freeMarks[i](); len(got) != 0 {
 			t.Errorf("%s marked %v for an uncontended acquire", m.Name(), got)
 		}
 	}
 
-	held := markingCluster(t, other)
+	held, heldMarks := markingCluster(t, other)
 	const wait = 300 * time.Millisecond
 	_, err := clusterOfMarking(t, held, cfg).Acquire(context.Background(), key, mine, ttl, quorum.Wait(wait))
 	if !errors.Is(err, quorum.ErrNotAcquired) {
 		t.Fatalf("AcquireWait behind a holder = %v, want ErrNotAcquired", err)
 	}
-	for _, m := range held {
-		got := m.marked()
+	for i, m := range held {
+		got := heldMarks[i]()
 		if len(got) != 1 || got[0] <= 0 || got[0] > wait {
 			t.Errorf("%s marks = %v, want one in (0, %v]", m.Name(), got, wait)
 		}

@@ -10,6 +10,7 @@ import (
 // raiseNode is a watched node that answers every command at once with OK,
 // except RaiseHorizon, whose replies it holds until release (or fails with
 // fail).
+// It stays a stub: its tests call the unexported horizon record (coverHorizon, horizons), so they live in package quorum, which cannot import the engine.
 type raiseNode struct {
 	mu     sync.Mutex
 	held   []func()

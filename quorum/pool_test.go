@@ -14,6 +14,7 @@ import (
 
 // keyedNode answers at once: yes, unless the key starts with "no-" and
 // the command stores a token (a release is always a yes).
+// It stays a stub: it is lateNode's base and the fast nodes beside it, in this internal package, which cannot import the engine.
 type keyedNode struct{ yesNode }
 
 func (n keyedNode) Do(_ time.Time, cmd Cmd, r Receiver) {
@@ -26,6 +27,7 @@ func (n keyedNode) Do(_ time.Time, cmd Cmd, r Receiver) {
 // checks that the round the reply goes to is still the one that asked
 // (its command's key and token): a round recycled while a call still
 // held it would be asking something else, or nothing, by then.
+// It stays a stub: it reads the round behind its receiver (*nodeCall), so it lives in package quorum, which cannot import the engine.
 type lateNode struct {
 	keyedNode
 	mu     sync.Mutex

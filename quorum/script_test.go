@@ -48,6 +48,7 @@ func TestReplyRule(t *testing.T) {
 }
 
 // evalNode answers Eval with a fixed reply and records every call.
+// It stays a stub: its tests give the quorum's rule chosen replies and effects per node, which one script would give only under per-node state built to order.
 type evalNode struct {
 	name string
 	mu   sync.Mutex

@@ -161,7 +161,9 @@ func TestCancelledFairRoundUndone(t *testing.T) {
 		_, err := s.c.AcquireFair(ctx, key, "tok", ttl, quorum.Wait(time.Minute))
 		return err
 	})
-	s.everywhere(t, "the late fair grant undone on every node", key, "")
+	// Free on every node: neither the late grant nor, while the gone
+	// waiter stays queued, the reservation that the queue keeps there.
+	s.everywhere(t, "the key free on every node, the late fair grant undone", key, "")
 	pollUntil(t, "the gone waiter out of the queue on every node", func() bool {
 		for i, n := range s.mem {
 			rep := quorum.Call(t.Context(), n, quorum.Cmd{Kind: quorum.FairTail, Key: key})

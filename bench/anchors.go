@@ -127,38 +127,63 @@ func (t *tabler) anchorRows() {
 		workloadName(r.opts, c50), workloadName(r.opts, p16))
 	t.printf("|---|---|---|---|---|---|---|---|---|\n")
 	tw, hasTw := r.anchors[anchorTwemproxy]
-	row := func(name string, s [2]summary) {
-		t.printf("| %s |", name)
-		for w := range 2 {
-			if s[w].done == 0 {
-				t.printf(" %s | — | — | — |", t.cell(s[w]))
-				continue
-			}
-			vsTw := "—"
-			if hasTw {
-				vsTw = ratio(s[w].selfUS, tw[w].selfUS)
-			}
-			t.printf(" %.2f µs | %s | %s | %.0f |", s[w].selfUS, ratio(s[w].selfUS, r.direct[w].selfUS), vsTw, s[w].rps)
-		}
-		t.printf("\n")
+	type anchorRow struct {
+		name string
+		s    [2]summary
 	}
-	row("redis-server direct", r.direct)
+	rows := []anchorRow{{"redis-server direct", r.direct}}
 	if hasTw {
-		row(anchorTwemproxy+" redis-server (nutcracker)", tw)
+		rows = append(rows, anchorRow{anchorTwemproxy + " redis-server (nutcracker)", tw})
 	}
 	floor, hasFloor := r.anchors[anchorGoFloor]
 	if hasFloor {
-		row(anchorGoFloor+": a goroutine per connection answering +OK, no backend", floor)
+		rows = append(rows, anchorRow{anchorGoFloor + ": a goroutine per connection answering +OK, no backend", floor})
 	}
 	if ep, ok := r.anchors[anchorEpollFloor]; ok {
-		row(anchorEpollFloor+": the same answers from an epoll loop per processor", ep)
+		rows = append(rows, anchorRow{anchorEpollFloor + ": the same answers from an epoll loop per processor", ep})
 	}
-	row(anchorRedlockd1+" redis-server", r.anchors[anchorRedlockd1])
+	rows = append(rows, anchorRow{anchorRedlockd1 + " redis-server", r.anchors[anchorRedlockd1]})
 	var s [2]summary
 	for w := range 2 {
 		s[w], _ = t.measured(runKey{r.bins[0], t.n0}, w)
 	}
-	row(fmt.Sprintf("redlockd → %d redis-servers (a Redlock round)", t.n0), s)
+	rows = append(rows, anchorRow{fmt.Sprintf("redlockd → %d redis-servers (a Redlock round)", t.n0), s})
+	for _, a := range rows {
+		t.printf("| %s |", a.name)
+		for w := range 2 {
+			if a.s[w].done == 0 {
+				t.printf(" %s | — | — | — |", t.cell(a.s[w]))
+				continue
+			}
+			vsTw := "—"
+			if hasTw {
+				vsTw = ratio(a.s[w].selfUS, tw[w].selfUS)
+			}
+			t.printf(" %.2f µs | %s | %s | %.0f |", a.s[w].selfUS, ratio(a.s[w].selfUS, r.direct[w].selfUS), vsTw, a.s[w].rps)
+		}
+		t.printf("\n")
+	}
+	t.printf("\nSystem calls per request of the same processes (`syscr` and `syscw` of `/proc/<pid>/io`: a read that\n" +
+		"found nothing and sent its goroutine or loop back to the poller counts too), and the commands per read\n" +
+		"event at the redis-servers behind them (one backend write of the process carries about that many):\n\n")
+	t.printf("| process | %s reads | writes | commands per backend read | %s reads | writes | commands per backend read |\n",
+		workloadName(r.opts, c50), workloadName(r.opts, p16))
+	t.printf("|---|---|---|---|---|---|---|\n")
+	for _, a := range rows {
+		t.printf("| %s |", a.name)
+		for w := range 2 {
+			if a.s[w].done == 0 || a.s[w].readsPer < 0 {
+				t.printf(" — | — | — |")
+				continue
+			}
+			per := "—"
+			if a.s[w].perRead > 0 {
+				per = fmt.Sprintf("%.1f", a.s[w].perRead)
+			}
+			t.printf(" %.2f | %.2f | %s |", a.s[w].readsPer, a.s[w].writesPer, per)
+		}
+		t.printf("\n")
+	}
 	if !hasTw {
 		t.printf("\nNo twemproxy row: nutcracker was not on PATH.\n")
 	}

@@ -61,6 +61,48 @@ func parseStatTicks(stat []byte) (int64, error) {
 	return utime + stime, nil
 }
 
+// syscalls is how many read and write system calls a process has made
+// (syscr and syscw of /proc/<pid>/io, every thread's together): recv,
+// send, readv and the like count, and so does a read that found nothing
+// (EAGAIN) and sent its goroutine to the poller.
+type syscalls struct{ reads, writes int64 }
+
+func (a syscalls) minus(b syscalls) syscalls { return syscalls{a.reads - b.reads, a.writes - b.writes} }
+
+// procSyscalls reads pid's counts; ok is false where /proc/<pid>/io
+// cannot be read (another user's process, a kernel without task I/O
+// accounting).
+func procSyscalls(pid int) (syscalls, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return syscalls{}, false
+	}
+	return parseIOSyscalls(string(b))
+}
+
+// parseIOSyscalls picks syscr and syscw from the text of /proc/<pid>/io.
+func parseIOSyscalls(text string) (syscalls, bool) {
+	var s syscalls
+	found := 0
+	for line := range strings.Lines(text) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "syscr" && k != "syscw") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return syscalls{}, false
+		}
+		if k == "syscr" {
+			s.reads = n
+		} else {
+			s.writes = n
+		}
+		found++
+	}
+	return s, found == 2
+}
+
 // serverStats is what one redis-server counted so far: commands run and
 // read events handled (INFO stats), so that commands per read tells how
 // many commands arrived together.

@@ -70,3 +70,48 @@ func TestParseInfoStats(t *testing.T) {
 		t.Error("a non-number parsed")
 	}
 }
+
+func TestParseIOSyscalls(t *testing.T) {
+	io := "rchar: 3217\nwchar: 1210\nsyscr: 12\nsyscw: 7\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n"
+	got, ok := parseIOSyscalls(io)
+	if !ok || got != (syscalls{reads: 12, writes: 7}) {
+		t.Fatalf("parseIOSyscalls = %+v, %v; want {12 7}, true", got, ok)
+	}
+	for _, bad := range []string{"", "syscr: 12\n", "syscr: x\nsyscw: 7\n"} {
+		if got, ok := parseIOSyscalls(bad); ok {
+			t.Errorf("parseIOSyscalls(%q) = %+v, true; want false", bad, got)
+		}
+	}
+}
+
+// TestProcSyscallsCountsOwnCalls writes to a pipe and reads it back a
+// known number of times and finds at least as many calls counted.
+func TestProcSyscallsCountsOwnCalls(t *testing.T) {
+	before, ok := procSyscalls(os.Getpid())
+	if !ok {
+		t.Skip("/proc/self/io is not readable here")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	const n = 50
+	buf := make([]byte, 1)
+	for range n {
+		if _, err := w.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, ok := procSyscalls(os.Getpid())
+	if !ok {
+		t.Fatal("/proc/self/io became unreadable")
+	}
+	if d := after.minus(before); d.reads < n || d.writes < n {
+		t.Fatalf("counted %d reads and %d writes over %d of each", d.reads, d.writes, n)
+	}
+}

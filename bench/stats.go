@@ -53,6 +53,10 @@ type sample struct {
 	// at is what the servers that executed the SETs counted meanwhile:
 	// the backends, or the direct server.
 	at serverStats
+	// sys is the system calls of the process redis-benchmark talked to,
+	// when sysOK.
+	sys   syscalls
+	sysOK bool
 }
 
 // summary is the median of each measure over a run's repetitions that
@@ -66,6 +70,9 @@ type summary struct {
 	reason                      string
 	// minTicks is the smallest tick count behind selfUS or backendsUS.
 	minTicks int64
+	// readsPer and writesPer are the system calls per request of the
+	// process redis-benchmark talked to; -1 where they could not be read.
+	readsPer, writesPer float64
 }
 
 func summarize(ss []sample, ticksPerSec int64) summary {
@@ -94,6 +101,11 @@ func summarize(ss []sample, ticksPerSec int64) summary {
 	sum.backendsUS = medianOf(ok, func(s sample) float64 { return usPer(s.backends, s) })
 	sum.perRead = medianOf(ok, func(s sample) float64 { return perRead(s.at) })
 	sum.minTicks = minTicks(ok)
+	sum.readsPer, sum.writesPer = -1, -1
+	if !slices.ContainsFunc(ok, func(s sample) bool { return !s.sysOK }) {
+		sum.readsPer = medianOf(ok, func(s sample) float64 { return float64(s.sys.reads) / float64(s.requests) })
+		sum.writesPer = medianOf(ok, func(s sample) float64 { return float64(s.sys.writes) / float64(s.requests) })
+	}
 	return sum
 }
 

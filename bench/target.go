@@ -36,6 +36,9 @@ func (t target) measure(ctx context.Context, w workload) (sample, error) {
 	}
 	s := sample{run: run, requests: w.requests, self: after.self - before.self,
 		backends: after.backends - before.backends, at: after.at.minus(before.at)}
+	if before.sysOK && after.sysOK {
+		s.sys, s.sysOK = after.sys.minus(before.sys), true
+	}
 	return s, runErr
 }
 
@@ -43,6 +46,10 @@ func (t target) measure(ctx context.Context, w workload) (sample, error) {
 type counters struct {
 	self, backends int64
 	at             serverStats
+	// sys is the system calls of the process redis-benchmark talks to;
+	// sysOK says they could be read.
+	sys   syscalls
+	sysOK bool
 }
 
 func (t target) counters() (counters, error) {
@@ -51,6 +58,7 @@ func (t target) counters() (counters, error) {
 	if c.self, err = procTicks(t.pid); err != nil {
 		return c, err
 	}
+	c.sys, c.sysOK = procSyscalls(t.pid)
 	for _, b := range t.backends {
 		n, err := procTicks(b.pid())
 		if err != nil {

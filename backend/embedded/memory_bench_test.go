@@ -78,3 +78,24 @@ func TestMemoryNativeCost(t *testing.T) {
 		t.Errorf("lock, miss and release: %v allocations, want at most 50", allocs)
 	}
 }
+
+// BenchmarkMemoryEvalMarked is a library's lock script as a writing
+// script's round sends it, with a mark, then ForgetEval, each awaited:
+// the record that a marked run keeps and drops is part of its cost.
+func BenchmarkMemoryEvalMarked(b *testing.B) {
+	m := New("bench")
+	defer m.Close()
+	lock := nodetest.EvalCmd(`return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000)`, []string{"lock"}, "tok")
+	lock.Mark, lock.TTL, lock.Limit, lock.Max = "redlockd:script:{lock}:m", time.Minute, 30*time.Second, time.Minute
+	forget := quorum.Cmd{Kind: quorum.ForgetEval, Keys: lock.Keys, Mark: lock.Mark}
+	release := quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "lock", Token: "tok"}
+	done := make(chan struct{}, 1)
+	ran := quorum.ReceiverFunc(func(quorum.Reply) { done <- struct{}{} })
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Do(time.Time{}, lock, ran)
+		<-done
+		m.Do(time.Time{}, forget, memNoReply)
+		m.Do(time.Time{}, release, memNoReply)
+	}
+}

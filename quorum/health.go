@@ -153,6 +153,10 @@ func (h *health) vetoNode(i int) error {
 		return nil
 	}
 	if until != refusedForever && h.now().Sub(h.base) >= time.Duration(until) {
+		// Ended: the votes after this one need not read the clock. A
+		// quarantine begun meanwhile stored an offset of its own, which
+		// this leaves in place.
+		h.blocked[i].CompareAndSwap(until, 0)
 		return nil
 	}
 	h.mu.Lock()

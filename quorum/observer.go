@@ -112,6 +112,10 @@ func Outcome(err error) string {
 	switch {
 	case err == nil:
 		return OutcomeOK
+	case err == ErrNotAcquired, err == ErrNotHeld:
+		// The refusals themselves, most outcomes that are not ok:
+		// nothing to unwrap.
+		return OutcomeContended
 	case errors.Is(err, ErrNoQuorum):
 		return OutcomeNoQuorum
 	case errors.Is(err, ErrNotAcquired), errors.Is(err, ErrNotHeld):

@@ -2,14 +2,13 @@ package embedded
 
 import "time"
 
-// memScripts is what the in-memory node keeps for replicated scripts: the
-// hash values they write and the undo records of marked runs. Both live
-// beside the string map, so that a native command, which only ever meets
-// strings, pays for them with one length check on a miss and nothing on a
-// hit, and an entry stays a token and an expiry.
+// memScripts is what the in-memory node keeps for scripts: the hash
+// values (and sorted sets) they write, a marked run's record among them.
+// They live beside the string map, so that a native command, which only
+// ever meets strings, pays for them with one length check on a miss and
+// nothing on a hit, and an entry stays a token and an expiry.
 type memScripts struct {
-	hashes  map[string]*memHash
-	records map[string]*evalRecord // by Mark
+	hashes map[string]*memHash
 }
 
 // memHash is a hash value. Its fields keep their insertion order, as
@@ -147,16 +146,11 @@ func (m *Memory) putHash(key string, h *memHash) {
 	m.wrote()
 }
 
-// sweepScripts drops expired hashes and undo records; sweep calls it.
+// sweepScripts drops expired hashes; sweep calls it.
 func (m *Memory) sweepScripts(now time.Time) {
 	for k, h := range m.scripts.hashes {
 		if !now.Before(h.expires) {
 			m.expire(k)
-		}
-	}
-	for k, r := range m.scripts.records {
-		if !now.Before(r.expires) {
-			delete(m.scripts.records, k)
 		}
 	}
 }

@@ -256,8 +256,9 @@ func (s *luaStop) Err() error {
 // changed drops the interpreter instead of returning it to the pool.
 type luaVM struct {
 	L    *lua.LState
-	run  *luaRun // the script running on it
-	stop luaStop // a client script's deadline
+	run  *luaRun  // the script running on it
+	args []string // a redis.call's arguments, reused (see call)
+	stop luaStop  // a client script's deadline
 	seen []luaSeen
 	// readonly are the shared tables, which rawset refuses too.
 	readonly map[*lua.LTable]bool
@@ -609,8 +610,8 @@ func stringsTable(L *lua.LState, ss []string) *lua.LTable {
 func (vm *luaVM) redisTable(L *lua.LState) *lua.LTable {
 	t := L.NewTable()
 	L.SetFuncs(t, map[string]lua.LGFunction{
-		"call":               func(L *lua.LState) int { return vm.run.call(L, true) },
-		"pcall":              func(L *lua.LState) int { return vm.run.call(L, false) },
+		"call":               func(L *lua.LState) int { return vm.run.call(L, true, &vm.args) },
+		"pcall":              func(L *lua.LState) int { return vm.run.call(L, false, &vm.args) },
 		"error_reply":        func(L *lua.LState) int { return replyTable(L, "err") },
 		"status_reply":       func(L *lua.LState) int { return replyTable(L, "ok") },
 		"sha1hex":            luaSHA1Hex,
@@ -631,18 +632,23 @@ func (vm *luaVM) redisTable(L *lua.LState) *lua.LTable {
 
 // call is redis.call (raise: an error reply raises its text, which a
 // Lua pcall catches as a string, as on Redis 7) and redis.pcall (it
-// returns the error as a table).
-func (r *luaRun) call(L *lua.LState, raise bool) int {
-	args, msg := luaArgs(L)
+// returns the error as a table). buf holds the arguments, reused from
+// one call to the next.
+func (r *luaRun) call(L *lua.LState, raise bool, buf *[]string) int {
+	args, msg := luaArgs(L, (*buf)[:0])
 	v := errorValue(msg)
+	hgetall := false
 	if msg == "" {
 		v = r.command(args)
+		hgetall = r.resp3 && strings.EqualFold(args[0], "hgetall")
+		clear(args)
+		*buf = args[:0]
 	}
 	if raise && v.Kind == quorum.ErrorValue {
 		r.callErr = v.Str
 		L.Error(lua.LString(v.Str), 0)
 	}
-	if r.resp3 && v.Kind == quorum.ArrayValue && strings.EqualFold(args[0], "hgetall") {
+	if hgetall && v.Kind == quorum.ArrayValue {
 		v.Kind = quorum.MapValue // RESP3's reply of HGETALL
 	}
 	L.Push(r.valueToLua(L, v))
@@ -650,13 +656,13 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 }
 
 // luaArgs reads a redis.call's arguments: strings, or numbers as Redis
-// prints them. msg is the error when they are not.
-func luaArgs(L *lua.LState) ([]string, string) {
+// prints them, appended to args. msg is the error when they are not.
+func luaArgs(L *lua.LState, args []string) ([]string, string) {
 	n := L.GetTop()
 	if n == 0 {
 		return nil, "ERR Please specify at least one argument for this redis lib call"
 	}
-	args := make([]string, n)
+	args = slices.Grow(args, n)[:n]
 	for i := range args {
 		switch v := L.Get(i + 1).(type) {
 		case lua.LString:

@@ -14,6 +14,9 @@ import (
 // ToNumber is Lua 5.1's tonumber(s) of a string s, as Redis's Lua runs
 // it on glibc: false where it gives nil.
 func ToNumber(s string) (float64, bool) {
+	if f, ok := plainInt(s); ok {
+		return f, true
+	}
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		s = s[:i]
 	}
@@ -23,6 +26,31 @@ func ToNumber(s string) (float64, bool) {
 		return 0, false
 	}
 	return parseStrtod(s[:n]), true
+}
+
+// plainInt reads the common case at once: an optional '-' and at most 15
+// decimal digits, which strtod reads exactly ("-0" is -0).
+func plainInt(s string) (float64, bool) {
+	digits := s
+	if len(s) > 0 && s[0] == '-' {
+		digits = s[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	f := float64(n)
+	if len(digits) < len(s) {
+		f = -f
+	}
+	return f, true
 }
 
 // cSpace are the bytes C's isspace is true of.

@@ -2,6 +2,7 @@ package luanum
 
 import (
 	"math"
+	"strconv"
 	"testing"
 )
 
@@ -34,6 +35,14 @@ func TestToNumber(t *testing.T) {
 	}
 	if f, _ := ToNumber("-0"); f != 0 || !math.Signbit(f) {
 		t.Errorf("ToNumber(-0) = %v, want negative zero", f)
+	}
+	// Plain integers, read at once up to 15 digits, as strtod reads them.
+	for _, in := range []string{"007", "-12", "999999999999999", "-999999999999999", "1000000000000000",
+		"9007199254740993", "12345678901234567890", "-0001"} {
+		want, _ := strconv.ParseFloat(in, 64)
+		if got, ok := ToNumber(in); !ok || got != want {
+			t.Errorf("ToNumber(%q) = %v, %v, want %v", in, got, ok, want)
+		}
 	}
 }
 

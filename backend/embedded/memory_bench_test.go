@@ -99,3 +99,21 @@ func BenchmarkMemoryEvalMarked(b *testing.B) {
 		m.Do(time.Time{}, release, memNoReply)
 	}
 }
+
+// BenchmarkMemoryEvalMarkedInline is BenchmarkMemoryEvalMarked run
+// through the node's step directly, without the line's goroutine: the
+// engine's own cost of the marked run, its ForgetEval and a release.
+func BenchmarkMemoryEvalMarkedInline(b *testing.B) {
+	m := New("bench")
+	defer m.Close()
+	lock := nodetest.EvalCmd(`return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000)`, []string{"lock"}, "tok")
+	lock.Mark, lock.TTL, lock.Limit, lock.Max = "redlockd:script:{lock}:m", time.Minute, 30*time.Second, time.Minute
+	forget := quorum.Cmd{Kind: quorum.ForgetEval, Keys: lock.Keys, Mark: lock.Mark}
+	release := quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "lock", Token: "tok"}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.run(time.Time{}, memCmd{lock})
+		m.run(time.Time{}, memCmd{forget})
+		m.run(time.Time{}, memCmd{release})
+	}
+}

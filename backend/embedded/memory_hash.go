@@ -115,18 +115,6 @@ func (h *memHash) clone() *memHash {
 	return c
 }
 
-func (h *memHash) equal(o *memHash) bool {
-	if len(h.fields) != len(o.fields) || !h.expires.Equal(o.expires) || h.zset != o.zset {
-		return false
-	}
-	for i, f := range h.fields {
-		if o.fields[i] != f {
-			return false
-		}
-	}
-	return true
-}
-
 // dropHash deletes a hash at key: a string written there replaces it. The
 // caller holds m.mu.
 func (m *Memory) dropHash(key string) {

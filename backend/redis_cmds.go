@@ -134,13 +134,6 @@ func readYes(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	return quorum.Reply{OK: n > 0, N: n}, err
 }
 
-// readWhether: an integer, OK when above 0, and nothing more: whether
-// an undo put something back, whether a mark was there to drop.
-func readWhether(_ *call, rep wire.Reply) (quorum.Reply, error) {
-	n, err := intReply(rep)
-	return quorum.Reply{OK: n > 0}, err
-}
-
 // readN: an integer, always OK.
 func readN(_ *call, rep wire.Reply) (quorum.Reply, error) {
 	n, err := intReply(rep)

@@ -229,70 +229,22 @@ func (c *call) buildEval(cmd quorum.Cmd, channel string) error {
 		c.script(c.s, readValue, cmd.Keys, cmd.Args...)
 		return nil
 	}
-	m, err := newMarkedEval(cmd, channel)
-	if err != nil {
-		return err
+	if len(cmd.Keys) == 0 {
+		return errNoKeys
 	}
-	c.marked = m
+	c.marked = &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark,
+		ttl: c.ms(cmd.TTL), limit: msOrZero(cmd.Limit), max: msOrZero(cmd.Max), channel: channel}
 	c.read = readMarked
 	c.req.Buf, c.req.Skip = c.marked.step(c.s, false), 4
-	return nil
+	return c.err
 }
 
-// newMarkedEval is what cmd's marked step is built from.
-func newMarkedEval(cmd quorum.Cmd, channel string) (*markedEval, error) {
-	if len(cmd.Keys) == 0 {
-		return nil, errNoKeys
-	}
-	ttl, err := ceilMillis(cmd.TTL)
-	if err != nil {
-		return nil, err
-	}
-	return &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark, ttl: strconv.FormatInt(ttl, 10),
-		limit: msOrZero(cmd.Limit), max: msOrZero(cmd.Max), channel: channel}, nil
-}
-
-// MarkedEval is a marked Eval's step (see above) as its parts, not
-// encoded: the embedded engine runs its three scripts in turn, as a
-// Redis node runs them in one MULTI … EXEC.
-type MarkedEval struct {
-	m    *markedEval
-	user *Script
-}
-
-// Step is one script of a marked Eval's step and what it runs over.
-type Step struct {
-	Script     *Script
-	Keys, Args []string
-}
-
-// BuildMarked builds cmd, a marked Eval; channel is the release channel
-// of cmd.DB.
-func BuildMarked(cmd quorum.Cmd, channel string) (*MarkedEval, error) {
-	if cmd.Script == nil {
-		return nil, errors.New("no script")
-	}
-	m, err := newMarkedEval(cmd, channel)
-	if err != nil {
-		return nil, err
-	}
-	return &MarkedEval{m: m, user: &Script{src: cmd.Script.Src, sha: cmd.Script.SHA}}, nil
-}
-
-// Steps are the snapshot, the client's script and the after step.
-func (e *MarkedEval) Steps() [3]Step { return e.m.steps(e.user) }
-
-// Read reads the step's reply, EXEC's array of the three scripts'
-// replies.
-func (e *MarkedEval) Read(rep wire.Reply) (quorum.Reply, error) { return readMarked(nil, rep) }
-
-// buildUndoEval builds UndoEval. The "undone" mark lives cmd.TTL; none
-// is kept without one.
+// buildUndoEval builds UndoEval.
 func (c *call) buildUndoEval(cmd quorum.Cmd) error {
 	if len(cmd.Keys) == 0 {
 		return errNoKeys
 	}
-	c.script(undoEvalScript, readWhether, append([]string{cmd.Mark}, cmd.Keys...), msOrZero(cmd.TTL))
+	c.script(undoEvalScript, readYes, append([]string{cmd.Mark}, cmd.Keys...), c.ms(cmd.TTL))
 	return c.err
 }
 
@@ -301,7 +253,7 @@ func (c *call) buildForgetEval(cmd quorum.Cmd) error {
 	if cmd.Mark == "" {
 		return errNoKeys
 	}
-	c.command(readWhether, "del", cmd.Mark)
+	c.command(readYes, "del", cmd.Mark)
 	return c.err
 }
 
@@ -316,18 +268,13 @@ type markedEval struct {
 // step is the MULTI … EXEC of a marked script; eval sends every script's
 // text (after NOSCRIPT: the server lost its scripts).
 func (m *markedEval) step(user *Script, eval bool) []byte {
-	buf := resp.AppendCommand(nil, []string{"multi"})
-	for _, st := range m.steps(user) {
-		buf = appendScript(buf, st.Script, eval, st.Keys, st.Args...)
-	}
-	return resp.AppendCommand(buf, []string{"exec"})
-}
-
-// steps are the three scripts of the step, in order.
-func (m *markedEval) steps(user *Script) [3]Step {
 	marked := append([]string{m.mark}, m.keys...)
+	buf := resp.AppendCommand(nil, []string{"multi"})
+	buf = appendScript(buf, evalSnapshotScript, eval, marked, m.ttl)
+	buf = appendScript(buf, user, eval, m.keys, m.args...)
 	after := append([]string{m.limit, m.ttl, m.channel, m.max, markSlackMillis}, waitKeys(m.keys)[len(m.keys):]...)
-	return [3]Step{{evalSnapshotScript, marked, []string{m.ttl}}, {user, m.keys, m.args}, {evalAfterScript, marked, after}}
+	buf = appendScript(buf, evalAfterScript, eval, marked, after...)
+	return resp.AppendCommand(buf, []string{"exec"})
 }
 
 // appendScript appends EVALSHA (or, with eval, EVAL) of s over keys and

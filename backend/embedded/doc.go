@@ -12,12 +12,8 @@
 // interpreter on gopher-lua (memory_lua*.go) over the node's keys, and
 // read by the same reader (memory_kinds.go), so a kind's node semantics
 // are written once, in its script. A client's script that the static
-// check admitted runs on the same interpreter (Eval); a marked one runs
-// between the proxy's snapshot and after scripts, which keep its record
-// at the mark for UndoEval's script, as on a Redis node (backend's
-// redis_eval.go, backend.BuildMarked). What only this node does is take
-// back a client's script stopped at its deadline (memory_rollback.go).
-// The node delivers pub/sub
+// check admitted runs on the same interpreter (Eval), with a record of
+// what it changed for an undo (memory_undo.go). The node delivers pub/sub
 // messages (memory_pubsub.go), reports the keys its commands changed or
 // that expired for client-side caching (memory_tracking.go), and
 // announces released keys to its watchers (memory_release.go).

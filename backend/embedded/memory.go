@@ -36,7 +36,7 @@ type Memory struct {
 	// last report, while changes are watched (see expire).
 	expired []string
 
-	scripts memScripts // hashes, under mu
+	scripts memScripts // hashes and undo records, under mu
 	// deadline is the one given to Do for the command running under mu
 	// (zero: none); it bounds a script. It lives here rather than in each
 	// command so that the native commands carry nothing more.
@@ -211,14 +211,15 @@ func (m *Memory) store(key, token string, expires time.Time) {
 // wrote counts a write and sweeps once enough have accumulated.
 func (m *Memory) wrote() {
 	m.writes++
-	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes))/2 {
+	if m.writes < 64+(len(m.keys)+len(m.scripts.hashes)+len(m.scripts.records))/2 {
 		return
 	}
 	m.writes = 0
 	m.sweep(m.now())
 }
 
-// sweep drops every expired key, string or hash. The caller holds m.mu.
+// sweep drops every expired key, string or hash, and the expired undo
+// records. The caller holds m.mu.
 func (m *Memory) sweep(now time.Time) {
 	for k, e := range m.keys {
 		if !now.Before(e.expires) {

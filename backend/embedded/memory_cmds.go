@@ -35,14 +35,15 @@ type memOp struct {
 }
 
 // memSteps are the kinds the node runs by a step of its own rather than
-// by the command or script a Redis node runs: a client's script (whose
-// marked run is still the step a Redis node runs, see evalMarked), and
-// pub/sub. UndoEval and ForgetEval run as on a Redis node.
+// by the command or script a Redis node runs: a client's script and its
+// undo, and pub/sub.
 var memSteps = map[quorum.CmdKind]func(*memOp) quorum.Reply{
 	quorum.Eval:        (*memOp).eval,
+	quorum.UndoEval:    (*memOp).undoEval,
 	quorum.Subscribe:   (*memOp).subscribe,
 	quorum.Unsubscribe: (*memOp).unsubscribe,
 	quorum.Publish:     (*memOp).publish,
+	quorum.ForgetEval:  (*memOp).forgetEval,
 }
 
 // exec runs the command: by its own step where the kind has one, else by

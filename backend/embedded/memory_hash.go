@@ -2,13 +2,14 @@ package embedded
 
 import "time"
 
-// memScripts is what the in-memory node keeps for scripts: the hash
-// values (and sorted sets) they write, a marked run's record among them.
-// They live beside the string map, so that a native command, which only
-// ever meets strings, pays for them with one length check on a miss and
-// nothing on a hit, and an entry stays a token and an expiry.
+// memScripts is what the in-memory node keeps for replicated scripts: the
+// hash values they write and the undo records of marked runs. Both live
+// beside the string map, so that a native command, which only ever meets
+// strings, pays for them with one length check on a miss and nothing on a
+// hit, and an entry stays a token and an expiry.
 type memScripts struct {
-	hashes map[string]*memHash
+	hashes  map[string]*memHash
+	records map[string]*evalRecord // by Mark
 }
 
 // memHash is a hash value. Its fields keep their insertion order, as
@@ -115,6 +116,18 @@ func (h *memHash) clone() *memHash {
 	return c
 }
 
+func (h *memHash) equal(o *memHash) bool {
+	if len(h.fields) != len(o.fields) || !h.expires.Equal(o.expires) || h.zset != o.zset {
+		return false
+	}
+	for i, f := range h.fields {
+		if o.fields[i] != f {
+			return false
+		}
+	}
+	return true
+}
+
 // dropHash deletes a hash at key: a string written there replaces it. The
 // caller holds m.mu.
 func (m *Memory) dropHash(key string) {
@@ -134,11 +147,16 @@ func (m *Memory) putHash(key string, h *memHash) {
 	m.wrote()
 }
 
-// sweepScripts drops expired hashes; sweep calls it.
+// sweepScripts drops expired hashes and undo records; sweep calls it.
 func (m *Memory) sweepScripts(now time.Time) {
 	for k, h := range m.scripts.hashes {
 		if !now.Before(h.expires) {
 			m.expire(k)
+		}
+	}
+	for k, r := range m.scripts.records {
+		if !now.Before(r.expires) {
+			delete(m.scripts.records, k)
 		}
 	}
 }

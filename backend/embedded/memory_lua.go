@@ -16,7 +16,6 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/redlockd/redlockd/backend"
-	"github.com/redlockd/redlockd/backend/wire"
 	"github.com/redlockd/redlockd/internal/luanum"
 	"github.com/redlockd/redlockd/quorum"
 )
@@ -54,79 +53,20 @@ func (s *memOp) eval() quorum.Reply {
 		}
 		return quorum.Reply{OK: true, Value: &v}
 	}
-	if s.c.Mark != "" {
-		return s.evalMarked(p)
-	}
 	r := &luaRun{s: s, db: s.c.DB, stores: p.stores}
 	v, late := r.run(p.proto, s.c.Keys, s.c.Args)
 	if late {
 		r.rollback()
 		return quorum.Reply{Err: errScriptLate}
 	}
-	ttl := r.limit()
-	v = s.clientValue(v)
-	return quorum.Reply{OK: true, Value: &v, TTL: ttl}
-}
-
-// evalMarked runs a marked Eval as a Redis node runs it: the step
-// backend.BuildMarked gives (the snapshot script, the client's script,
-// the after script, which a Redis node runs in one MULTI … EXEC) on the
-// node's engine, read by the kind's reader. The proxy's two scripts keep
-// the record at the mark, give the keys left without expiry the Limit,
-// take back a run past Max, and say what the run changed; the node adds
-// only what a Redis server cannot do: a client's script stopped at its
-// deadline is taken back whole, its snapshot's mark too.
-func (s *memOp) evalMarked(p luaProto) quorum.Reply {
-	b, err := backend.BuildMarked(s.c.Cmd, memReleaseChannel)
-	if err != nil {
-		return quorum.Reply{Err: fmt.Errorf("backend: %s: %w", backend.OpName(s.c.Kind), err)}
+	ttl, effect, timed, over := r.finish()
+	if over {
+		v = errorValue(quorum.MsgTTLExceedsMax)
 	}
-	steps := b.Steps()
-	mark := memKey(s.c.DB, s.c.Mark)
-	before := s.stateOf(mark)
-	snap := s.kindStep(steps[0])
-	r := &luaRun{s: s, db: s.c.DB, stores: p.stores}
-	v, late := r.run(p.proto, steps[1].Keys, steps[1].Args)
-	if late {
-		r.rollback()
-		s.restore(mark, before)
-		return quorum.Reply{Err: errScriptLate}
-	}
-	after := s.kindStep(steps[2])
-	// The client's reply is the engine's own value (it keeps RESP3's
-	// types), in place of the null read here.
-	rep, err := b.Read(wire.Reply{Kind: '*', Elems: []wire.Reply{replyOf(snap), {Kind: '$', Null: true}, replyOf(after)}})
-	if err != nil {
-		return quorum.Reply{Err: fmt.Errorf("backend: %s: %w", backend.OpName(s.c.Kind), err)}
-	}
-	if rep.Value.Kind == quorum.ErrorValue {
-		// Past Max, the after step took the run back: what it would have
-		// announced or published goes with it.
-		s.announce, s.published = nil, nil
-		return rep
-	}
-	v = s.clientValue(v)
-	rep.Value = &v
-	return rep
-}
-
-// kindStep runs one of the proxy's own scripts in the command's database.
-func (s *memOp) kindStep(st backend.Step) quorum.Value {
-	proto, err := compiled(st.Script)
-	if err != nil {
-		return errorValue(errCompile + err.Error())
-	}
-	v, _ := (&luaRun{s: s, db: s.c.DB, kind: true}).run(proto, st.Keys, st.Args)
-	return v
-}
-
-// clientValue is a client script's reply as its connection's protocol
-// reads it.
-func (s *memOp) clientValue(v quorum.Value) quorum.Value {
 	if !s.c.Script.RESP3 {
-		return downgrade(v)
+		v = downgrade(v)
 	}
-	return v
+	return quorum.Reply{OK: true, Value: &v, TTL: ttl, Effect: effect, Each: timed}
 }
 
 // downgrade is v as Redis gives it to a RESP2 client: a map as a flat
@@ -175,7 +115,6 @@ type luaRun struct {
 	stores bool
 }
 
-// touchedKey is a key a client's script wrote, as it found it.
 type touchedKey struct {
 	key    string // the node's key: memKey(db, key)
 	before memState

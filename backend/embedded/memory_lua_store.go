@@ -34,12 +34,11 @@ func (r *luaRun) putString(key, val string, expires time.Time) {
 }
 
 // del deletes key; a marked key's release is announced, as a native
-// release's is, where the command's scripts do not announce it: a kind's
-// script publishes its releases, and so does a marked Eval's after step.
+// release's is.
 func (r *luaRun) del(key string) {
 	k := r.phys(key)
 	r.touch(k)
-	r.s.dropPhys(k, !r.kind && r.s.c.Mark == "")
+	r.s.dropPhys(k, !r.kind)
 }
 
 // hashToWrite returns key's hash for a change, recorded first; a new,
@@ -57,7 +56,7 @@ func (r *luaRun) hashToWrite(key string, h *memHash) *memHash {
 func (r *luaRun) saveHash(key string, h *memHash) {
 	k := r.phys(key)
 	if len(h.fields) == 0 {
-		r.s.dropPhys(k, r.kind || r.s.c.Mark == "")
+		r.s.dropPhys(k, true)
 		return
 	}
 	r.s.m.putHash(k, h)

@@ -577,9 +577,6 @@ func memUndoEval(mark string, keys []string) quorum.Cmd {
 	return quorum.Cmd{Kind: quorum.UndoEval, Mark: mark, Keys: keys}
 }
 
-// inDB is c in database db.
-func inDB(db int, c quorum.Cmd) quorum.Cmd { c.DB = db; return c }
-
 // TestMemoryUndoEval: UndoEval puts back what a marked script changed,
 // where nothing changed the key since, once.
 func TestMemoryUndoEval(t *testing.T) {
@@ -593,7 +590,6 @@ func TestMemoryUndoEval(t *testing.T) {
 		vals   map[string]string
 		ttls   map[string]time.Duration
 		hash   bool // k1 holds a hash afterwards
-		db     int  // the undo's
 	}{
 		{name: "deleted key comes back with its ttl", before: []quorum.Cmd{held},
 			eval: memMarkedEval(luaRelease, "m", k1, "a"), undone: true,
@@ -626,10 +622,8 @@ func TestMemoryUndoEval(t *testing.T) {
 		{name: "repeated run of one mark", eval: memMarkedEval(`return redis.call('pexpire', KEYS[1], 90000)`, "m", k1),
 			before: []quorum.Cmd{memMarkedEval(`return redis.call('set', KEYS[1], 'b', 'NX', 'PX', 10000)`, "m", k1)},
 			undone: true, vals: map[string]string{k1[0]: ""}},
-		// The db a script SELECTs first is the command's (the proxy reads
-		// it from the script), where its mark and its undo live too.
-		{name: "select", eval: inDB(4, memMarkedEval(`redis.call('select', 4); return redis.call('set', KEYS[1], 'b', 'PX', 10000)`, "m", k1)),
-			db: 4, undone: true, vals: map[string]string{memKey(4, k1[0]): ""}},
+		{name: "select", eval: memMarkedEval(`redis.call('select', 4); return redis.call('set', KEYS[1], 'b', 'PX', 10000)`, "m", k1),
+			undone: true, vals: map[string]string{memKey(4, k1[0]): ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -639,14 +633,14 @@ func TestMemoryUndoEval(t *testing.T) {
 					t.Fatalf("%+v: %v", c, r.Err)
 				}
 			}
-			if got := quorum.Call(t.Context(), m, inDB(tc.db, memUndoEval("m", k1))); got.OK != tc.undone || got.Err != nil {
+			if got := quorum.Call(t.Context(), m, memUndoEval("m", k1)); got.OK != tc.undone || got.Err != nil {
 				t.Fatalf("UndoEval = %+v, want OK %v", got, tc.undone)
 			}
 			checkMemKeys(t, m, tc.vals, tc.ttls)
 			if got := evalOn(t, m, nodetest.EvalCmd(`return redis.call('type', KEYS[1])`, k1)).Value.Str == "hash"; got != tc.hash {
 				t.Errorf("k1 is a hash: %v, want %v", got, tc.hash)
 			}
-			if again := quorum.Call(t.Context(), m, inDB(tc.db, memUndoEval("m", k1))); again.OK {
+			if again := quorum.Call(t.Context(), m, memUndoEval("m", k1)); again.OK {
 				t.Errorf("second UndoEval = %+v, want nothing undone", again)
 			}
 		})

@@ -12,9 +12,8 @@ import (
 )
 
 // The commands only the kinds' own scripts call (the fair queue and the
-// readers of a shared lock are sorted sets, timed by TIME; a marked
-// Eval's record and its undo copy keys by DUMP and RESTORE), with Redis
-// 7's replies. A sorted set is a memHash marked zset: its members are the
+// readers of a shared lock are sorted sets, timed by TIME), with Redis 7's
+// replies. A sorted set is a memHash marked zset: its members are the
 // fields' names, their scores the fields' scores, small enough that a
 // range sorts them when it is asked.
 var luaKindCmds = map[string]luaCmd{
@@ -22,7 +21,6 @@ var luaKindCmds = map[string]luaCmd{
 	"zrem": {-3, fieldsCmd(true, (*luaRun).delFields)}, "zcard": {2, fieldsCmd(true, (*luaRun).countFields)},
 	"zcount": {4, (*luaRun).zcount}, "zrange": {-4, (*luaRun).zrange},
 	"zrangebyscore": {-4, (*luaRun).zrangebyscore}, "zremrangebyscore": {4, (*luaRun).zremrangebyscore},
-	"dump": {2, (*luaRun).dump}, "restore": {-4, (*luaRun).restore},
 }
 
 const errNotFloat = "ERR value is not a valid float"

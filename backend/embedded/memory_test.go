@@ -34,10 +34,7 @@ func (c *fakeClock) advance(d time.Duration) {
 
 func newTestMemory(t *testing.T) (*Memory, *fakeClock) {
 	t.Helper()
-	// On the millisecond, as a Redis server's clock: an expiry that a
-	// script reads (PEXPIRETIME) and puts back (RESTORE … ABSTTL) is then
-	// the very one the key had.
-	clock := &fakeClock{t: time.Now().Truncate(time.Millisecond)}
+	clock := &fakeClock{t: time.Now()}
 	m := New("mem")
 	m.now = clock.now
 	t.Cleanup(func() { _ = m.Close() })

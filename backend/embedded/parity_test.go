@@ -14,17 +14,15 @@ import (
 // TestKindParity runs the in-memory node's cases (memDoCases, which
 // TestMemoryDo runs on the node) on a real redis-server through a Redis
 // node: the replies and the keys afterwards must be the same, so the two
-// nodes agree on every kind, a marked script's undo and forgetting too.
-// Client scripts are compared by TestMemoryEvalAsRedis and TestEvalEffect
-// (an unmarked one's TTL and Limit are the node's own), and subscriptions
-// have no keys.
+// nodes agree on every kind. Client scripts are compared by
+// TestMemoryEvalAsRedis, and subscriptions have no keys.
 func TestKindParity(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newTestRedis(t, srv.Addr())
 	c := srv.Client()
 	for _, tc := range memDoCases {
 		switch tc.cmd.Kind {
-		case quorum.Eval, quorum.Subscribe, quorum.Unsubscribe:
+		case quorum.Eval, quorum.UndoEval, quorum.ForgetEval, quorum.Subscribe, quorum.Unsubscribe:
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -29,7 +30,12 @@ func (h *Handler) handOver(c *call, o setOpts) {
 	if session {
 		ttl = h.opts.SessionTTL
 	}
-	l, err := h.clusterOf(c.s).HandOver(c.s.Context(), key, old, next, ttl)
+	// The hand-over is waited for even when the client hangs up: undone
+	// by the quorum, it would put back the old token, which the closing
+	// session releases meanwhile (its release reaches each node behind the
+	// swap), and the key would stay held by nobody. A gone client's new
+	// token is released instead, once the round is in.
+	l, err := h.clusterOf(c.s).HandOver(context.WithoutCancel(c.s.Context()), key, old, next, ttl)
 	if err == nil && c.s.Context().Err() != nil {
 		err = h.undoForGone(c.s, l)
 	}

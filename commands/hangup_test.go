@@ -134,3 +134,45 @@ func TestStartedKeepaliveBindsInItsRoundsDB(t *testing.T) {
 		t.Error("LOCK k 10000 KEEPALIVE, taken in db 0, is bound in db 1")
 	}
 }
+
+// TestHangUpDuringHandOverLeavesTheKeyFree: a client that hangs up while
+// its SET … IFEQ hands its session lock over leaves the key free once its
+// session closes: neither the new token, which nobody will be told of,
+// nor the old one, which the closing session released, holds it. Every
+// command to the nodes is delayed alike, so that they keep their order:
+// the session's release reaches each node behind the hand-over.
+func TestHangUpDuringHandOverLeavesTheKeyFree(t *testing.T) {
+	for _, px := range [][]string{{"PX", "60000"}, nil} {
+		t.Run(strings.Join(append([]string{"SET k next"}, px...), " "), func(t *testing.T) {
+			t.Parallel()
+			f := slowFixture(t)
+			s := f.h.NewSession("127.0.0.1:3")
+			var held recorder
+			f.h.Exec(s, byteArgs([]string{"SET", "k", "old", "NX"}), &held)
+			if held.String() != "+OK" {
+				t.Fatalf("SET k old NX: %s", held.String())
+			}
+			for _, n := range f.nodes {
+				n.SetDelay(300 * time.Millisecond)
+			}
+			var r recorder
+			words := append(append([]string{"SET", "k", "next"}, px...), "IFEQ", "old")
+			done := runOrStart(t, f.h, s, "run", words, &r)
+			awaitCall(t, f.nodes, "CompareAndSwap")
+			s.HangUp()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("not done")
+			}
+			f.h.CloseSession(s)
+			got := f.do("GET", "k")
+			for end := time.Now().Add(5 * time.Second); got != "nil" && time.Now().Before(end); got = f.do("GET", "k") {
+				time.Sleep(time.Millisecond)
+			}
+			if got != "nil" {
+				t.Errorf("GET k after a hang-up during %v (reply %s) and the session's close: %s, want nil", words, r.String(), got)
+			}
+		})
+	}
+}

@@ -348,22 +348,11 @@ func (r *round) nodeResults(keep func(*nodeCall) bool) []NodeResult {
 // (see unref, reportUntold), which lets go only once the caller's callback
 // returned and the last reply was received, so r.results is free again.
 func (r *round) reportOp(op string, err error, validity, ttl time.Duration) {
-	r.rep = Report{Op: op, Outcome: Outcome(err), Validity: validity, TTL: ttl}
+	r.rep = Report{Op: op, Outcome: Outcome(err), D: r.elapsed(), Validity: validity, TTL: ttl}
 	r.mu.Lock()
 	r.late = r.got < len(r.calls)
 	r.rep.Calls = r.nodeResults(tell)
 	r.mu.Unlock()
-	r.rep.D = r.took
-	if r.rep.D == 0 {
-		// Decided by a reply: the round lasted until the last reply it
-		// counted was read, a reading the call's latency already took.
-		for _, c := range r.rep.Calls {
-			r.rep.D = max(r.rep.D, c.D)
-		}
-	}
-	if r.rep.D <= 0 {
-		r.rep.D = r.elapsed()
-	}
 	r.reporter.RoundDone(&r.rep)
 }
 

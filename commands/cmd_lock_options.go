@@ -267,7 +267,10 @@ func (h *Handler) releaseToken(s *Session, key, token string) (bool, error) {
 // is release (a library's script may need more than a yes or no from the
 // round): every release of one key by its token keeps the same books.
 func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(context.Context, string, string) (bool, error)) (bool, error) {
-	ctx := s.Context()
+	// Waited for to its end even when the client hangs up: the books
+	// below (an owner's share of a kept lock, its renewals paused
+	// meanwhile) follow the release's outcome.
+	ctx := context.WithoutCancel(s.Context())
 	ref := lockRef{s.DB(), key, token}
 	if h.bound.wasLost(ref, s.ID) {
 		if !quorum.IsOwnerToken(token) {

@@ -129,9 +129,12 @@ func pttlReply(hd quorum.Holder, unit time.Duration) int64 {
 // cmdDel: DEL key [key …] -> how many keys were held on a majority.
 func (h *Handler) cmdDel(c *call) {
 	var n int64
+	// Every key is deleted even when the client hangs up meanwhile, as
+	// Redis runs a command it has read to its end.
+	ctx := context.WithoutCancel(c.s.Context())
 	for _, k := range c.args {
 		h.unbindKey(c.s.DB(), string(k)) // first: no renewal in flight may put it back
-		held, err := h.clusterOf(c.s).Delete(c.s.Context(), string(k))
+		held, err := h.clusterOf(c.s).Delete(ctx, string(k))
 		if err != nil {
 			writeLockError(c.w, c.name, err)
 			return

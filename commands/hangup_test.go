@@ -176,3 +176,41 @@ func TestHangUpDuringHandOverLeavesTheKeyFree(t *testing.T) {
 		})
 	}
 }
+
+// TestHangUpDuringDelDeletesEveryKey: DEL of several keys deletes every
+// one of them even when its client hangs up while the first is being
+// deleted, as Redis runs a command it has read to its end.
+func TestHangUpDuringDelDeletesEveryKey(t *testing.T) {
+	f := slowFixture(t)
+	for _, k := range []string{"a", "b", "c"} {
+		if got := f.do("SET", k, "v", "PX", "60000"); got != "+OK" {
+			t.Fatalf("SET %s: %s", k, got)
+		}
+	}
+	for _, n := range f.nodes {
+		n.SetOpDelay("Delete", 300*time.Millisecond)
+	}
+	s := f.h.NewSession("127.0.0.1:4")
+	t.Cleanup(func() { f.h.CloseSession(s) })
+	var r recorder
+	done := runOrStart(t, f.h, s, "run", []string{"DEL", "a", "b", "c"}, &r)
+	awaitCall(t, f.nodes, "Delete")
+	s.HangUp()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not done")
+	}
+	for _, n := range f.nodes {
+		n.SetOpDelay("Delete", 0)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		got := f.do("GET", k)
+		for end := time.Now().Add(5 * time.Second); got != "nil" && time.Now().Before(end); got = f.do("GET", k) {
+			time.Sleep(time.Millisecond)
+		}
+		if got != "nil" {
+			t.Errorf("GET %s after a hang-up during DEL a b c (reply %s): %s, want nil", k, r.String(), got)
+		}
+	}
+}

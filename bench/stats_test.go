@@ -66,9 +66,22 @@ func TestSummarize(t *testing.T) {
 	}
 	s := summarize(ss, 100)
 	want := summary{rps: 35000, p99: 35, selfUS: 25, backendsUS: 10, perRead: 4, done: 3, aborted: 1,
-		reason: "NOQUORUM", minTicks: 90}
+		reason: "NOQUORUM", minTicks: 90, readsPer: -1, writesPer: -1}
 	if s != want {
 		t.Fatalf("summarize = %+v\nwant        %+v", s, want)
+	}
+	// With the system calls read for every completed run, their medians
+	// per request; one run without them leaves them unknown (-1).
+	counted := slices.Clone(ss)
+	for i, c := range []syscalls{{300000, 100000}, {}, {200000, 150000}, {250000, 120000}} {
+		counted[i].sys, counted[i].sysOK = c, i != 1
+	}
+	if s := summarize(counted, 100); s.readsPer != 2.5 || s.writesPer != 1.2 {
+		t.Errorf("system calls per request %v reads, %v writes; want 2.5, 1.2", s.readsPer, s.writesPer)
+	}
+	counted[2].sysOK = false
+	if s := summarize(counted, 100); s.readsPer != -1 || s.writesPer != -1 {
+		t.Errorf("a run without system calls: %v reads, %v writes; want -1, -1", s.readsPer, s.writesPer)
 	}
 	if none := summarize(ss[1:2], 100); none.done != 0 || none.aborted != 1 || none.rps != 0 {
 		t.Fatalf("all aborted: %+v", none)

@@ -75,6 +75,13 @@ func watchedCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []
 // unseenCluster is three watched nodes A, B, C that no look reached yet.
 func unseenCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*watchedNode, *clock) {
 	t.Helper()
+	return unseenClusterReading(t, quarantine, func(now func() time.Time) func() time.Time { return now })
+}
+
+// unseenClusterReading is unseenCluster whose Cluster reads the test
+// clock through read(clock's Now).
+func unseenClusterReading(t *testing.T, quarantine time.Duration, read func(func() time.Time) func() time.Time) (*quorum.Cluster, []*watchedNode, *clock) {
+	t.Helper()
 	clk := &clock{t: time.Now()}
 	ws := make([]*watchedNode, 3)
 	nodes := make([]quorum.Node, 3)
@@ -85,7 +92,7 @@ func unseenCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*
 	cfg := quorum.DefaultConfig()
 	cfg.NodeTimeout = time.Second
 	cfg.RestartQuarantine = quarantine
-	cfg.Now = clk.Now
+	cfg.Now = read(clk.Now)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	c, err := quorum.New(nodes, cfg)
 	if err != nil {

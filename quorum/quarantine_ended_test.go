@@ -3,36 +3,20 @@ package quorum_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redlockd/redlockd/backend/embedded"
 	"github.com/redlockd/redlockd/quorum"
-	"github.com/redlockd/redlockd/testkit/faultnode"
 )
 
 // countedCluster is watchedCluster whose clock counts its readings.
 func countedCluster(t *testing.T, quarantine time.Duration) (*quorum.Cluster, []*watchedNode, *clock, *atomic.Int64) {
 	t.Helper()
-	clk := &clock{t: time.Now()}
 	var reads atomic.Int64
-	ws := make([]*watchedNode, 3)
-	nodes := make([]quorum.Node, 3)
-	for i := range ws {
-		ws[i] = &watchedNode{Node: faultnode.Wrap(embedded.New(string(rune('A' + i))))}
-		nodes[i] = ws[i]
-	}
-	cfg := quorum.DefaultConfig()
-	cfg.NodeTimeout = time.Second
-	cfg.RestartQuarantine = quarantine
-	cfg.Now = func() time.Time { reads.Add(1); return clk.Now() }
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	c, err := quorum.New(nodes, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ws, clk := unseenClusterReading(t, quarantine, func(now func() time.Time) func() time.Time {
+		return func() time.Time { reads.Add(1); return now() }
+	})
 	t.Cleanup(func() { c.Close() })
 	for i, w := range ws {
 		w.look("r"+string(rune('0'+i)), "master", 0)

@@ -485,14 +485,12 @@ func awaitSent[T any](ctx context.Context, start func(ch chan T)) (T, error) {
 // the then it is given (the form of the operations that call back): an
 // outcome that comes after ctx ended is dropped.
 func awaitThen[A, B any](ctx context.Context, start func(then func(A, B))) (A, B, error) {
-	type out struct {
-		a A
-		b B
+	if err := ctx.Err(); err != nil {
+		var a A
+		var b B
+		return a, b, err
 	}
-	o, err := await(ctx, func(ch chan out) {
-		start(func(a A, b B) { give(ch, out{a, b}, nil) })
-	})
-	return o.a, o.b, err
+	return awaitSentThen(ctx, start)
 }
 
 // awaitSentThen is awaitThen for the rounds that are sent whatever ctx

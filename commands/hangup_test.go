@@ -94,10 +94,7 @@ func TestHangUpDuringTheLastRoundTakesNothing(t *testing.T) {
 				// The lock goes unwaited for (an owner's hold on a
 				// goroutine of its own): wait for it, boundedly.
 				for _, key := range tc.keys {
-					got := f.do("GET", key)
-					for end := time.Now().Add(5 * time.Second); got != "nil" && time.Now().Before(end); got = f.do("GET", key) {
-						time.Sleep(time.Millisecond)
-					}
+					got := awaitGone(f, key)
 					if got != "nil" {
 						t.Errorf("GET %s after a hang-up during %v (reply %s): %s, want nil", key, tc.words, r.String(), got)
 					}
@@ -166,10 +163,7 @@ func TestHangUpDuringHandOverLeavesTheKeyFree(t *testing.T) {
 				t.Fatal("not done")
 			}
 			f.h.CloseSession(s)
-			got := f.do("GET", "k")
-			for end := time.Now().Add(5 * time.Second); got != "nil" && time.Now().Before(end); got = f.do("GET", "k") {
-				time.Sleep(time.Millisecond)
-			}
+			got := awaitGone(f, "k")
 			if got != "nil" {
 				t.Errorf("GET k after a hang-up during %v (reply %s) and the session's close: %s, want nil", words, r.String(), got)
 			}
@@ -205,12 +199,20 @@ func TestHangUpDuringDelDeletesEveryKey(t *testing.T) {
 		n.SetOpDelay("Delete", 0)
 	}
 	for _, k := range []string{"a", "b", "c"} {
-		got := f.do("GET", k)
-		for end := time.Now().Add(5 * time.Second); got != "nil" && time.Now().Before(end); got = f.do("GET", k) {
-			time.Sleep(time.Millisecond)
-		}
+		got := awaitGone(f, k)
 		if got != "nil" {
 			t.Errorf("GET %s after a hang-up during DEL a b c (reply %s): %s, want nil", k, r.String(), got)
 		}
 	}
+}
+
+// awaitGone reads key until the fixture's nodes no longer hold it, for a
+// few seconds at the most (a release in flight lands meanwhile), and
+// returns the last reply to GET.
+func awaitGone(f *fixture, key string) string {
+	got := f.do("GET", key)
+	for end := time.Now().Add(5 * time.Second); got != "nil" && time.Now().Before(end); got = f.do("GET", key) {
+		time.Sleep(time.Millisecond)
+	}
+	return got
 }

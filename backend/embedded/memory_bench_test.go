@@ -85,10 +85,7 @@ func TestMemoryNativeCost(t *testing.T) {
 func BenchmarkMemoryEvalMarked(b *testing.B) {
 	m := New("bench")
 	defer m.Close()
-	lock := nodetest.EvalCmd(`return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000)`, []string{"lock"}, "tok")
-	lock.Mark, lock.TTL, lock.Limit, lock.Max = "redlockd:script:{lock}:m", time.Minute, 30*time.Second, time.Minute
-	forget := quorum.Cmd{Kind: quorum.ForgetEval, Keys: lock.Keys, Mark: lock.Mark}
-	release := quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "lock", Token: "tok"}
+	lock, forget, release := markedRun()
 	done := make(chan struct{}, 1)
 	ran := quorum.ReceiverFunc(func(quorum.Reply) { done <- struct{}{} })
 	b.ReportAllocs()
@@ -106,14 +103,22 @@ func BenchmarkMemoryEvalMarked(b *testing.B) {
 func BenchmarkMemoryEvalMarkedInline(b *testing.B) {
 	m := New("bench")
 	defer m.Close()
-	lock := nodetest.EvalCmd(`return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000)`, []string{"lock"}, "tok")
-	lock.Mark, lock.TTL, lock.Limit, lock.Max = "redlockd:script:{lock}:m", time.Minute, 30*time.Second, time.Minute
-	forget := quorum.Cmd{Kind: quorum.ForgetEval, Keys: lock.Keys, Mark: lock.Mark}
-	release := quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "lock", Token: "tok"}
+	lock, forget, release := markedRun()
 	b.ReportAllocs()
 	for b.Loop() {
 		m.run(time.Time{}, memCmd{lock})
 		m.run(time.Time{}, memCmd{forget})
 		m.run(time.Time{}, memCmd{release})
 	}
+}
+
+// markedRun is a library's lock script as a writing script's round sends
+// it, with a mark, the ForgetEval that drops its record, and the release
+// of what it took.
+func markedRun() (lock, forget, release quorum.Cmd) {
+	lock = nodetest.EvalCmd(`return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000)`, []string{"lock"}, "tok")
+	lock.Mark, lock.TTL, lock.Limit, lock.Max = "redlockd:script:{lock}:m", time.Minute, 30*time.Second, time.Minute
+	forget = quorum.Cmd{Kind: quorum.ForgetEval, Keys: lock.Keys, Mark: lock.Mark}
+	release = quorum.Cmd{Kind: quorum.CompareAndDelete, Key: "lock", Token: "tok"}
+	return lock, forget, release
 }

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"time"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -22,7 +21,7 @@ func init() {
 // client hung up: nobody will be told of it, so it must not live out its
 // ttl with no holder.
 func (h *Handler) undoForGone(s *Session, l quorum.Lock) error {
-	ctx := context.WithoutCancel(s.Context())
+	ctx := s.Unbound()
 	_, _ = h.clusterOf(s).Release(ctx, l.Key, l.Token)
 	return s.Context().Err()
 }
@@ -131,7 +130,7 @@ func (h *Handler) cmdDel(c *call) {
 	var n int64
 	// Every key is deleted even when the client hangs up meanwhile, as
 	// Redis runs a command it has read to its end.
-	ctx := context.WithoutCancel(c.s.Context())
+	ctx := c.s.Unbound()
 	for _, k := range c.args {
 		h.unbindKey(c.s.DB(), string(k)) // first: no renewal in flight may put it back
 		held, err := h.clusterOf(c.s).Delete(ctx, string(k))

@@ -270,7 +270,7 @@ func (h *Handler) releaseTokenWith(s *Session, key, token string, release func(c
 	// Waited for to its end even when the client hangs up: the books
 	// below (an owner's share of a kept lock, its renewals paused
 	// meanwhile) follow the release's outcome.
-	ctx := context.WithoutCancel(s.Context())
+	ctx := s.Unbound()
 	ref := lockRef{s.DB(), key, token}
 	if h.bound.wasLost(ref, s.ID) {
 		if !quorum.IsOwnerToken(token) {

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/redlockd/redlockd/quorum"
@@ -35,7 +34,7 @@ func (h *Handler) handOver(c *call, o setOpts) {
 	// session releases meanwhile (its release reaches each node behind the
 	// swap), and the key would stay held by nobody. A gone client's new
 	// token is released instead, once the round is in.
-	l, err := h.clusterOf(c.s).HandOver(context.WithoutCancel(c.s.Context()), key, old, next, ttl)
+	l, err := h.clusterOf(c.s).HandOver(c.s.Unbound(), key, old, next, ttl)
 	if err == nil && c.s.Context().Err() != nil {
 		err = h.undoForGone(c.s, l)
 	}

@@ -72,6 +72,12 @@ func (s *Session) pushLost(key string) {
 // Context is cancelled when the connection closes.
 func (s *Session) Context() context.Context { return s.ctx }
 
+// Unbound is the context of work that runs to its end whether or not the
+// client stays (a release, a hand-over whose outcome its books follow):
+// Context without its cancellation. Context carries no values, so this
+// is the background, which costs no allocation per request.
+func (s *Session) Unbound() context.Context { return context.Background() }
+
 // HangUp tells the session that its client is gone: a blocking command
 // stops at once and acquires nothing. The session still ends with
 // Handler.CloseSession, once the proxy has no command of it running.

@@ -154,25 +154,17 @@ type lockOut struct {
 }
 
 // takeBack undoes the grant of a pooled round whose caller stopped
-// waiting before it came, as a failed round's grants are undone: once
-// every reply is in, the round held until its undo is done. It runs
-// within the round's outcome, which holds the round until then.
+// waiting before it came, as a failed round's grants are undone (see
+// undoAfterAll). It runs within the round's outcome, which holds the
+// round until then; one hold more keeps the record from being recycled
+// until the undo is done.
 func takeBack(o lockOut) {
 	if o.err != nil {
 		return // a failed round undid itself
 	}
-	gr := o.gr
-	r := &gr.round
-	if r.pooled {
-		r.refs.Add(1)
-	}
-	r.afterAll(func(tally) {
-		if undo := gr.c.undoOf(&gr.g, r); undo != nil {
-			undo(r, r.unref)
-			return
-		}
-		r.unref()
-	})
+	r := &o.gr.round
+	r.refs.Add(1)
+	o.gr.c.undoAfterAll(&o.gr.g, r, r.unref)
 }
 
 // grantLock runs g, the round of a lock of key for token, and returns the

@@ -24,8 +24,8 @@ func (c *Cluster) RenewKept(ctx context.Context, key, token string, ttl time.Dur
 	if err != nil || !slices.Contains(missing, true) {
 		return v, err
 	}
-	if _, _, err := awaitThen(ctx, func(then func(struct{}, struct{})) {
-		c.restoreThen(key, token, ttl, missing, func() { then(struct{}{}, struct{}{}) })
+	if _, err := await(ctx, func(ch chan struct{}) {
+		c.restoreThen(key, token, ttl, missing, func() { give(ch, struct{}{}, nil) })
 	}); err != nil {
 		return 0, err
 	}

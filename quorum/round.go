@@ -658,14 +658,21 @@ func (c *Cluster) undoLate(g grant) func(granted) {
 			done() // a failed round undid itself
 			return
 		}
-		o.r.afterAll(func(tally) {
-			if undo := c.undoOf(&g, o.r); undo != nil {
-				undo(o.r, done)
-				return
-			}
-			done()
-		})
+		c.undoAfterAll(&g, o.r, done)
 	}
+}
+
+// undoAfterAll undoes g, granted by round r to a caller that has left,
+// once every reply is in, as a failed round's grants are (grant.undo),
+// and then calls done.
+func (c *Cluster) undoAfterAll(g *grant, r *round, done func()) {
+	r.afterAll(func(tally) {
+		if undo := c.undoOf(g, r); undo != nil {
+			undo(r, done)
+			return
+		}
+		done()
+	})
 }
 
 // undoOf is what takes back the grants of g's round r, every reply in:

@@ -188,8 +188,7 @@ func (s *Server) runConcurrent(st *connState, reqs []commands.Request) {
 	// The rounds started here reach each backend in one write.
 	s.h.HoldWrites()
 	for k := 1; k < len(reqs); k++ {
-		w := writerPool.Get().(*Writer)
-		w.proto = st.w.proto
+		w := st.runWriter()
 		ws[k] = w
 		wg.Add(1)
 		if !s.start(st, reqs[k], w, limited[k]) {
@@ -241,8 +240,7 @@ func (s *Server) runStepwise(st *connState, reqs []commands.Request) {
 	st.out.hold(false)
 	s.h.HoldWrites()
 	for k, r := range reqs {
-		w := writerPool.Get().(*Writer)
-		w.proto = st.w.proto
+		w := st.runWriter()
 		ws[k] = w
 		limited := !r.MayBlock()
 		done := func() {
@@ -274,6 +272,14 @@ func (s *Server) runStepwise(st *connState, reqs []commands.Request) {
 	}
 	// The rest of the batch writes its replies at its end, as any batch.
 	st.out.hold(true)
+}
+
+// runWriter is a pooled reply buffer for one command of a run, in the
+// connection's protocol; putWriter gives it back.
+func (st *connState) runWriter() *Writer {
+	w := writerPool.Get().(*Writer)
+	w.proto = st.w.proto
+	return w
 }
 
 // putWriter gives a reply buffer of a run back to the pool, unless it grew

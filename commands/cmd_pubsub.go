@@ -157,7 +157,7 @@ func (s *Session) topics(pattern bool) []string {
 
 func reservedTopics(args [][]byte) bool {
 	for _, a := range args {
-		if strings.HasPrefix(string(a), pubsub.ReservedPrefix) {
+		if strings.HasPrefix(string(a), quorum.ReservedPrefix) {
 			return true
 		}
 	}

@@ -20,10 +20,6 @@ const (
 	keysEval                  // args[3 : 3+numkeys]
 )
 
-// reservedPrefix starts every key and channel the proxy keeps on the
-// backends for itself (quorum.ReservedPrefix).
-const reservedPrefix = quorum.ReservedPrefix
-
 // msgReservedKey is the refusal of a key in the reserved namespace.
 const msgReservedKey = "ERR key is in redlockd's reserved namespace"
 
@@ -58,7 +54,7 @@ func reservedRefusal(cmd *command, args [][]byte) string {
 
 func anyReserved(args [][]byte) bool {
 	for _, a := range args {
-		if bytes.HasPrefix(a, []byte(reservedPrefix)) {
+		if bytes.HasPrefix(a, []byte(quorum.ReservedPrefix)) {
 			return true
 		}
 	}
@@ -96,7 +92,7 @@ func evalKeyArgs(args [][]byte) ([][]byte, bool) {
 func namesReservedKey(layout keyLayout, args [][]byte) bool {
 	keys, _ := keyArgs(layout, args)
 	for _, k := range keys {
-		if bytes.HasPrefix(k, []byte(reservedPrefix)) {
+		if bytes.HasPrefix(k, []byte(quorum.ReservedPrefix)) {
 			return true
 		}
 	}

@@ -13,10 +13,6 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// ReservedPrefix starts the channels of the proxy's own (release notices
-// and the like): a message on one is never delivered to a client.
-const ReservedPrefix = quorum.ReservedPrefix
-
 // Defaults of Options.
 const (
 	DefaultMinWindow = time.Second
@@ -188,8 +184,8 @@ func (h *Hub) Publish(ctx context.Context, channel, payload string) (int64, erro
 // received takes node i's copy of a message, and delivers it unless
 // another node's copy of it was delivered (see dedup).
 func (h *Hub) received(i int, channel, pattern, payload string) {
-	if strings.HasPrefix(channel, ReservedPrefix) {
-		return
+	if strings.HasPrefix(channel, quorum.ReservedPrefix) {
+		return // the proxy's own channels: never a client's message
 	}
 	t := Topic{Pattern: pattern != "", Name: channel}
 	if t.Pattern {

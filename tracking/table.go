@@ -10,10 +10,6 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// ReservedPrefix starts the proxy's own keys: their changes are never
-// reported to a client.
-const ReservedPrefix = quorum.ReservedPrefix
-
 // Client is one connection with tracking on. Invalidate tells it that
 // keys may have changed (nil: anything may have); it must not block nor
 // call the Table.
@@ -191,7 +187,7 @@ func (t *Table) beginLocked(c Client, keys []string) {
 		t.keysOf[c] = mine
 	}
 	for _, k := range keys {
-		if strings.HasPrefix(k, ReservedPrefix) {
+		if strings.HasPrefix(k, quorum.ReservedPrefix) {
 			continue
 		}
 		readers := t.byKey[k]
@@ -277,7 +273,7 @@ func (t *Table) Own(c Client, db int, keys []string, values []string, absent boo
 	}
 	w := ownWrite{db: db, values: values, absent: absent}
 	for _, k := range keys {
-		if strings.HasPrefix(k, ReservedPrefix) {
+		if strings.HasPrefix(k, quorum.ReservedPrefix) {
 			continue
 		}
 		if _, ok := mine[k]; !ok && len(mine) >= MaxOwn {
@@ -462,7 +458,7 @@ func (t *Table) reportLocked(i int, keys []string) (map[Client][]string, map[loo
 		return true
 	}
 	for _, k := range keys {
-		if strings.HasPrefix(k, ReservedPrefix) {
+		if strings.HasPrefix(k, quorum.ReservedPrefix) {
 			continue
 		}
 		for c, inFlight := range t.byKey[k] {

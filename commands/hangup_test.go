@@ -86,11 +86,7 @@ func TestHangUpDuringTheLastRoundTakesNothing(t *testing.T) {
 				done := runOrStart(t, f.h, s, mode, tc.words, &r)
 				awaitCall(t, f.nodes, tc.op)
 				s.HangUp()
-				select {
-				case <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatal("not done")
-				}
+				awaitDone(t, done)
 				// The lock goes unwaited for (an owner's hold on a
 				// goroutine of its own): wait for it, boundedly.
 				for _, key := range tc.keys {
@@ -118,11 +114,7 @@ func TestStartedKeepaliveBindsInItsRoundsDB(t *testing.T) {
 	if got := f.do("SELECT", "1"); got != "+OK" {
 		t.Fatalf("SELECT 1: %s", got)
 	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("not done")
-	}
+	awaitDone(t, done)
 	token := strings.TrimPrefix(strings.Fields(strings.Trim(r.String(), "[]"))[0], "$")
 	if f.h.bound.get(lockRef{0, "k", token}) == nil {
 		t.Errorf("LOCK k 10000 KEEPALIVE (%s), taken in db 0, is not bound there", r.String())
@@ -157,11 +149,7 @@ func TestHangUpDuringHandOverLeavesTheKeyFree(t *testing.T) {
 			done := runOrStart(t, f.h, s, "run", words, &r)
 			awaitCall(t, f.nodes, "CompareAndSwap")
 			s.HangUp()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("not done")
-			}
+			awaitDone(t, done)
 			f.h.CloseSession(s)
 			got := awaitGone(f, "k")
 			if got != "nil" {
@@ -190,11 +178,7 @@ func TestHangUpDuringDelDeletesEveryKey(t *testing.T) {
 	done := runOrStart(t, f.h, s, "run", []string{"DEL", "a", "b", "c"}, &r)
 	awaitCall(t, f.nodes, "Delete")
 	s.HangUp()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("not done")
-	}
+	awaitDone(t, done)
 	for _, n := range f.nodes {
 		n.SetOpDelay("Delete", 0)
 	}
@@ -215,4 +199,15 @@ func awaitGone(f *fixture, key string) string {
 		time.Sleep(time.Millisecond)
 	}
 	return got
+}
+
+// awaitDone waits until a command's done is closed; a generous bound
+// only keeps the test from hanging.
+func awaitDone(t *testing.T, done chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not done")
+	}
 }

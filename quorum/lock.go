@@ -186,11 +186,10 @@ func (c *Cluster) acquireThen(rp Reporter, cmd Cmd, done func(Lock, error)) {
 	c.grantAsync(rp, c.acquireGrant(cmd), done)
 }
 
-// grantAsync runs g, whose nodes are all asked g.cmd, reported to rp
-// (nil: the Cluster's Observer), and gives done its outcome as the lock
-// of g.cmd's key and token, valid for what the round left. The outcome
-// is values, so the round is pooled (see round.hold): it allocates no
-// record of its own.
+// grantAsync runs g, reported to rp (nil: the Cluster's Observer), and
+// gives done its outcome as the lock of g.cmd's key and token, valid for
+// what the round left. The outcome is values, so the round is pooled
+// (see round.hold): it allocates no record of its own.
 func (c *Cluster) grantAsync(rp Reporter, g grant, done func(Lock, error)) {
 	c.grantPooled(rp, g, done, nil)
 }
@@ -477,7 +476,7 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 	done := c.begin(OpExtend)
 	defer func() { done(err, v, ttl) }()
 	v, _, err = c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
-		ask: same(Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl})})
+		cmd: Cmd{Kind: CompareAndExtend, Key: key, Token: token, TTL: ttl}})
 	return v, err
 }
 

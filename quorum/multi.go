@@ -24,7 +24,7 @@ func (c *Cluster) AcquireAll(ctx context.Context, keys []string, token string, t
 	}
 	return c.grantLock(ctx, keys[0], token, grant{
 		op: OpAcquire, ttl: ttl, early: true, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: SetNXAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl}),
+		cmd:  Cmd{Kind: SetNXAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl},
 		undo: func(g *round, done func()) { c.releaseEach(OpAcquire, keys, token, ttl, g, done) },
 	})
 }
@@ -41,7 +41,7 @@ func (c *Cluster) ExtendAll(ctx context.Context, keys []string, token string, tt
 		return 0, errNoKeys
 	}
 	v, _, err = c.grantRound(ctx, grant{op: OpExtend, ttl: ttl, failed: ErrNotHeld,
-		ask: same(Cmd{Kind: ExtendAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl})})
+		cmd: Cmd{Kind: ExtendAll, Key: keys[0], Keys: keys, Token: token, TTL: ttl}})
 	return v, err
 }
 

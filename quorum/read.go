@@ -178,7 +178,7 @@ func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Dura
 	defer func() { done(err, l.Validity, ttl) }()
 	v, _, err := c.grantRound(ctx, grant{
 		op: OpForceSet, ttl: ttl, failed: ErrNotAcquired,
-		ask: same(Cmd{Kind: Set, Key: key, Token: token, TTL: ttl}),
+		cmd: Cmd{Kind: Set, Key: key, Token: token, TTL: ttl},
 		undo: func(_ *round, done func()) {
 			c.releaseThen(OpForceSet, key, token, ttl, false, nil, func(*round, tally) { done() })
 		},

@@ -583,8 +583,7 @@ func (c *Cluster) failRound(t *tally, failed error) error {
 type grant struct {
 	op  string
 	ttl time.Duration
-	ask asker
-	// cmd is what every node is asked when ask is nil.
+	// cmd is what every node is asked.
 	cmd Cmd
 	// vote is how a reply votes; nil: Reply.OK.
 	vote voter
@@ -719,7 +718,7 @@ func (c *Cluster) startGrant(gr *grantRun, g grant, pooled bool) {
 	r.init(c, g.op, g.vote, early)
 	r.run, r.same = gr, &gr.g.cmd
 	r.hold(pooled)
-	r.launch(gr.g.ask)
+	r.launch(nil)
 }
 
 // grantRun is a grant's round in flight with what deciding it needs, in

@@ -23,7 +23,7 @@ func (c *Cluster) HandOver(ctx context.Context, key, old, next string, ttl time.
 	defer func() { done(err, l.Validity, ttl) }()
 	return c.grantLock(ctx, key, next, grant{
 		op: OpHandOver, ttl: ttl, early: true, failed: ErrNotAcquired,
-		ask:  same(Cmd{Kind: CompareAndSwap, Key: key, Old: old, Token: next, TTL: ttl}),
+		cmd:  Cmd{Kind: CompareAndSwap, Key: key, Old: old, Token: next, TTL: ttl},
 		undo: c.swapBack(key, old, next, ttl),
 	})
 }

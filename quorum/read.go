@@ -176,15 +176,11 @@ func (c *Cluster) Expire(ctx context.Context, key string, ttl time.Duration) (he
 func (c *Cluster) ForceSet(ctx context.Context, key, token string, ttl time.Duration) (l Lock, err error) {
 	done := c.begin(OpForceSet)
 	defer func() { done(err, l.Validity, ttl) }()
-	v, _, err := c.grantRound(ctx, grant{
+	return c.grantLock(ctx, key, token, grant{
 		op: OpForceSet, ttl: ttl, failed: ErrNotAcquired,
 		cmd: Cmd{Kind: Set, Key: key, Token: token, TTL: ttl},
 		undo: func(_ *round, done func()) {
 			c.releaseThen(OpForceSet, key, token, ttl, false, nil, func(*round, tally) { done() })
 		},
 	})
-	if err != nil {
-		return Lock{}, err
-	}
-	return Lock{Key: key, Token: token, Validity: v}, nil
 }

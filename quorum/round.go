@@ -39,7 +39,7 @@ func anyVote(Reply) bool  { return true }
 // goroutine of the last reply they wait for (a node's reader), or on the
 // caller's within launch when a node answers at once; they must not block.
 //
-// A round is allocated for one fan-out (newRound, grantThen): its calls
+// A round is allocated for one fan-out (collectThen, grantThen): its calls
 // stay valid for as long as anything holds the round, a caller that read
 // an early decision or the goroutine of a late reply alike. So the last
 // reply can report the whole round's calls from them (see report) after
@@ -53,8 +53,10 @@ type round struct {
 	start time.Time
 	// took is how long the round took to its decision, when that
 	// decision read the real clock for it (a grant's validity); else 0.
-	took  time.Duration
-	vote  voter
+	took time.Duration
+	vote voter
+	// early > 0 runs onReady as soon as that many nodes said yes (else
+	// once every reply is in).
 	early int
 	calls []nodeCall // one per node, in configuration order
 	// same is what every node is asked when launch gets no asker.
@@ -189,20 +191,12 @@ func (nc *nodeCall) receiveRaised(need int64, rep Reply) {
 	})
 }
 
-// newRound prepares a round; launch starts it. early > 0 runs onReady as
-// soon as that many nodes said yes (else once every reply is in).
-func (c *Cluster) newRound(op string, vote voter, early int) *round {
-	r := &round{}
-	r.init(c, op, vote, early)
-	return r
-}
-
 // observed says whether r's calls are reported: to the Cluster's
 // Observer or to r's Reporter.
 func (r *round) observed() bool { return r.reporter != nil || r.c.cfg.Observer != nil }
 
 // init prepares r in place, its calls inline when they fit; a Reporter
-// is set before.
+// is set before. launch starts it.
 func (r *round) init(c *Cluster, op string, vote voter, early int) {
 	r.c, r.op, r.vote, r.early = c, op, vote, early
 	switch n := len(c.nodes); {
@@ -521,7 +515,8 @@ func give[T any](ch chan T, o T, abandon func(T)) {
 
 // collectThen runs one round and calls then with every reply in.
 func (c *Cluster) collectThen(op string, ask asker, vote voter, then func(*round, tally)) *round {
-	r := c.newRound(op, vote, 0)
+	r := &round{}
+	r.init(c, op, vote, 0)
 	r.onReady = func(t tally) { then(r, t) }
 	r.launch(ask)
 	return r

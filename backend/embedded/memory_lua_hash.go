@@ -10,13 +10,20 @@ import (
 
 // The hash commands of redis.call, over memHash.
 
-func (r *luaRun) hget(args []string) quorum.Value {
-	h, errv := r.hash(args[0])
-	if errv != nil {
-		return *errv
+// hashCmd is a command on key's hash (zset: its sorted set), which run
+// is given nil when key is absent: a WRONGTYPE error when key holds
+// another type.
+func hashCmd(zset bool, run func(*luaRun, []string, *memHash) quorum.Value) func(*luaRun, []string) quorum.Value {
+	return func(r *luaRun, args []string) quorum.Value {
+		h, errv := r.fields(args[0], zset)
+		if errv != nil {
+			return *errv
+		}
+		return run(r, args, h)
 	}
-	return bulkOr(h.get(args[1]))
 }
+
+func (*luaRun) hget(args []string, h *memHash) quorum.Value { return bulkOr(h.get(args[1])) }
 
 func (r *luaRun) hset(args []string) quorum.Value { return r.hsetFields(args, "hset") }
 
@@ -47,11 +54,7 @@ func (r *luaRun) hsetFields(args []string, name string) quorum.Value {
 	return intValue(added)
 }
 
-func (r *luaRun) hsetnx(args []string) quorum.Value {
-	h, errv := r.hash(args[0])
-	if errv != nil {
-		return *errv
-	}
+func (r *luaRun) hsetnx(args []string, h *memHash) quorum.Value {
 	if h.find(args[1]) >= 0 {
 		return intValue(0)
 	}
@@ -61,24 +64,12 @@ func (r *luaRun) hsetnx(args []string) quorum.Value {
 	return intValue(1)
 }
 
-// fieldsCmd is a command on key's hash (zset: its sorted set) that
-// answers 0 for an absent key: HDEL and ZREM, HEXISTS, HLEN and ZCARD.
-func fieldsCmd(zset bool, run func(*luaRun, []string, *memHash) quorum.Value) func(*luaRun, []string) quorum.Value {
-	return func(r *luaRun, args []string) quorum.Value {
-		h, errv := r.fields(args[0], zset)
-		if errv != nil {
-			return *errv
-		}
-		if h == nil {
-			return intValue(0)
-		}
-		return run(r, args, h)
-	}
-}
-
-// delFields deletes the fields (a sorted set's members) args name of
-// key's hash h, and answers how many there were.
+// delFields is HDEL and ZREM: it deletes the fields (a sorted set's
+// members) args name of key's hash h, and answers how many there were.
 func (r *luaRun) delFields(args []string, h *memHash) quorum.Value {
+	if h == nil {
+		return intValue(0)
+	}
 	h = r.hashToWrite(args[0], h)
 	var n int64
 	for _, name := range args[1:] {
@@ -96,7 +87,7 @@ func (*luaRun) hasField(args []string, h *memHash) quorum.Value {
 }
 
 func (*luaRun) countFields(_ []string, h *memHash) quorum.Value {
-	return intValue(int64(len(h.fields)))
+	return intValue(int64(len(h.all())))
 }
 
 func (r *luaRun) hincrby(args []string) quorum.Value {
@@ -126,13 +117,7 @@ func (r *luaRun) hincrby(args []string) quorum.Value {
 // hashReply is HGETALL, HKEYS and HVALS: key's fields, each as parts
 // give it.
 func hashReply(parts ...func(memField) string) func(*luaRun, []string) quorum.Value {
-	return func(r *luaRun, args []string) quorum.Value {
-		h, errv := r.hash(args[0])
-		if errv != nil {
-			return *errv
-		}
-		return fieldsReply(h.all(), parts...)
-	}
+	return hashCmd(false, func(_ *luaRun, _ []string, h *memHash) quorum.Value { return fieldsReply(h.all(), parts...) })
 }
 
 // fieldsReply is the array of fs, each field as parts give it: a
@@ -152,11 +137,7 @@ func fieldName(f memField) string  { return f.name }
 func fieldVal(f memField) string   { return f.val }
 func fieldScore(f memField) string { return luanum.Arg(f.score) }
 
-func (r *luaRun) hmget(args []string) quorum.Value {
-	h, errv := r.hash(args[0])
-	if errv != nil {
-		return *errv
-	}
+func (*luaRun) hmget(args []string, h *memHash) quorum.Value {
 	arr := quorum.Value{Kind: quorum.ArrayValue, Elems: make([]quorum.Value, 0, len(args)-1)}
 	for _, f := range args[1:] {
 		arr.Elems = append(arr.Elems, bulkOr(h.get(f)))

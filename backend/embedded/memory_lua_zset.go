@@ -17,8 +17,8 @@ import (
 // fields' names, their scores the fields' scores, small enough that a
 // range sorts them when it is asked.
 var luaKindCmds = map[string]luaCmd{
-	"time": {1, (*luaRun).time}, "zadd": {-4, (*luaRun).zadd}, "zscore": {3, (*luaRun).zscore},
-	"zrem": {-3, fieldsCmd(true, (*luaRun).delFields)}, "zcard": {2, fieldsCmd(true, (*luaRun).countFields)},
+	"time": {1, (*luaRun).time}, "zadd": {-4, (*luaRun).zadd}, "zscore": {3, hashCmd(true, (*luaRun).zscore)},
+	"zrem": {-3, hashCmd(true, (*luaRun).delFields)}, "zcard": {2, hashCmd(true, (*luaRun).countFields)},
 	"zcount": {4, (*luaRun).zcount}, "zrange": {-4, (*luaRun).zrange},
 	"zrangebyscore": {-4, (*luaRun).zrangebyscore}, "zremrangebyscore": {4, (*luaRun).zremrangebyscore},
 }
@@ -114,11 +114,7 @@ func (r *luaRun) zadd(args []string) quorum.Value {
 	return intValue(added)
 }
 
-func (r *luaRun) zscore(args []string) quorum.Value {
-	h, errv := r.zset(args[0])
-	if errv != nil {
-		return *errv
-	}
+func (*luaRun) zscore(args []string, h *memHash) quorum.Value {
 	i := h.find(args[1])
 	if i < 0 {
 		return valueNil

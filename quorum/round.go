@@ -293,8 +293,11 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 	}
 	t := r.t
 	r.mu.Unlock()
-	if last {
-		r.report()
+	if last && r.reporter == nil {
+		// A round with a Reporter reports through it (see reportOp).
+		// Not reused before this reply lets go of it (see hold), r's
+		// calls and results are still this round's.
+		r.reportUntold()
 	}
 	switch {
 	case runReady:
@@ -309,17 +312,6 @@ func (r *round) receive(nc *nodeCall, rep Reply) {
 		all(t)
 	}
 	r.unref()
-}
-
-// report gives the Observer the calls of every node the round asked, in
-// one NodesDone; only from the last reply, once, and not for a round with
-// a Reporter (see reportOp and reportUntold). The round is not reused
-// before its last reply let go of it (see hold), so its calls and
-// results are still this round's.
-func (r *round) report() {
-	if r.reporter == nil {
-		r.reportUntold()
-	}
 }
 
 // nodeResults lists, in r.results, the calls of every node r asked and

@@ -214,12 +214,14 @@ const (
 // in configuration order (nil: no answer), with majority q; see Eval.
 func ReplyRule(vals []*Value, q int) (Value, RuleOutcome) {
 	answered := 0
-	for i, v := range vals {
+	for _, v := range vals {
 		if v == nil {
 			continue
 		}
 		answered++
-		if countWhere(vals, func(o *Value) bool { return EqualValues(*o, *v) }) >= q && firstEqual(vals, i) {
+		// The first value of a majority returns: an equal one before it
+		// would have had the same count.
+		if countWhere(vals, func(o *Value) bool { return EqualValues(*o, *v) }) >= q {
 			return *v, RuleEqual
 		}
 	}
@@ -233,17 +235,6 @@ func ReplyRule(vals []*Value, q int) (Value, RuleOutcome) {
 		}
 	}
 	return Value{}, RuleDisagreed
-}
-
-// firstEqual reports whether vals[i] is the first value equal to itself,
-// so a value is counted once.
-func firstEqual(vals []*Value, i int) bool {
-	for _, o := range vals[:i] {
-		if o != nil && EqualValues(*o, *vals[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 func countWhere(vals []*Value, f func(*Value) bool) int {

@@ -75,7 +75,6 @@ func (e *pendingRelease) cad() (pendingKey, bool) {
 // undoEval is what UndoEval needs besides the mark.
 type undoEval struct {
 	keys []string
-	db   int
 	ttl  time.Duration
 }
 
@@ -162,7 +161,7 @@ func (r *retrier) addUndoEval(i int, keys []string, mark string, db int, ttl tim
 	for j, k := range keys {
 		own[j] = strings.Clone(k)
 	}
-	r.push(i, pendingRelease{db: db, key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{own, db, ttl}})
+	r.push(i, pendingRelease{db: db, key: keys[0], token: mark, until: time.Now().Add(ttl), eval: &undoEval{own, ttl}})
 }
 
 // push queues e for node i and arms the next retry round.
@@ -338,7 +337,7 @@ func (r *retrier) retry(q *pendingQueue, n Node, e pendingRelease) (deleted, sen
 		cmd = Cmd{Kind: UndoHold, Key: e.key, Mark: e.token, Token: e.undo.keep, TTL: e.undo.ttl}
 	}
 	if e.eval != nil {
-		cmd = Cmd{Kind: UndoEval, Keys: e.eval.keys, Mark: e.token, DB: e.eval.db, TTL: e.eval.ttl}
+		cmd = Cmd{Kind: UndoEval, Keys: e.eval.keys, Mark: e.token, TTL: e.eval.ttl}
 	}
 	cmd.DB = e.db
 	ch := make(chan Reply, 1)

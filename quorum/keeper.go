@@ -158,10 +158,7 @@ func (k *Kept) lose(last error) error {
 // With release it then releases the lock on every node (the whole lock, all
 // holds of an owner lock). Safe to call twice and after the lock was lost.
 func (k *Kept) Stop(release bool) {
-	k.mu.Lock()
-	k.stopped = true
-	k.mu.Unlock()
-	k.halt()
+	k.While(func() bool { return true })
 	if release {
 		_, _ = k.c.Release(context.Background(), k.key, k.token)
 	}

@@ -185,7 +185,7 @@ func (cc *clusterCall) ask(addr string) bool {
 		return true
 	}
 	cc.sh = sh
-	sh.node.doAsking(cc.deadline, cc.cmd, cc)
+	sh.node.do(cc.deadline, cc.cmd, cc, true)
 	return true
 }
 

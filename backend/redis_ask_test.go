@@ -51,11 +51,11 @@ func askingGet(t *testing.T, s *redistest.Server, key string) (string, error) {
 	return askingDo(t, s, "get", key).Text()
 }
 
-// callAsking is quorum.Call through doAsking: the reply of cmd sent after
+// callAsking is quorum.Call through do with ASKING: the reply of cmd sent after
 // ASKING. The deadline bounds the wait.
 func callAsking(r *Redis, cmd quorum.Cmd) quorum.Reply {
 	ch := make(chan quorum.Reply, 1)
-	r.doAsking(time.Now().Add(5*time.Second), cmd, quorum.ReceiverFunc(func(rep quorum.Reply) { ch <- rep }))
+	r.do(time.Now().Add(5*time.Second), cmd, quorum.ReceiverFunc(func(rep quorum.Reply) { ch <- rep }), true)
 	return <-ch
 }
 

@@ -49,7 +49,8 @@ func (r *Redis) Do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
 }
 
 // do is Do; asking sends ASKING ahead of the command, in the same request
-// (a Redis Cluster's importing master then serves the key).
+// (a Redis Cluster's importing master then serves the key after an ASK
+// redirect).
 func (r *Redis) do(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver, asking bool) {
 	switch cmd.Kind {
 	case quorum.Subscribe, quorum.Unsubscribe:
@@ -112,11 +113,6 @@ func (c *call) sent() []byte {
 		b = b[len(askingReq):]
 	}
 	return b
-}
-
-// doAsking is Do after ASKING, for a Redis Cluster's ASK redirect.
-func (r *Redis) doAsking(deadline time.Time, cmd quorum.Cmd, rcv quorum.Receiver) {
-	r.do(deadline, cmd, rcv, true)
 }
 
 // lineKey is the key whose line carries cmd.

@@ -230,9 +230,8 @@ func (c *call) setNXPX(key, token string, ttl time.Duration) {
 	ms := strconv.AppendInt(digits[:0], n, 10)
 	b := append(c.room(), "*6\r\n$3\r\nset\r\n"...)
 	b = appendBulk(appendBulk(b, key), token)
-	b = append(b, "$2\r\nnx\r\n$2\r\npx\r\n$"...)
-	b = append(strconv.AppendInt(b, int64(len(ms)), 10), '\r', '\n')
-	c.req.Buf = append(append(b, ms...), '\r', '\n')
+	b = append(b, "$2\r\nnx\r\n$2\r\npx\r\n"...)
+	c.req.Buf = appendBulk(b, ms)
 }
 
 // script makes the call an EVALSHA of s over keys and then args, encoded
@@ -268,9 +267,7 @@ func evalForm(sent []byte, s *Script) []byte {
 	rest := sent[hdr+len(evalPrefix)+len(s.sha)+2:]
 	out := make([]byte, 0, len(sent)+len(s.src)+16)
 	out = append(append(out, sent[:hdr]...), "$4\r\neval\r\n"...)
-	out = append(strconv.AppendInt(append(out, '$'), int64(len(s.src)), 10), '\r', '\n')
-	out = append(append(out, s.src...), '\r', '\n')
-	return append(out, rest...)
+	return append(appendBulk(out, s.src), rest...)
 }
 
 // ms is d in whole milliseconds, rounded up; a d that is not positive is

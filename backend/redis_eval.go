@@ -299,7 +299,7 @@ func appendScriptTail(b []byte, s *Script, eval bool, keys, args []string, tail 
 		b = appendBulk(b, a)
 	}
 	if tail != nil {
-		b = appendBulkBytes(b, tail)
+		b = appendBulk(b, tail)
 	}
 	return b
 }

@@ -202,7 +202,7 @@ func (c *call) scriptTagged(s *Script, read readFn, key string, prefixes []strin
 }
 
 // appendBulk appends s as a RESP bulk string.
-func appendBulk(b []byte, s string) []byte {
+func appendBulk[T ~string | ~[]byte](b []byte, s T) []byte {
 	b = strconv.AppendInt(append(b, '$'), int64(len(s)), 10)
 	return append(append(append(b, '\r', '\n'), s...), '\r', '\n')
 }
@@ -220,13 +220,7 @@ func appendScriptHead(b []byte, s *Script, eval bool, nkeys, nargs int) []byte {
 		b = appendBulk(appendBulk(b, "evalsha"), s.sha)
 	}
 	var digits [20]byte
-	return appendBulkBytes(b, strconv.AppendInt(digits[:0], int64(nkeys), 10))
-}
-
-// appendBulkBytes is appendBulk of bytes.
-func appendBulkBytes(b, s []byte) []byte {
-	b = strconv.AppendInt(append(b, '$'), int64(len(s)), 10)
-	return append(append(append(b, '\r', '\n'), s...), '\r', '\n')
+	return appendBulk(b, strconv.AppendInt(digits[:0], int64(nkeys), 10))
 }
 
 // buildFair builds the fair queue's commands.

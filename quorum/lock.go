@@ -104,7 +104,7 @@ func (c *Cluster) AcquireAsync(rp Reporter, kind CmdKind, key, token string, ttl
 			inner(l, err)
 		}
 	}
-	c.acquireThen(rp, Cmd{Kind: kind, Key: key, Token: token, TTL: ttl}, done)
+	c.grantAsync(rp, c.acquireGrant(Cmd{Kind: kind, Key: key, Token: token, TTL: ttl}), done)
 }
 
 // ErrAsyncKind is AcquireAsync's answer to a kind that is not a lock's.
@@ -179,13 +179,6 @@ func (c *Cluster) grantLock(ctx context.Context, key, token string, g grant) (Lo
 	return Lock{Key: key, Token: token, Validity: v}, nil
 }
 
-// acquireThen runs cmd's acquire round, reported to rp (nil: the
-// Cluster's Observer), and gives done its outcome: a plain SET NX refused
-// where fair waiters are queued is ErrQueued.
-func (c *Cluster) acquireThen(rp Reporter, cmd Cmd, done func(Lock, error)) {
-	c.grantAsync(rp, c.acquireGrant(cmd), done)
-}
-
 // grantAsync runs g, reported to rp (nil: the Cluster's Observer), and
 // gives done its outcome as the lock of g.cmd's key and token, valid for
 // what the round left. The outcome is values, so the round is pooled
@@ -216,7 +209,8 @@ func (c *Cluster) grantPooled(rp Reporter, g grant, done func(Lock, error), wait
 }
 
 // acquired is the outcome of g's round r as a lock, reported (see
-// roundDone).
+// roundDone): a plain SET NX refused where fair waiters are queued is
+// ErrQueued.
 func (c *Cluster) acquired(r *round, g *grant, v time.Duration, err error) (Lock, error) {
 	var l Lock
 	cmd := &g.cmd

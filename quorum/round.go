@@ -722,8 +722,8 @@ type grantRun struct {
 	waited   func(lockOut)
 }
 
-// grantPool holds the grant records of the acquires whose outcome hands
-// the round to nobody (acquireThen).
+// grantPool holds the grant records of the rounds whose outcome hands
+// the round to nobody (grantPooled).
 var grantPool = sync.Pool{New: func() any { return new(grantRun) }}
 
 // recycle implements runner.

@@ -80,10 +80,7 @@ func FenceKey(key string) string { return slot.Key("redlockd:fence:", key) }
 // the lock. It is FenceAsync, waited for: a ctx that ends stops the wait,
 // not the rounds.
 func (c *Cluster) Fence(ctx context.Context, l *Lock) (int64, error) {
-	fenced, err, werr := awaitThen(ctx, func(then func(Lock, error)) { c.FenceAsync(*l, then) })
-	if werr != nil {
-		return 0, werr
-	}
+	fenced, err := orLeft(awaitThen(ctx, func(then func(Lock, error)) { c.FenceAsync(*l, then) }))
 	if err != nil {
 		return 0, err
 	}
@@ -157,11 +154,7 @@ func (fr *fenceRun) end(err error) {
 // later one while the proxies' clocks agree. Fences and fair tickets both
 // are such counters.
 func (c *Cluster) nextAbove(ctx context.Context, op string, cmd Cmd) (int64, error) {
-	n, err, werr := awaitThen(ctx, func(then func(int64, error)) { c.nextAboveThen(op, cmd, then) })
-	if werr != nil {
-		return 0, werr
-	}
-	return n, err
+	return orLeft(awaitThen(ctx, func(then func(int64, error)) { c.nextAboveThen(op, cmd, then) }))
 }
 
 // nextAboveThen is nextAbove that gives then its outcome.

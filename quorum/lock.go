@@ -481,11 +481,7 @@ func (c *Cluster) Extend(ctx context.Context, key, token string, ttl time.Durati
 // that did not answer gets it again later); only the wait for its
 // outcome ends with ctx, with ctx's error.
 func (c *Cluster) Release(ctx context.Context, key, token string) (bool, error) {
-	ok, err, werr := awaitSentThen(ctx, func(then func(bool, error)) { c.ReleaseAsync(nil, key, token, then) })
-	if werr != nil {
-		return false, werr
-	}
-	return ok, err
+	return orLeft(awaitSentThen(ctx, func(then func(bool, error)) { c.ReleaseAsync(nil, key, token, then) }))
 }
 
 // ReleaseAsync is Release that does not wait: done gets its outcome, once,

@@ -306,12 +306,9 @@ func (c *Cluster) Unhold(ctx context.Context, key, token string) (released bool,
 		released  bool
 		remaining int64
 	}
-	u, err, werr := awaitSentThen(ctx, func(then func(unheld, error)) {
+	u, err := orLeft(awaitSentThen(ctx, func(then func(unheld, error)) {
 		c.unholdThen(key, token, func(released bool, remaining int64, err error) { then(unheld{released, remaining}, err) })
-	})
-	if werr != nil {
-		return false, 0, werr
-	}
+	}))
 	return u.released, u.remaining, err
 }
 

@@ -141,18 +141,14 @@ func agreedTTL(pttls []time.Duration, q int, elapsed time.Duration) time.Duratio
 func (c *Cluster) Delete(ctx context.Context, key string) (held bool, err error) {
 	done := c.begin(OpDelete)
 	defer func() { done(err, 0, 0) }()
-	held, err, werr := awaitSentThen(ctx, func(then func(bool, error)) {
+	return orLeft(awaitSentThen(ctx, func(then func(bool, error)) {
 		c.collectThen(OpDelete, same(Cmd{Kind: Delete, Key: key, Notify: true}), okVote, func(_ *round, t tally) {
 			if t.yes > 0 {
 				c.wake.notify(c.db, key)
 			}
 			then(c.majority(&t))
 		})
-	})
-	if werr != nil {
-		return false, werr
-	}
-	return held, err
+	}))
 }
 
 // Expire sets key's ttl on every node unconditionally. It reports whether a

@@ -492,6 +492,17 @@ func awaitSentThen[A, B any](ctx context.Context, start func(then func(A, B))) (
 	return o.a, o.b, err
 }
 
+// orLeft is an outcome of a value and an error as awaitThen and
+// awaitSentThen give it, with left, their own error: a caller that left
+// before the outcome gets ctx's error, and no value.
+func orLeft[A any](a A, err, left error) (A, error) {
+	if left != nil {
+		var zero A
+		return zero, left
+	}
+	return a, err
+}
+
 // give hands outcome o to await, or, when its caller has left, to
 // abandon (nil: dropped), which must not block: it takes back what
 // nobody will use.

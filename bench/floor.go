@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+
+	"github.com/redlockd/redlockd/internal/procpace"
 )
 
 // The Go floor is the least a Go server that runs a goroutine per
@@ -14,7 +16,8 @@ import (
 // sent, answers every complete request in it with +OK in one write, and
 // does nothing else. Beside redlockd → 1 it tells the cost of the Go
 // runtime's network I/O (the netpoller, a goroutine parked and woken per
-// read) apart from the work redlockd adds on top of it.
+// read) apart from the work redlockd adds on top of it. It paces its
+// processors as redlockd does (internal/procpace).
 // The epoll floor (floor_epoll_linux.go) is its work done by an event
 // loop of its own.
 const (
@@ -39,7 +42,9 @@ func serveFloorIfAsked() {
 	}
 	serve := serveFloor
 	if os.Getenv(floorEpollEnv) == "1" {
-		serve = serveEpollFloor
+		serve = serveEpollFloor // a loop per processor the runtime chose
+	} else {
+		procpace.Start()
 	}
 	fmt.Fprintln(os.Stderr, "go floor:", serve(addr))
 	os.Exit(1)

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"github.com/redlockd/redlockd/internal/gcpace"
+	"github.com/redlockd/redlockd/internal/procpace"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 func main() {
 	backend.RouteGoRedisLogs()
 	gcpace.Start()
+	procpace.Start()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first signal the default handling comes back, so a

@@ -1,7 +1,7 @@
 package quorum
 
 import (
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -188,14 +188,12 @@ func (h *health) autoYoungLocked() []func() {
 // An answer counts only if the node did not restart while it was asked.
 func (c *Cluster) readHorizons(i int, ask []bool, done func([]horizonRead)) {
 	got := make([]horizonRead, len(c.nodes))
-	var mu sync.Mutex
-	left := 1
+	// One count per node asked, and one for the asking: the last to let
+	// go, having seen every write to got, hands it on.
+	var left atomic.Int32
+	left.Store(1)
 	finish := func() {
-		mu.Lock()
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
+		if left.Add(-1) == 0 {
 			done(got)
 		}
 	}
@@ -204,9 +202,7 @@ func (c *Cluster) readHorizons(i int, ask []bool, done func([]horizonRead)) {
 		if !ask[j] || j == i || !c.horizons.watched[j].Load() {
 			continue
 		}
-		mu.Lock()
-		left++
-		mu.Unlock()
+		left.Add(1)
 		gen := c.horizons.genOf(j)
 		n.Do(start.Add(c.cfg.NodeTimeout), Cmd{Kind: ReadHorizon, Key: HorizonKey}, ReceiverFunc(func(rep Reply) {
 			c.reportNode(OpHorizon, j, start, rep)
@@ -214,9 +210,7 @@ func (c *Cluster) readHorizons(i int, ask []bool, done func([]horizonRead)) {
 			if rep.Err == nil && c.horizons.genOf(j) == gen {
 				rd.ok, rd.ttl = true, c.horizons.clampRead(j, rep.TTL)
 			}
-			mu.Lock()
 			got[j] = rd
-			mu.Unlock()
 			finish()
 		}))
 	}

@@ -17,7 +17,13 @@ import (
 func main() {
 	backend.RouteGoRedisLogs()
 	gcpace.Start()
-	procpace.Start()
+	configured = func(cfg Config) {
+		// Embedded nodes run in this process: their scripts are CPU work
+		// that processors of their own share, not waits on a socket.
+		if len(cfg.Backends) > 0 {
+			procpace.Start()
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first signal the default handling comes back, so a

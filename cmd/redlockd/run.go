@@ -26,6 +26,11 @@ const (
 
 const shutdownTimeout = 10 * time.Second
 
+// configured runs once the configuration is known and checked; main sets
+// it to pace the processors (procpace), which tests that drive run in
+// their own process leave alone.
+var configured = func(Config) {}
+
 // run is the whole program: it returns the exit code instead of exiting,
 // so that tests can drive it. SIGHUP, while it runs, reloads what can
 // change safely (see reload.go).
@@ -44,6 +49,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if err != nil {
 		return usageError(stderr, err)
 	}
+	configured(cfg)
 	// From here on a SIGHUP is never fatal: it waits until the reloader
 	// runs.
 	hup := make(chan os.Signal, 1)

@@ -198,7 +198,7 @@ func (or *ownerRun) next() {
 		// seen in decided, the round's outcome handed over after it).
 		agree: func(r *round) bool {
 			or.agreed = true
-			or.tok, or.holds = majorityHeld(r.holds(), c.Quorum())
+			or.tok, or.holds = majorityHeld(present(r, func(rep Reply) int64 { return rep.N }), c.Quorum())
 			return or.tok != ""
 		},
 	}, or.decided)
@@ -246,18 +246,6 @@ func (c *Cluster) dropHold(key, mark string, ttl time.Duration) {
 	c.collectThen(OpReenter, same(Cmd{Kind: UndoHold, Key: key, Mark: mark, TTL: ttl}), okVote, func(r *round, _ tally) {
 		r.eachUnanswered(func(i int) { c.pending.addUndo(i, c.db, key, mark, "", ttl) })
 	})
-}
-
-// holds are the tokens and hold counts of an owner round's yes replies;
-// every reply is in.
-func (r *round) holds() []stored[int64] {
-	var hs []stored[int64]
-	for i := range r.calls {
-		if rep := r.reply(i); rep.Err == nil && rep.OK {
-			hs = append(hs, stored[int64]{rep.Token, rep.N})
-		}
-	}
-	return hs
 }
 
 // undoHoldsThen takes back what round g added outside the granted lock

@@ -46,7 +46,7 @@ func (c *Cluster) Get(ctx context.Context, key string) (hd Holder, err error) {
 // that q nodes store, else the error reply that q nodes gave (a key of
 // another type), with the ttl q of them agree on.
 func (r *round) holder(q int, elapsed time.Duration) Holder {
-	hd := majorityHolder(r.views(), q, elapsed)
+	hd := majorityHolder(present(r, func(rep Reply) time.Duration { return rep.TTL }), q, elapsed)
 	if hd.Held {
 		return hd
 	}
@@ -68,15 +68,16 @@ type stored[T any] struct {
 	n     T
 }
 
-// views are the present keys among a read's replies; every reply is in.
-func (r *round) views() []stored[time.Duration] {
-	views := make([]stored[time.Duration], 0, len(r.calls))
+// present is what round r's yes replies store, each with its number n
+// (a read's ttl, an owner round's holds); every reply is in.
+func present[T any](r *round, n func(Reply) T) []stored[T] {
+	ss := make([]stored[T], 0, len(r.calls))
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && rep.OK {
-			views = append(views, stored[time.Duration]{rep.Token, rep.TTL})
+			ss = append(ss, stored[T]{rep.Token, n(rep)})
 		}
 	}
-	return views
+	return ss
 }
 
 // majorityOf finds the token that at least q of ss store.

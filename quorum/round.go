@@ -398,12 +398,11 @@ func (r *round) replyOr(i int, err error) Reply {
 	return r.reply(i)
 }
 
-// all says whether every node answered (no error, nor an error reply,
-// which a script may give after it wrote) and its reply holds for f; only
-// once every reply is in.
-func (r *round) all(f voter) bool {
+// all says whether round r left nothing on any node: none landed (see
+// landed) under keep. Every reply is in.
+func (r *round) all(keep voter) bool {
 	for i := range r.calls {
-		if rep := r.calls[i].rep; rep.Err != nil || rep.ErrReply != "" || !f(rep) {
+		if r.landed(i, keep) {
 			return false
 		}
 	}

@@ -57,13 +57,13 @@ var kinds = [...]kind{
 	quorum.ReadFence:        {name: "ReadFence", op: "read fence", read: true, build: buildReadFence},
 	quorum.RaiseFence:       {name: "RaiseFence", op: "raise fence", need: memNeedTTL, build: buildRaiseFence},
 	quorum.Eval:             {name: "Eval", op: "EVALSHA", build: (*call).buildEval},
-	quorum.UndoEval:         {name: "UndoEval", op: "undo script", build: noChannel((*call).buildUndoEval)},
-	quorum.RaiseHorizon:     {name: "RaiseHorizon", op: "raise horizon", server: true, need: memNeedTTL, build: noChannel((*call).buildHorizon)},
-	quorum.ReadHorizon:      {name: "ReadHorizon", op: "read horizon", server: true, read: true, build: noChannel((*call).buildHorizon)},
+	quorum.UndoEval:         {name: "UndoEval", op: "undo script", build: (*call).buildUndoEval},
+	quorum.RaiseHorizon:     {name: "RaiseHorizon", op: "raise horizon", server: true, need: memNeedTTL, build: (*call).buildHorizon},
+	quorum.ReadHorizon:      {name: "ReadHorizon", op: "read horizon", server: true, read: true, build: (*call).buildHorizon},
 	quorum.Subscribe:        {name: "Subscribe", op: "SUBSCRIBE", read: true},
 	quorum.Unsubscribe:      {name: "Unsubscribe", op: "UNSUBSCRIBE", read: true},
 	quorum.Publish:          {name: "Publish", op: "PUBLISH", read: true, build: buildPublish},
-	quorum.CompareAndSwap:   {name: "CompareAndSwap", op: "compare-and-swap", need: memNeedTTL, build: noChannel((*call).buildSwap)},
+	quorum.CompareAndSwap:   {name: "CompareAndSwap", op: "compare-and-swap", need: memNeedTTL, build: (*call).buildSwap},
 	quorum.ReadPermits:      {name: "ReadPermits", op: "read permits", read: true, build: (*call).buildPermits},
 	quorum.AcquirePermit:    {name: "AcquirePermit", op: "acquire permit", need: memNeedTTL, build: (*call).buildPermits},
 	quorum.ExtendPermit:     {name: "ExtendPermit", op: "extend permit", need: memNeedTTL, build: (*call).buildPermits},
@@ -76,7 +76,7 @@ var kinds = [...]kind{
 	quorum.FairAcquire:      {name: "FairAcquire", op: "fair acquire", need: memNeedTTL, build: (*call).buildFair},
 	quorum.FairUndo:         {name: "FairUndo", op: "fair undo", build: (*call).buildFair},
 	quorum.FairLeave:        {name: "FairLeave", op: "fair leave", build: (*call).buildFair},
-	quorum.ForgetEval:       {name: "ForgetEval", op: "forget script", build: noChannel((*call).buildForgetEval)},
+	quorum.ForgetEval:       {name: "ForgetEval", op: "forget script", build: (*call).buildForgetEval},
 }
 
 // kindOf returns k's row; ok is false for a kind without one.
@@ -171,8 +171,3 @@ func KnownKind(k quorum.CmdKind) bool { _, ok := kindOf(k); return ok }
 
 // CheckArgs refuses durations no node should store (see checkArgs).
 func CheckArgs(cmd *quorum.Cmd) error { row, _ := kindOf(cmd.Kind); return row.checkArgs(cmd) }
-
-// noChannel adapts a build that publishes nothing.
-func noChannel(f func(*call, quorum.Cmd) error) func(*call, quorum.Cmd, string) error {
-	return func(c *call, cmd quorum.Cmd, _ string) error { return f(c, cmd) }
-}

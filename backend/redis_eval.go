@@ -240,7 +240,7 @@ func (c *call) buildEval(cmd quorum.Cmd, channel string) error {
 }
 
 // buildUndoEval builds UndoEval.
-func (c *call) buildUndoEval(cmd quorum.Cmd) error {
+func (c *call) buildUndoEval(cmd quorum.Cmd, _ string) error {
 	if len(cmd.Keys) == 0 {
 		return errNoKeys
 	}
@@ -249,7 +249,7 @@ func (c *call) buildUndoEval(cmd quorum.Cmd) error {
 }
 
 // buildForgetEval builds ForgetEval: the mark goes.
-func (c *call) buildForgetEval(cmd quorum.Cmd) error {
+func (c *call) buildForgetEval(cmd quorum.Cmd, _ string) error {
 	if cmd.Mark == "" {
 		return errNoKeys
 	}

@@ -28,7 +28,7 @@ return px`)
 // buildHorizon builds RaiseHorizon (TTL: the ttl to raise it to; reply TTL:
 // its ttl afterwards, OK) and ReadHorizon (reply TTL: its remaining ttl, 0
 // when absent, negative when it has no expiry; OK when present).
-func (c *call) buildHorizon(cmd quorum.Cmd) error {
+func (c *call) buildHorizon(cmd quorum.Cmd, _ string) error {
 	if cmd.Kind == quorum.RaiseHorizon {
 		c.script(raiseHorizonScript, readHorizonTTL, []string{cmd.Key}, c.ms(cmd.TTL))
 	} else {

@@ -46,7 +46,7 @@ type Cluster struct {
 	watcher    *quorum.Watcher   // set by Watch
 	invalids   []func([]string)  // every master reports its changed keys to these
 	looks      map[string]quorum.ServerInfo
-	refresh    *refreshRun // the refresh in flight, nil when none
+	refresh    chan struct{} // closed when the refresh in flight ends; nil when none
 	lastRef    time.Time
 	refreshErr error // the last refresh's
 	// named is every server a topology read ever named, masters and

@@ -114,12 +114,12 @@ func (cc *clusterCall) sendKnown() {
 // afterRefresh starts a read of the topology (or joins the one on its
 // way) and runs next once it ends, or fails the call at its deadline.
 func (cc *clusterCall) afterRefresh(next func()) {
-	run := cc.cl.startRefresh()
+	done := cc.cl.startRefresh()
 	go func() {
 		t := time.NewTimer(time.Until(cc.deadline))
 		defer t.Stop()
 		select {
-		case <-run.done:
+		case <-done:
 			next()
 		case <-t.C:
 			cc.fail(fmt.Errorf("%w: %w", errNoTopology, context.DeadlineExceeded))

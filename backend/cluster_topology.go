@@ -19,25 +19,20 @@ import (
 // MOVED itself already says where the slot went.
 const minRefreshGap = 100 * time.Millisecond
 
-// refreshRun is one read of the topology; done is closed when it ends.
-type refreshRun struct {
-	done chan struct{}
-}
-
 // startRefresh starts a read of the topology unless one is on its way,
-// and returns the run to wait on.
-func (cl *Cluster) startRefresh() *refreshRun {
+// and returns the channel that is closed when that read ends.
+func (cl *Cluster) startRefresh() <-chan struct{} {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.refresh != nil {
 		return cl.refresh
 	}
-	run := &refreshRun{done: make(chan struct{})}
+	done := make(chan struct{})
 	if cl.closed {
-		close(run.done)
-		return run
+		close(done)
+		return done
 	}
-	cl.refresh = run
+	cl.refresh = done
 	cl.wg.Add(1)
 	go func() {
 		defer cl.wg.Done()
@@ -45,10 +40,10 @@ func (cl *Cluster) startRefresh() *refreshRun {
 		cl.mu.Lock()
 		cl.refresh, cl.lastRef, cl.refreshErr = nil, time.Now(), err
 		cl.mu.Unlock()
-		close(run.done)
+		close(done)
 		cl.report()
 	}()
-	return run
+	return done
 }
 
 // refreshSoon starts a refresh unless one ran within minRefreshGap.

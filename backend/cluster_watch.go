@@ -84,7 +84,7 @@ func (cl *Cluster) refreshLoop() {
 	defer cl.wg.Done()
 	tick(cl.ctx, orDefault(cl.opts.HealthInterval, defaultHealthInterval), func() bool {
 		select {
-		case <-cl.startRefresh().done:
+		case <-cl.startRefresh():
 			return true
 		case <-cl.ctx.Done():
 			return false

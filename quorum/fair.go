@@ -170,9 +170,6 @@ func (c *Cluster) fairLeave(key, token string) {
 // sawQueue reports whether a node refused round r's SetNX because fair
 // waiters are queued for the key. Every reply is in (a failed round).
 func (r *round) sawQueue() bool {
-	if r == nil {
-		return false
-	}
 	for i := range r.calls {
 		if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N == FairQueued {
 			return true

@@ -258,7 +258,7 @@ func (c *Cluster) undoHoldsThen(key, mark, keep string, ttl time.Duration, g *ro
 		rep := g.reply(i)
 		return unanswered(rep) || (rep.Err == nil && rep.OK && rep.Token != keep)
 	}
-	if g == nil || !slices.ContainsFunc(g.calls, func(nc nodeCall) bool { return undo(nc.i) }) {
+	if !slices.ContainsFunc(g.calls, func(nc nodeCall) bool { return undo(nc.i) }) {
 		done() // the usual grant: every node answered with the granted token
 		return
 	}

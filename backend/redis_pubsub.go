@@ -179,11 +179,10 @@ func (s *clientSubs) confirmed(verb, name string) {
 	}
 }
 
-func (s *clientSubs) addWatcher(fn func(channel, pattern, payload string)) int {
+func (s *clientSubs) addWatcher(fn func(channel, pattern, payload string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.message = append(s.message, fn)
-	return len(s.message)
 }
 
 func (s *clientSubs) deliver(channel, pattern, payload string) {

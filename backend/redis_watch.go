@@ -3,7 +3,9 @@ package backend
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -318,7 +320,7 @@ func (w *redisWatch) subscribe() {
 		// Whatever changed while the link was down went unheard.
 		defer w.invalidated(nil)
 	}
-	if w.clients.connected(c, w.releaseChannels()) != nil {
+	if w.clients.connected(c, slices.Collect(maps.Keys(w.dbsOf))) != nil {
 		return
 	}
 	if reports != reportsOff {
@@ -430,15 +432,6 @@ func (w *redisWatch) setSub(nc net.Conn) bool {
 	}
 	w.sub = nc
 	return true
-}
-
-// releaseChannels are every database's release channel.
-func (w *redisWatch) releaseChannels() []string {
-	chans := make([]string, 0, len(w.dbsOf))
-	for ch := range w.dbsOf {
-		chans = append(chans, ch)
-	}
-	return chans
 }
 
 // pushed reads one push of the subscription: a message on a release

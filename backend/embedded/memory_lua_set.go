@@ -95,8 +95,9 @@ func (r *luaRun) set(args []string) quorum.Value {
 }
 
 // expireCmd is PEXPIRE, EXPIRE, PEXPIREAT and EXPIREAT with Redis 7's
-// NX, XX, GT and LT. A time already past deletes the key.
-func expireCmd(unit time.Duration, absolute bool) func(*luaRun, []string) quorum.Value {
+// NX, XX, GT and LT, named name in errors. A time already past deletes
+// the key.
+func expireCmd(unit time.Duration, absolute bool, name string) func(*luaRun, []string) quorum.Value {
 	return func(r *luaRun, args []string) quorum.Value {
 		// Redis reads the flags before the amount: a bad flag is the
 		// error even where the amount is not a number.
@@ -110,21 +111,10 @@ func expireCmd(unit time.Duration, absolute bool) func(*luaRun, []string) quorum
 		}
 		at, ok := r.expiryAfter(n, unit, absolute)
 		if !ok {
-			return errorValue(errExpireTime(expireName(unit, absolute)))
+			return errorValue(errExpireTime(name))
 		}
 		return r.expireAt(args[0], at, flags)
 	}
-}
-
-func expireName(unit time.Duration, absolute bool) string {
-	name := "expire"
-	if unit == time.Millisecond {
-		name = "pexpire"
-	}
-	if absolute {
-		name += "at"
-	}
-	return name
 }
 
 type expireFlags struct{ nx, xx, gt, lt bool }

@@ -264,15 +264,6 @@ func (r *round) eachMayLand(g *round, f func(i int)) {
 	}
 }
 
-// releaseRound is a compare-and-delete of key=token on every node, waiting
-// for every reply until ctx ends; the round is sent whatever ctx says and
-// runs to its end (see awaitSent, releaseThen).
-func (c *Cluster) releaseRound(ctx context.Context, op, key, token string, ttl time.Duration, notify bool) (*round, tally, error) {
-	return awaitSentThen(ctx, func(then func(*round, tally)) {
-		c.releaseThen(op, key, token, ttl, notify, nil, then)
-	})
-}
-
 // releaseThen is a compare-and-delete of key=token on every node that
 // only names (nil: all); then gets the round with every reply in (a round
 // of no node when only named none). A node that does not answer gets the

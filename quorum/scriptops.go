@@ -61,7 +61,9 @@ const (
 func (c *Cluster) ReleaseStatus(ctx context.Context, key, token string) (res ReleaseResult, err error) {
 	done := c.begin(OpRelease)
 	defer func() { done(boolOutcome(res == Released, err), 0, 0) }()
-	r, t, err := c.releaseRound(ctx, OpRelease, key, token, 0, true)
+	r, t, err := awaitSentThen(ctx, func(then func(*round, tally)) {
+		c.releaseThen(OpRelease, key, token, 0, true, nil, then)
+	})
 	if err != nil {
 		return ReleasedOther, err
 	}

@@ -99,10 +99,12 @@ func (c *Cluster) entryTTL(deadline time.Time) time.Duration {
 }
 
 // fairTicket is the next ticket after the largest queued for key on any
-// node (nextAbove, as a fence is).
+// node (nextAboveThen, as a fence is).
 func (c *Cluster) fairTicket(ctx context.Context, key string) (int64, error) {
 	done := c.begin(OpFair)
-	ticket, err := c.nextAbove(ctx, OpFair, Cmd{Kind: FairTail, Key: key})
+	ticket, err := orLeft(awaitThen(ctx, func(then func(int64, error)) {
+		c.nextAboveThen(OpFair, Cmd{Kind: FairTail, Key: key}, then)
+	}))
 	done(err, 0, 0)
 	return ticket, err
 }

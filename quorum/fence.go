@@ -147,17 +147,12 @@ func (fr *fenceRun) end(err error) {
 	fr.done(fr.l, err)
 }
 
-// nextAbove reads a counter (cmd: its N on each node) on every node and
-// returns the next value above the largest any node gave, and at least
-// the wall clock in microseconds: a node that lost the counter, in a
-// majority that misses every node holding the latest value, still gives a
-// later one while the proxies' clocks agree. Fences and fair tickets both
-// are such counters.
-func (c *Cluster) nextAbove(ctx context.Context, op string, cmd Cmd) (int64, error) {
-	return orLeft(awaitThen(ctx, func(then func(int64, error)) { c.nextAboveThen(op, cmd, then) }))
-}
-
-// nextAboveThen is nextAbove that gives then its outcome.
+// nextAboveThen reads a counter (cmd: its N on each node) on every node
+// and gives then the next value above the largest any node gave, and at
+// least the wall clock in microseconds: a node that lost the counter, in
+// a majority that misses every node holding the latest value, still gives
+// a later one while the proxies' clocks agree. Fences and fair tickets
+// both are such counters.
 func (c *Cluster) nextAboveThen(op string, cmd Cmd, then func(int64, error)) {
 	c.collectThen(op, same(cmd), anyVote, func(r *round, t tally) {
 		if err := c.heard(&t); err != nil {

@@ -245,7 +245,7 @@ func (vm *luaVM) put(check bool) {
 	L.Env = L.G.Global
 	L.G.Global.RawSetString("KEYS", lua.LNil)
 	L.G.Global.RawSetString("ARGV", lua.LNil)
-	if check && !vm.unchanged() {
+	if check && slices.ContainsFunc(vm.seen, func(s luaSeen) bool { return !s.same(L) }) {
 		L.Close()
 		return
 	}
@@ -256,16 +256,6 @@ func (vm *luaVM) put(check bool) {
 	} else {
 		L.Close()
 	}
-}
-
-// unchanged reports whether the shared tables are as newLuaVM left them.
-func (vm *luaVM) unchanged() bool {
-	for i := range vm.seen {
-		if !vm.seen[i].same(vm.L) {
-			return false
-		}
-	}
-	return true
 }
 
 // discard drops vm: a stopped script may leave it mid-call.

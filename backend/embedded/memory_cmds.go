@@ -40,8 +40,8 @@ type memOp struct {
 var memSteps = map[quorum.CmdKind]func(*memOp) quorum.Reply{
 	quorum.Eval:        (*memOp).eval,
 	quorum.UndoEval:    (*memOp).undoEval,
-	quorum.Subscribe:   (*memOp).subscribe,
-	quorum.Unsubscribe: (*memOp).unsubscribe,
+	quorum.Subscribe:   (*memOp).subscription,
+	quorum.Unsubscribe: (*memOp).subscription,
 	quorum.Publish:     (*memOp).publish,
 	quorum.ForgetEval:  (*memOp).forgetEval,
 }

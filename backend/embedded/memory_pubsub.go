@@ -81,13 +81,9 @@ func (p *memPubSub) deliver(msgs []memMessage) {
 	}
 }
 
-func (s *memOp) subscribe() quorum.Reply {
-	s.m.pubsub.change(subTopic{pattern: s.c.N == 1, name: s.c.Key}, true)
-	return quorum.Reply{OK: true}
-}
-
-func (s *memOp) unsubscribe() quorum.Reply {
-	s.m.pubsub.change(subTopic{pattern: s.c.N == 1, name: s.c.Key}, false)
+// subscription is Subscribe and Unsubscribe.
+func (s *memOp) subscription() quorum.Reply {
+	s.m.pubsub.change(subTopic{pattern: s.c.N == 1, name: s.c.Key}, s.c.Kind == quorum.Subscribe)
 	return quorum.Reply{OK: true}
 }
 

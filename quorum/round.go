@@ -516,12 +516,11 @@ func give[T any](ch chan T, o T, abandon func(T)) {
 }
 
 // collectThen runs one round and calls then with every reply in.
-func (c *Cluster) collectThen(op string, ask asker, vote voter, then func(*round, tally)) *round {
+func (c *Cluster) collectThen(op string, ask asker, vote voter, then func(*round, tally)) {
 	r := &round{}
 	r.init(c, op, vote, 0)
 	r.onReady = func(t tally) { then(r, t) }
 	r.launch(ask)
-	return r
 }
 
 // tally is the outcome of a yes/no vote over all nodes.

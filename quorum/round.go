@@ -372,16 +372,21 @@ func (r *round) reportUntold() {
 
 func untold(nc *nodeCall) bool { return !nc.told }
 
-// afterAll runs f once every reply is in: now, if they are.
+// afterAll runs f once every reply is in: now, if they are. A nil f is
+// r.run's failed step, a method, so a record waits without a closure.
 func (r *round) afterAll(f func(tally)) {
 	r.mu.Lock()
 	if r.got < len(r.calls) {
-		r.onAll = f
+		r.onAll, r.runAll = f, f == nil
 		r.mu.Unlock()
 		return
 	}
 	t := r.t
 	r.mu.Unlock()
+	if f == nil {
+		r.run.failed(t)
+		return
+	}
 	f(t)
 }
 
@@ -781,15 +786,7 @@ func (gr *grantRun) ready(t tally) {
 	}
 	// Straggling replies are awaited before the undo, or a late grant
 	// would land after it.
-	r.mu.Lock()
-	if r.got < len(r.calls) {
-		r.runAll = true
-		r.mu.Unlock()
-		return
-	}
-	t = r.t
-	r.mu.Unlock()
-	gr.failed(t)
+	r.afterAll(nil) // gr.failed
 }
 
 // failed ends a round that did not win, every reply in: its undo, then

@@ -32,7 +32,7 @@ func (c *Cluster) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	if o := optionsOf(opts); o.wait > 0 {
 		return c.acquireWait(ctx, key, token, ttl, o)
 	}
-	return c.acquire(ctx, key, token, ttl, 0)
+	return c.acquireCmd(ctx, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl})
 }
 
 // Option changes how an acquire of any kind runs.
@@ -67,13 +67,6 @@ func optionsOf(opts []Option) Option {
 		}
 	}
 	return o
-}
-
-// acquire is Acquire that, with mark > 0, marks key as waited for where it
-// is held, in the same step as the SET NX, and then fails with ErrQueued
-// where a node has fair waiters queued for key.
-func (c *Cluster) acquire(ctx context.Context, key, token string, ttl, mark time.Duration) (Lock, error) {
-	return c.acquireCmd(ctx, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark})
 }
 
 // AcquireAsync is Acquire that does not wait: done gets its outcome, once,
@@ -354,7 +347,12 @@ func (rr *releaseRun) recycle() {
 func (c *Cluster) acquireWait(ctx context.Context, key, token string, ttl time.Duration, o Option) (Lock, error) {
 	deadline := c.cfg.Now().Add(o.wait)
 	return waitRounds(c, ctx, key, deadline, blocking[Lock]{
-		try:   func(mark time.Duration) (Lock, error) { return c.acquire(ctx, key, token, ttl, mark) },
+		// A marked SET NX marks key as waited for where it is held, in
+		// its own step, and fails with ErrQueued where fair waiters are
+		// queued for key.
+		try: func(mark time.Duration) (Lock, error) {
+			return c.acquireCmd(ctx, Cmd{Kind: SetNX, Key: key, Token: token, TTL: ttl, Add: mark})
+		},
 		tried: o.tried,
 		marks: true,
 		queued: func() blocking[Lock] {

@@ -73,11 +73,7 @@ func (c *Cluster) AcquireShared(ctx context.Context, key string, ttl time.Durati
 	if o := optionsOf(opts); o.wait > 0 {
 		return c.acquireSharedWait(ctx, key, ttl, o)
 	}
-	return c.acquireShared(ctx, key, NewSharedToken(), ttl, 0)
-}
-
-func (c *Cluster) acquireShared(ctx context.Context, key, token string, ttl, mark time.Duration) (Lock, error) {
-	return c.acquireCmd(ctx, Cmd{Kind: AcquireShared, Key: key, Token: token, TTL: ttl, Add: mark})
+	return c.acquireCmd(ctx, Cmd{Kind: AcquireShared, Key: key, Token: NewSharedToken(), TTL: ttl})
 }
 
 // acquireSharedWait retries AcquireShared as a blocking Acquire is retried:
@@ -93,7 +89,7 @@ func (c *Cluster) acquireSharedWait(ctx context.Context, key string, ttl time.Du
 		// A fresh token per round: a late retry of one round's undo can
 		// then never remove the reader a later round granted.
 		try: func(mark time.Duration) (Lock, error) {
-			return c.acquireShared(ctx, key, NewSharedToken(), ttl, mark)
+			return c.acquireCmd(ctx, Cmd{Kind: AcquireShared, Key: key, Token: NewSharedToken(), TTL: ttl, Add: mark})
 		},
 	})
 	if err == nil {

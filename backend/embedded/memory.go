@@ -88,7 +88,7 @@ func (m *Memory) Do(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) {
 		m.enqueue(deadline, cmd, r)
 		return
 	}
-	r.Receive(m.run(deadline, memCmd{cmd}))
+	r.Receive(m.run(deadline, cmd))
 }
 
 // Watch implements quorum.Node: w.Released hears of the releases of
@@ -123,8 +123,8 @@ func (m *Memory) Close() error {
 // lock is let go, so that a watcher may call back into the node. now is
 // read inside the lock so that expiry decisions are ordered with the
 // writes they race against.
-func (m *Memory) run(deadline time.Time, c memCmd) quorum.Reply {
-	if err := c.check(); err != nil {
+func (m *Memory) run(deadline time.Time, c quorum.Cmd) quorum.Reply {
+	if err := checkCmd(&c); err != nil {
 		return quorum.Reply{Err: err}
 	}
 	m.mu.Lock()

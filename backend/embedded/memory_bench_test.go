@@ -106,9 +106,9 @@ func BenchmarkMemoryEvalMarkedInline(b *testing.B) {
 	lock, forget, release := markedRun()
 	b.ReportAllocs()
 	for b.Loop() {
-		m.run(time.Time{}, memCmd{lock})
-		m.run(time.Time{}, memCmd{forget})
-		m.run(time.Time{}, memCmd{release})
+		m.run(time.Time{}, lock)
+		m.run(time.Time{}, forget)
+		m.run(time.Time{}, release)
 	}
 }
 

@@ -8,25 +8,22 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-// memCmd is a quorum.Cmd as the in-memory node runs it.
-type memCmd struct{ quorum.Cmd }
-
-// check refuses what no node should store: a command of no known kind or
+// checkCmd refuses what no node should store: a command of no known kind or
 // of a database outside 0 to quorum.DBs-1, a ttl <= 0 (a key without expiry, or PEXPIRE's delete), a negative mark.
-func (c memCmd) check() error {
+func checkCmd(c *quorum.Cmd) error {
 	if !backend.KnownKind(c.Kind) {
 		return fmt.Errorf("backend: unknown command kind %d", c.Kind)
 	}
 	if c.DB < 0 || c.DB >= quorum.DBs {
 		return fmt.Errorf("backend: %w: %d", backend.ErrBadDB, c.DB)
 	}
-	return backend.CheckArgs(&c.Cmd)
+	return backend.CheckArgs(c)
 }
 
 // memOp is one command running under the node's lock.
 type memOp struct {
 	m        *Memory
-	c        memCmd
+	c        quorum.Cmd
 	now      time.Time
 	announce []memRelease // released keys to announce once the lock is let go
 	// published are the deliveries of a Publish, made once the lock is

@@ -22,7 +22,7 @@ const memReleaseChannel = "redlockd:memory:released"
 // keys, and the kind's reader reads its reply. So the kind's semantics
 // are written once, in its script.
 func (s *memOp) byBuild() quorum.Reply {
-	c, err := backend.Build(s.c.Cmd, memReleaseChannel)
+	c, err := backend.Build(s.c, memReleaseChannel)
 	if err != nil {
 		return quorum.Reply{Err: fmt.Errorf("backend: %s: %w", backend.OpName(s.c.Kind), err)}
 	}

@@ -72,7 +72,7 @@ func (m *Memory) enqueue(deadline time.Time, cmd quorum.Cmd, r quorum.Receiver) 
 	if empty && !runsApart(cmd.Kind) {
 		// The line emptied since Do looked: what was in it has run.
 		l.mu.Unlock()
-		r.Receive(m.run(deadline, memCmd{cmd}))
+		r.Receive(m.run(deadline, cmd))
 		return
 	}
 	c := &memLined{deadline: deadline, cmd: cmd, r: r}
@@ -135,7 +135,7 @@ func (c *memLined) run(m *Memory) (rep quorum.Reply, answer bool) {
 	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
 		return quorum.Reply{Err: errMemLate}, true
 	}
-	return m.run(c.deadline, memCmd{c.cmd}), true
+	return m.run(c.deadline, c.cmd), true
 }
 
 // late answers c at its deadline, while it still waits in line.

@@ -96,7 +96,7 @@ type memBefore struct {
 
 // snapshot records the keys c names; nil when nobody watches changes.
 // The caller holds m.mu.
-func (m *Memory) snapshot(c memCmd) *memBefore {
+func (m *Memory) snapshot(c quorum.Cmd) *memBefore {
 	if !m.tracking.on.Load() || backend.IsRead(c.Kind) {
 		return nil
 	}
@@ -118,7 +118,7 @@ func (m *Memory) snapshot(c memCmd) *memBefore {
 // changed lists the keys of b that the command changed: every key of a
 // script that may write (it may have written a hash, which the entries do
 // not show), else those whose entry differs. The caller holds m.mu.
-func (m *Memory) changed(c memCmd, b *memBefore) []string {
+func (m *Memory) changed(c quorum.Cmd, b *memBefore) []string {
 	if b == nil {
 		return nil
 	}

@@ -19,7 +19,7 @@ type kind struct {
 	need   memNeed
 	read   bool
 	server bool
-	build  func(c *call, cmd quorum.Cmd, channel string) error
+	build  func(c *call, cmd quorum.Cmd, channel string)
 }
 
 // memNeed says which of a command's durations must be positive (a wait
@@ -116,7 +116,8 @@ func (c *call) op() string { return OpName(c.kind) }
 
 // build fills in the command (or script) that runs cmd, and how its reply
 // reads. channel is the node's release channel. cmd is passed by value
-// through the table, so that the caller's copy stays on its stack.
+// through the table, so that the caller's copy stays on its stack. A row's
+// build records a bad argument in c.err, the build's error.
 func (c *call) build(cmd quorum.Cmd, channel string) error {
 	row, ok := kindOf(cmd.Kind)
 	if !ok || row.build == nil {
@@ -125,7 +126,8 @@ func (c *call) build(cmd quorum.Cmd, channel string) error {
 	if err := row.checkArgs(&cmd); err != nil {
 		return err
 	}
-	return row.build(c, cmd, channel)
+	row.build(c, cmd, channel)
+	return c.err
 }
 
 // checkArgs refuses durations no node should store: a ttl <= 0 (a key

@@ -9,79 +9,68 @@ import (
 	"github.com/redlockd/redlockd/quorum"
 )
 
-func buildSetNX(c *call, cmd quorum.Cmd, _ string) error {
+func buildSetNX(c *call, cmd quorum.Cmd, _ string) {
 	if cmd.Add > 0 {
-		return c.buildSetNXMarked(cmd)
+		c.buildSetNXMarked(cmd)
+	} else {
+		c.setNXPX(cmd.Key, cmd.Token, cmd.TTL)
 	}
-	c.setNXPX(cmd.Key, cmd.Token, cmd.TTL)
-	return c.err
 }
 
-func buildSet(c *call, cmd quorum.Cmd, _ string) error {
+func buildSet(c *call, cmd quorum.Cmd, _ string) {
 	c.command(readDone, "set", cmd.Key, cmd.Token, "px", c.ms(cmd.TTL))
-	return c.err
 }
 
-func buildCompareAndDelete(c *call, cmd quorum.Cmd, channel string) error {
+func buildCompareAndDelete(c *call, cmd quorum.Cmd, channel string) {
 	if cmd.Notify {
 		c.scriptTagged(compareAndDeleteNotifyScript, readYes, cmd.Key, fairReleasePrefixes, cmd.Token, channel)
 	} else {
 		c.script(compareAndDeleteScript, readYes, []string{cmd.Key}, cmd.Token)
 	}
-	return c.err
 }
 
-func buildCompareAndExtend(c *call, cmd quorum.Cmd, _ string) error {
+func buildCompareAndExtend(c *call, cmd quorum.Cmd, _ string) {
 	c.scriptTTL(compareAndExtendScript, readYes, []string{cmd.Key}, cmd.TTL, cmd.Token)
-	return c.err
 }
 
-func buildGet(c *call, cmd quorum.Cmd, _ string) error {
+func buildGet(c *call, cmd quorum.Cmd, _ string) {
 	c.script(getScript, readGet, []string{cmd.Key})
-	return c.err
 }
 
-func buildDelete(c *call, cmd quorum.Cmd, channel string) error {
+func buildDelete(c *call, cmd quorum.Cmd, channel string) {
 	if cmd.Notify {
 		c.script(deleteNotifyScript, readYes, []string{cmd.Key, WaitKey(cmd.Key)}, channel)
 	} else {
 		c.command(readYes, "del", cmd.Key)
 	}
-	return c.err
 }
 
-func buildExpire(c *call, cmd quorum.Cmd, _ string) error {
+func buildExpire(c *call, cmd quorum.Cmd, _ string) {
 	c.command(readYes, "pexpire", cmd.Key, c.ms(cmd.TTL))
-	return c.err
 }
 
-func buildAddTTL(c *call, cmd quorum.Cmd, _ string) error {
+func buildAddTTL(c *call, cmd quorum.Cmd, _ string) {
 	c.script(addTTLScript, readAddedTTL, []string{cmd.Key}, cmd.Token, c.ms(cmd.Add), c.ms(cmd.Limit))
-	return c.err
 }
 
-func buildExtendOrSetNX(c *call, cmd quorum.Cmd, _ string) error {
+func buildExtendOrSetNX(c *call, cmd quorum.Cmd, _ string) {
 	c.scriptTTL(extendOrSetNXScript, readYes, []string{cmd.Key}, cmd.TTL, cmd.Token)
-	return c.err
 }
 
-func buildReadFence(c *call, cmd quorum.Cmd, _ string) error {
+func buildReadFence(c *call, cmd quorum.Cmd, _ string) {
 	c.command(readFence, "get", cmd.Key)
-	return c.err
 }
 
-func buildRaiseFence(c *call, cmd quorum.Cmd, _ string) error {
+func buildRaiseFence(c *call, cmd quorum.Cmd, _ string) {
 	c.script(raiseFenceScript, readN, []string{cmd.Key}, strconv.FormatInt(cmd.N, 10), c.ms(cmd.TTL))
-	return c.err
 }
 
-func buildPublish(c *call, cmd quorum.Cmd, _ string) error {
+func buildPublish(c *call, cmd quorum.Cmd, _ string) {
 	c.command(readN, "publish", cmd.Key, cmd.Token)
-	return c.err
 }
 
 // buildHeld builds the owner-lock scripts.
-func (c *call) buildHeld(cmd quorum.Cmd, channel string) error {
+func (c *call) buildHeld(cmd quorum.Cmd, channel string) {
 	k, hk := cmd.Key, quorum.HoldsKey(cmd.Key)
 	switch cmd.Kind {
 	case quorum.HoldOwner:
@@ -99,14 +88,14 @@ func (c *call) buildHeld(cmd quorum.Cmd, channel string) error {
 			c.script(restoreHeldScript, readYes, []string{k, hk}, cmd.Token, quorum.FormatHolds(cmd.Token, cmd.N), c.ms(cmd.TTL))
 		}
 	}
-	return c.err
 }
 
 // buildMulti builds the multi-key scripts; the keys' line is their first
 // key's.
-func (c *call) buildMulti(cmd quorum.Cmd, channel string) error {
+func (c *call) buildMulti(cmd quorum.Cmd, channel string) {
 	if len(cmd.Keys) == 0 {
-		return errNoKeys
+		c.err = errNoKeys
+		return
 	}
 	switch cmd.Kind {
 	case quorum.SetNXAll:
@@ -117,7 +106,6 @@ func (c *call) buildMulti(cmd quorum.Cmd, channel string) error {
 		c.nkeys = int32(len(cmd.Keys))
 		c.script(releaseEachScript, readEach, waitKeys(cmd.Keys), cmd.Token, channel)
 	}
-	return c.err
 }
 
 // intReply reads an integer reply.

@@ -219,42 +219,43 @@ func isNodeFailure(err error) bool {
 
 // buildEval builds a client's script: plain, or marked (see above), on
 // the line of cmd.DB; channel is that database's release channel.
-func (c *call) buildEval(cmd quorum.Cmd, channel string) error {
+func (c *call) buildEval(cmd quorum.Cmd, channel string) {
 	if cmd.Script == nil {
-		return errors.New("no script")
+		c.err = errors.New("no script")
+		return
 	}
 	c.s = &Script{src: cmd.Script.Src, sha: cmd.Script.SHA}
 	c.resp3 = cmd.Script.RESP3
 	if cmd.Mark == "" {
 		c.script(c.s, readValue, cmd.Keys, cmd.Args...)
-		return nil
+		return
 	}
 	if len(cmd.Keys) == 0 {
-		return errNoKeys
+		c.err = errNoKeys
+		return
 	}
 	c.marked = &markedEval{keys: cmd.Keys, args: cmd.Args, mark: cmd.Mark,
 		ttl: c.ms(cmd.TTL), limit: msOrZero(cmd.Limit), max: msOrZero(cmd.Max), channel: channel}
 	c.read = readMarked
 	c.req.Buf, c.req.Skip = c.marked.step(c.s, false), 4
-	return c.err
 }
 
 // buildUndoEval builds UndoEval.
-func (c *call) buildUndoEval(cmd quorum.Cmd, _ string) error {
+func (c *call) buildUndoEval(cmd quorum.Cmd, _ string) {
 	if len(cmd.Keys) == 0 {
-		return errNoKeys
+		c.err = errNoKeys
+		return
 	}
 	c.script(undoEvalScript, readYes, append([]string{cmd.Mark}, cmd.Keys...), c.ms(cmd.TTL))
-	return c.err
 }
 
 // buildForgetEval builds ForgetEval: the mark goes.
-func (c *call) buildForgetEval(cmd quorum.Cmd, _ string) error {
+func (c *call) buildForgetEval(cmd quorum.Cmd, _ string) {
 	if cmd.Mark == "" {
-		return errNoKeys
+		c.err = errNoKeys
+		return
 	}
 	c.command(readYes, "del", cmd.Mark)
-	return c.err
 }
 
 // markedEval is what a marked script's step is built from, kept to build

@@ -171,9 +171,8 @@ return n`)
 
 // buildSetNXMarked builds a waiter's SetNX (Add > 0): refused, and
 // reported, where fair waiters are queued for the key.
-func (c *call) buildSetNXMarked(cmd quorum.Cmd) error {
+func (c *call) buildSetNXMarked(cmd quorum.Cmd) {
 	c.scriptTagged(setNXMarkedScript, readSetNXMarked, cmd.Key, []string{waitPrefix, fairQueuePrefix, quorum.WriterPrefix}, cmd.Token, c.ms(cmd.TTL), c.ms(cmd.Add))
-	return c.err
 }
 
 // scriptTagged is script over the keys key and, for each prefix,
@@ -224,7 +223,7 @@ func appendScriptHead(b []byte, s *Script, eval bool, nkeys, nargs int) []byte {
 }
 
 // buildFair builds the fair queue's commands.
-func (c *call) buildFair(cmd quorum.Cmd, channel string) error {
+func (c *call) buildFair(cmd quorum.Cmd, channel string) {
 	k, q, e, res := cmd.Key, FairQueueKey(cmd.Key), fairExpiryKey(cmd.Key), fairResKey(cmd.Key)
 	ticket := strconv.FormatInt(cmd.N, 10)
 	switch cmd.Kind {
@@ -237,7 +236,6 @@ func (c *call) buildFair(cmd quorum.Cmd, channel string) error {
 	case quorum.FairLeave:
 		c.script(fairLeaveScript, readYes, []string{k, q, e, res}, cmd.Token, channel)
 	}
-	return c.err
 }
 
 // readSetNXMarked: 1 stored; otherwise N says why not (quorum.FairQueued:

@@ -28,13 +28,12 @@ return px`)
 // buildHorizon builds RaiseHorizon (TTL: the ttl to raise it to; reply TTL:
 // its ttl afterwards, OK) and ReadHorizon (reply TTL: its remaining ttl, 0
 // when absent, negative when it has no expiry; OK when present).
-func (c *call) buildHorizon(cmd quorum.Cmd, _ string) error {
+func (c *call) buildHorizon(cmd quorum.Cmd, _ string) {
 	if cmd.Kind == quorum.RaiseHorizon {
 		c.script(raiseHorizonScript, readHorizonTTL, []string{cmd.Key}, c.ms(cmd.TTL))
 	} else {
 		c.command(readHorizonTTL, "pttl", cmd.Key)
 	}
-	return c.err
 }
 
 // readHorizonTTL reads a horizon's pttl: -2 (absent) is 0, not OK.

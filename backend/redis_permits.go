@@ -83,19 +83,21 @@ return released()`)
 var errBadPermit = errors.New("not a permit's token, or n out of range")
 
 // buildPermits builds the semaphore commands.
-func (c *call) buildPermits(cmd quorum.Cmd, channel string) error {
+func (c *call) buildPermits(cmd quorum.Cmd, channel string) {
 	k := cmd.Key
 	if cmd.Kind == quorum.ReadPermits {
 		if cmd.N < 1 || cmd.N > quorum.MaxPermits {
-			return errBadPermit
+			c.err = errBadPermit
+			return
 		}
 		c.nkeys = int32(cmd.N)
 		c.script(readPermitsScript, readPermits, []string{k, WaitKey(k)}, quorum.PermitSlotPrefix(k), strconv.FormatInt(cmd.N, 10), msOrZero(cmd.Add))
-		return c.err
+		return
 	}
 	n, slot, ok := quorum.ParsePermitToken(cmd.Token)
 	if !ok {
-		return errBadPermit
+		c.err = errBadPermit
+		return
 	}
 	sk, marker := quorum.PermitSlotKey(k, slot), quorum.PermitsMarker(n)
 	switch cmd.Kind {
@@ -110,7 +112,6 @@ func (c *call) buildPermits(cmd quorum.Cmd, channel string) error {
 		}
 		c.script(releasePermitScript, readYes, []string{k, sk, WaitKey(k)}, cmd.Token, marker, quorum.PermitSlotPrefix(k), strconv.Itoa(n), channel, notify)
 	}
-	return c.err
 }
 
 // readPermitGrant: 1 stored; -m the key holds the marker of m permits.

@@ -85,7 +85,7 @@ return redis.call("zcount", KEYS[2], "(" .. nowMs(), "+inf")`)
 )
 
 // buildShared builds the read-write lock's commands.
-func (c *call) buildShared(cmd quorum.Cmd, channel string) error {
+func (c *call) buildShared(cmd quorum.Cmd, channel string) {
 	k, rk := cmd.Key, quorum.SharedKey(cmd.Key)
 	switch cmd.Kind {
 	case quorum.AcquireShared:
@@ -98,5 +98,4 @@ func (c *call) buildShared(cmd quorum.Cmd, channel string) error {
 	case quorum.ReadShared:
 		c.script(readSharedScript, readUnhold, []string{k, rk}, quorum.SharedMarker)
 	}
-	return c.err
 }

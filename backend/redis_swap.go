@@ -10,7 +10,6 @@ if v == ARGV[1] then redis.call("set",KEYS[1],ARGV[2],"px",ARGV[3]) return 1 end
 if v then return 0 end
 return -1`)
 
-func (c *call) buildSwap(cmd quorum.Cmd, _ string) error {
+func (c *call) buildSwap(cmd quorum.Cmd, _ string) {
 	c.script(compareAndSwapScript, readYes, []string{cmd.Key}, cmd.Old, cmd.Token, c.ms(cmd.TTL))
-	return c.err
 }

@@ -286,7 +286,7 @@ func (r *retrier) round() {
 		}
 	}
 	wg.Wait()
-	if r.pendingTotal() > 0 {
+	if slices.ContainsFunc(r.queues, func(q *pendingQueue) bool { return q.size.Load() > 0 }) {
 		r.arm()
 	}
 }
@@ -378,14 +378,6 @@ func (r *retrier) putBack(q *pendingQueue, keep []pendingRelease) {
 	q.entries = append(keep, q.entries...)
 	r.trimLocked(q, time.Now())
 	q.mu.Unlock()
-}
-
-func (r *retrier) pendingTotal() int64 {
-	var n int64
-	for _, q := range r.queues {
-		n += q.size.Load()
-	}
-	return n
 }
 
 // close stops the retries and waits for a running round. Safe to call

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,12 +268,7 @@ func (h *health) quarantineYoungLocked() []func() {
 // the quarantine.
 func (h *health) anyOldLocked() bool {
 	now := h.now()
-	for _, s := range h.started {
-		if !s.IsZero() && now.Sub(s) >= h.quarantine {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(h.started, func(s time.Time) bool { return !s.IsZero() && now.Sub(s) >= h.quarantine })
 }
 
 // recheckLocked recomputes which nodes are refused and every node's

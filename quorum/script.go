@@ -297,15 +297,7 @@ func conservative(vals []*Value, in func(*Value) bool) Value {
 // EqualValues reports whether two script replies are the same (deep
 // equality; an empty and a nil array are the same).
 func EqualValues(a, b Value) bool {
-	if a.Kind != b.Kind || a.Int != b.Int || a.Str != b.Str || len(a.Elems) != len(b.Elems) {
-		return false
-	}
-	for i := range a.Elems {
-		if !EqualValues(a.Elems[i], b.Elems[i]) {
-			return false
-		}
-	}
-	return true
+	return a.Kind == b.Kind && a.Int == b.Int && a.Str == b.Str && slices.EqualFunc(a.Elems, b.Elems, EqualValues)
 }
 
 // settleEval ends a writing script's round r, every reply in, in which

@@ -270,12 +270,7 @@ func classOf(v Value) valueClass {
 // the first in configuration order on a tie.
 func conservative(vals []*Value, in func(*Value) bool) Value {
 	var best *Value
-	allInts := true
-	for _, v := range vals {
-		if v != nil && in(v) && v.Kind != IntValue {
-			allInts = false
-		}
-	}
+	allInts := !slices.ContainsFunc(vals, func(v *Value) bool { return v != nil && in(v) && v.Kind != IntValue })
 	bestN := 0
 	for _, v := range vals {
 		if v == nil || !in(v) {

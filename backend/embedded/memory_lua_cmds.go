@@ -22,7 +22,7 @@ var luaCmds map[string]luaCmd
 
 func init() {
 	luaCmds = map[string]luaCmd{
-		"get": {2, (*luaRun).get}, "set": {-3, (*luaRun).set}, "setnx": {3, (*luaRun).setnx},
+		"get": {2, (*luaRun).get}, "set": {-3, (*luaRun).set}, "setnx": {3, msetCmd(true)},
 		"setex": {4, setexCmd(time.Second, "setex")}, "psetex": {4, setexCmd(time.Millisecond, "psetex")},
 		"getdel": {2, (*luaRun).getdel}, "del": {-2, countKeys(true)}, "unlink": {-2, countKeys(true)},
 		"exists": {-2, countKeys(false)},
@@ -144,14 +144,6 @@ func (r *luaRun) get(args []string) quorum.Value {
 		return *errv
 	}
 	return bulkOr(s, ok)
-}
-
-func (r *luaRun) setnx(args []string) quorum.Value {
-	if _, _, ok := r.look(args[0]); ok {
-		return intValue(0)
-	}
-	r.putString(args[0], args[1], memNoExpiry)
-	return intValue(1)
 }
 
 // setexCmd is SETEX and PSETEX: key ttl value.

@@ -49,7 +49,8 @@ func (r *luaRun) mget(args []string) quorum.Value {
 }
 
 // msetCmd is MSET key value… (every key set, without expiry) and, with
-// nx, MSETNX (the same when no key exists, 1; else nothing, 0).
+// nx, MSETNX (the same when no key exists, 1; else nothing, 0) and SETNX,
+// MSETNX of the one key its arity admits.
 func msetCmd(nx bool) func(*luaRun, []string) quorum.Value {
 	name := "mset"
 	if nx {

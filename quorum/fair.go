@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -172,10 +173,5 @@ func (c *Cluster) fairLeave(key, token string) {
 // sawQueue reports whether a node refused round r's SetNX because fair
 // waiters are queued for the key. Every reply is in (a failed round).
 func (r *round) sawQueue() bool {
-	for i := range r.calls {
-		if rep := r.reply(i); rep.Err == nil && !rep.OK && rep.N == FairQueued {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.calls, func(nc nodeCall) bool { return nc.rep.Err == nil && !nc.rep.OK && nc.rep.N == FairQueued })
 }

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/redlockd/redlockd/internal/slot"
@@ -174,11 +175,9 @@ func (c *Cluster) nextAboveThen(op string, cmd Cmd, then func(int64, error)) {
 // held more.
 func (c *Cluster) raiseFencesThen(fk string, f int64, then func(error)) {
 	c.collectThen(OpFence, same(Cmd{Kind: RaiseFence, Key: fk, N: f, TTL: FenceTTL}), func(rep Reply) bool { return rep.N == f }, func(r *round, t tally) {
-		for i := range r.calls {
-			if rep := r.reply(i); rep.Err == nil && rep.N > f {
-				then(ErrFenceOvertaken)
-				return
-			}
+		if slices.ContainsFunc(r.calls, func(nc nodeCall) bool { return nc.rep.Err == nil && nc.rep.N > f }) {
+			then(ErrFenceOvertaken)
+			return
 		}
 		if t.yes >= c.Quorum() {
 			then(nil)

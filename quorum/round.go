@@ -42,7 +42,7 @@ func anyVote(Reply) bool  { return true }
 // A round is allocated for one fan-out (collectThen, grantThen): its calls
 // stay valid for as long as anything holds the round, a caller that read
 // an early decision or the goroutine of a late reply alike. So the last
-// reply can report the whole round's calls from them (see report) after
+// reply can report the whole round's calls from them (see reportUntold) after
 // the decision went out. The rounds of the async hot paths (AcquireAsync,
 // ReleaseAsync), whose outcome hands the round to nobody, are pooled
 // instead (see hold): such a round counts who holds it and goes back

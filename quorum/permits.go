@@ -265,12 +265,7 @@ func (c *Cluster) permitsMismatch(held []int, n int) error {
 	if len(held) < c.Quorum() {
 		return nil
 	}
-	top := held[0]
-	for _, h := range held {
-		if countHeld(held, h) > countHeld(held, top) {
-			top = h
-		}
-	}
+	top := slices.MaxFunc(held, func(a, b int) int { return cmp.Compare(countHeld(held, a), countHeld(held, b)) })
 	return &PermitsMismatchError{Asked: n, Held: top}
 }
 

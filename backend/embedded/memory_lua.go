@@ -310,8 +310,7 @@ func (vm *luaVM) rawset(L *lua.LState) int {
 // library functions that could change one without a store instruction
 // (rawset is refused the same way). table.remove and table.sort change
 // nothing in a table without array elements, which no shared table has.
-func (vm *luaVM) refuseShared(fn lua.LValue) lua.LGFunction {
-	g := fn.(*lua.LFunction).GFunction
+func (vm *luaVM) refuseShared(g lua.LGFunction) lua.LGFunction {
 	return func(L *lua.LState) int {
 		if t, ok := L.Get(1).(*lua.LTable); ok && vm.readonly[t] {
 			luaReadonly(L)
@@ -379,30 +378,26 @@ func newLuaVM() *luaVM {
 	for _, name := range luaUnsafe {
 		L.SetGlobal(name, lua.LNil)
 	}
-	if str, ok := L.GetGlobal("string").(*lua.LTable); ok {
-		str.RawSetString("rep", L.NewFunction(luaStrRep))
-		str.RawSetString("byte", L.NewFunction(luaStrByte))
-		if gsub, ok := str.RawGetString("gsub").(*lua.LFunction); ok && gsub.GFunction != nil {
-			str.RawSetString("gsub", L.NewFunction(boundedGsub(gsub.GFunction)))
-		}
+	g := L.G.Global
+	str, tab := g.RawGetString("string").(*lua.LTable), g.RawGetString("table").(*lua.LTable)
+	m := g.RawGetString("math").(*lua.LTable)
+	// wrap puts in place of the library function t[name] the one with
+	// makes of it.
+	wrap := func(t *lua.LTable, name string, with func(lua.LGFunction) lua.LGFunction) {
+		t.RawSetString(name, L.NewFunction(with(t.RawGetString(name).(*lua.LFunction).GFunction)))
 	}
-	if m, ok := L.GetGlobal("math").(*lua.LTable); ok {
-		m.RawSetString("random", L.NewFunction(vm.random))
-		m.RawSetString("randomseed", L.NewFunction(vm.randomseed))
-	}
-	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
-	if tn, ok := L.GetGlobal("tonumber").(*lua.LFunction); ok && tn.GFunction != nil {
-		L.SetGlobal("tonumber", L.NewFunction(luaToNumber(tn.GFunction)))
-	}
-	L.SetGlobal("redis", vm.redisTable(L))
-	L.SetGlobal("rawset", L.NewFunction(vm.rawset))
-	L.SetGlobal("setmetatable", L.NewFunction(vm.refuseShared(L.GetGlobal("setmetatable"))))
-	if tab, ok := L.GetGlobal("table").(*lua.LTable); ok {
-		tab.RawSetString("insert", L.NewFunction(vm.refuseShared(tab.RawGetString("insert"))))
-		if concat, ok := tab.RawGetString("concat").(*lua.LFunction); ok && concat.GFunction != nil {
-			tab.RawSetString("concat", L.NewFunction(boundedConcat(concat.GFunction)))
-		}
-	}
+	wrap(str, "gsub", boundedGsub)
+	wrap(g, "tonumber", luaToNumber)
+	wrap(g, "setmetatable", vm.refuseShared)
+	wrap(tab, "insert", vm.refuseShared)
+	wrap(tab, "concat", boundedConcat)
+	str.RawSetString("rep", L.NewFunction(luaStrRep))
+	str.RawSetString("byte", L.NewFunction(luaStrByte))
+	m.RawSetString("random", L.NewFunction(vm.random))
+	m.RawSetString("randomseed", L.NewFunction(vm.randomseed))
+	g.RawSetString("unpack", L.NewFunction(luaUnpack))
+	g.RawSetString("redis", vm.redisTable(L))
+	g.RawSetString("rawset", L.NewFunction(vm.rawset))
 	protectGlobals(L)
 	vm.readonly = make(map[*lua.LTable]bool)
 	readonly := L.NewTable()

@@ -72,24 +72,15 @@ func (r *luaRun) runScript(sc *backend.Script, args []string) quorum.Value {
 
 // compiledKinds holds each kind script's compiled form, by script: the
 // kinds' scripts are a fixed set, each compiled once for the node.
-var compiledKinds sync.Map // *backend.Script → *scriptOnce
+var compiledKinds sync.Map // *backend.Script → func() (*lua.FunctionProto, error)
 
 // compiled is sc compiled once for the in-memory node.
 func compiled(sc *backend.Script) (*lua.FunctionProto, error) {
 	v, ok := compiledKinds.Load(sc)
 	if !ok {
-		v, _ = compiledKinds.LoadOrStore(sc, new(scriptOnce))
+		v, _ = compiledKinds.LoadOrStore(sc, sync.OnceValues(func() (*lua.FunctionProto, error) { return compileLua(sc.Src()) }))
 	}
-	s := v.(*scriptOnce)
-	s.once.Do(func() { s.proto, s.perr = compileLua(sc.Src()) })
-	return s.proto, s.perr
-}
-
-// scriptOnce holds a script's compiled form.
-type scriptOnce struct {
-	once  sync.Once
-	proto *lua.FunctionProto
-	perr  error
+	return v.(func() (*lua.FunctionProto, error))()
 }
 
 // splitCommand reads the words of one encoded command (an array of bulk

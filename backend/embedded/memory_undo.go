@@ -76,11 +76,10 @@ func (s *memOp) restore(key string, st memState) {
 // undoEval is quorum.UndoEval.
 func (s *memOp) undoEval() quorum.Reply {
 	rec := s.m.scripts.records[s.c.Mark]
+	delete(s.m.scripts.records, s.c.Mark)
 	if rec == nil || !s.now.Before(rec.expires) {
-		delete(s.m.scripts.records, s.c.Mark)
 		return quorum.Reply{}
 	}
-	delete(s.m.scripts.records, s.c.Mark)
 	undone := false
 	for _, k := range rec.keys {
 		if k.before.equal(k.after) || !s.stateOf(k.key).equal(k.after) {

@@ -370,8 +370,10 @@ func (h *health) logRefusal(name, why string) func() {
 	}
 }
 
-// states returns a copy of every node's state.
-func (h *health) states() []NodeState {
+// NodeStates reports a copy of each node's health, in configuration
+// order.
+func (c *Cluster) NodeStates() []NodeState {
+	h := c.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := append([]NodeState(nil), h.nodes...)
@@ -385,9 +387,6 @@ func (h *health) states() []NodeState {
 	}
 	return out
 }
-
-// NodeStates reports each node's health, in configuration order.
-func (c *Cluster) NodeStates() []NodeState { return c.health.states() }
 
 // unwatched marks node i as one that cannot identify its server: it is
 // up, and nothing vetoes its votes.

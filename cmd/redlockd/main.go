@@ -5,13 +5,13 @@ package main
 
 import (
 	"context"
-	"github.com/redlockd/redlockd/internal/gcpace"
-	"github.com/redlockd/redlockd/internal/procpace"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/redlockd/redlockd/backend"
+	"github.com/redlockd/redlockd/internal/gcpace"
+	"github.com/redlockd/redlockd/internal/procpace"
 )
 
 func main() {

@@ -38,7 +38,7 @@ var once sync.Once
 
 // Start paces the processors from now on, for the life of the process. It
 // does nothing when the operator chose them (GOMAXPROCS set in the
-// environment) or the runtime has one only, where the process's CPU use
+// environment), when the runtime has one only, where the process's CPU use
 // cannot be read, and on later calls.
 func Start() {
 	if os.Getenv("GOMAXPROCS") != "" || !supported {
@@ -49,41 +49,41 @@ func Start() {
 		if most <= 1 {
 			return
 		}
-		p := &Pace{Most: most, Procs: 1}
+		p := &pace{most: most, procs: 1}
 		runtime.GOMAXPROCS(1)
 		go p.run(cpuTime, runtime.GOMAXPROCS, nil)
 	})
 }
 
-// Pace is the state of the pacing: the processors in use, the most it
+// pace is the state of the pacing: the processors in use, the most it
 // may use, and how many samples in a row fitted in one fewer.
-type Pace struct {
-	Procs, Most int
+type pace struct {
+	procs, most int
 	low         int
 }
 
 // Step takes one sample, busy being the CPU the process used over the
 // last interval in processors (1.5: one and a half), and returns the
 // processors to use from now on.
-func (p *Pace) Step(busy float64) int {
+func (p *pace) Step(busy float64) int {
 	switch {
-	case busy > RaiseAt*float64(p.Procs) && p.Procs < p.Most:
-		p.Procs++
+	case busy > RaiseAt*float64(p.procs) && p.procs < p.most:
+		p.procs++
 		p.low = 0
-	case p.Procs > 1 && busy < LowerAt*float64(p.Procs-1):
+	case p.procs > 1 && busy < LowerAt*float64(p.procs-1):
 		if p.low++; p.low >= Hold {
-			p.Procs--
+			p.procs--
 			p.low = 0
 		}
 	default:
 		p.low = 0
 	}
-	return p.Procs
+	return p.procs
 }
 
 // run samples cpu every Interval and sets the processors with set when
 // a step changes them, until stop closes (nil: never).
-func (p *Pace) run(cpu func() time.Duration, set func(int) int, stop <-chan struct{}) {
+func (p *pace) run(cpu func() time.Duration, set func(int) int, stop <-chan struct{}) {
 	t := time.NewTicker(Interval)
 	defer t.Stop()
 	lastCPU, lastAt := cpu(), time.Now()
@@ -99,7 +99,7 @@ func (p *Pace) run(cpu func() time.Duration, set func(int) int, stop <-chan stru
 		if wall <= 0 {
 			continue
 		}
-		before := p.Procs
+		before := p.procs
 		if after := p.Step(float64(used-lastCPU) / float64(wall)); after != before {
 			set(after)
 		}

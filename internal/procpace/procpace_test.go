@@ -8,7 +8,7 @@ import (
 )
 
 // steps feeds p the samples and returns the processors after each.
-func steps(p *Pace, busy ...float64) []int {
+func steps(p *pace, busy ...float64) []int {
 	out := make([]int, len(busy))
 	for i, b := range busy {
 		out[i] = p.Step(b)
@@ -17,9 +17,9 @@ func steps(p *Pace, busy ...float64) []int {
 }
 
 func TestStepRaisesWhileNearlyEveryProcessorIsBusy(t *testing.T) {
-	p := &Pace{Procs: 1, Most: 3}
+	p := &pace{procs: 1, most: 3}
 	got := steps(p, 0.5, 0.95, 1.7, 1.85, 2.9, 3.0)
-	want := []int{1, 2, 2, 3, 3, 3} // 1.7 of 2 is under RaiseAt; never past Most
+	want := []int{1, 2, 2, 3, 3, 3} // 1.7 of 2 is under RaiseAt; never past most
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("processors after each sample = %v, want %v", got, want)
@@ -28,7 +28,7 @@ func TestStepRaisesWhileNearlyEveryProcessorIsBusy(t *testing.T) {
 }
 
 func TestStepLowersOnlyAfterHoldSamplesThatFitInOneFewer(t *testing.T) {
-	p := &Pace{Procs: 3, Most: 4}
+	p := &pace{procs: 3, most: 4}
 	for i := range Hold - 1 {
 		if n := p.Step(1.0); n != 3 { // under LowerAt of 2 processors
 			t.Fatalf("sample %d: %d processors, want 3 until %d samples fitted", i, n, Hold)
@@ -41,14 +41,14 @@ func TestStepLowersOnlyAfterHoldSamplesThatFitInOneFewer(t *testing.T) {
 	for range Hold - 1 {
 		p.Step(1.0)
 	}
-	if p.Procs != 3 {
-		t.Fatalf("the count did not start again: %d processors after %d more samples", p.Procs, Hold-1)
+	if p.procs != 3 {
+		t.Fatalf("the count did not start again: %d processors after %d more samples", p.procs, Hold-1)
 	}
 	if n := p.Step(1.0); n != 2 {
 		t.Fatalf("after %d samples that fitted in 2: %d processors, want 2", Hold, n)
 	}
 	// Never below one.
-	one := &Pace{Procs: 1, Most: 4}
+	one := &pace{procs: 1, most: 4}
 	for range 3 * Hold {
 		if n := one.Step(0); n != 1 {
 			t.Fatalf("an idle process at one processor went to %d", n)
@@ -72,7 +72,7 @@ func TestRunSetsWhatTheStepsDecide(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	p := &Pace{Procs: 1, Most: 2}
+	p := &pace{procs: 1, most: 2}
 	go func() { p.run(cpu, set, stop); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -84,7 +84,7 @@ func TestRunSetsWhatTheStepsDecide(t *testing.T) {
 		}
 		time.Sleep(Interval / 10)
 	}
-	time.Sleep(3 * Interval) // more samples: Most is reached, nothing more is set
+	time.Sleep(3 * Interval) // more samples: most is reached, nothing more is set
 	close(stop)
 	<-done
 	mu.Lock()

@@ -102,3 +102,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestHangUpDuringTryLockKeepsItsLock: a command that does not wait runs
+// to its end when its client hangs up, as Redis runs a command it has
+// read: a SET … NX or a LOCK … FENCE without WAIT whose client left in
+// its acquire round keeps the lock it won, until its ttl (the client
+// chose the token and may release it). Only a LOCK … WAIT is watched for
+// a hang-up and takes nothing (TestHangUpDuringRound).
+func TestHangUpDuringTryLockKeepsItsLock(t *testing.T) {
+	for _, tc := range []struct{ cmd, token string }{
+		{"SET k kept-set NX PX 60000", "kept-set"},
+		{"LOCK k 60000 FENCE TOKEN kept-fence", "kept-fence"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			e := hangUpMidRound(t, tc.cmd, tc.token)
+			waitFor(t, "the round to win on a majority", func() bool { return backendsHolding(t, e, tc.token) >= 2 })
+			// A release would follow the last round at once (the fence
+			// round takes one more round trip, 500 ms here); give it
+			// several times that to show up.
+			time.Sleep(3 * time.Second)
+			if n := backendsHolding(t, e, tc.token); n < 2 {
+				t.Fatalf("%s: the lock is on %d backends after its client hung up, want it kept on a majority", tc.cmd, n)
+			}
+		})
+	}
+}

@@ -8,7 +8,9 @@
 // on a virtual machine, an interrupt between processors, per wake-up. A
 // proxy's goroutines become runnable tens of thousands of times a second,
 // each for a few microseconds, so those wake-ups cost a large share of its
-// CPU while adding no throughput. The pace therefore starts at one
+// CPU while a load that fits in one CPU gains nothing from them. (Where
+// other processes keep every CPU busy, a second thread can still take a
+// larger share of them; the pace does not see that.) It therefore starts at one
 // processor and adds one whenever the process keeps nearly all of them
 // busy (RaiseAt), up to what the runtime chose at start (the CPUs, or the
 // container's quota), and gives one back once the load has fitted in one
